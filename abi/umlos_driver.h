@@ -1,0 +1,126 @@
+/*
+ * umlos_driver.h — device drivers (spec 004 0.N "Driver" layer, spec 002
+ * DispatchPrimitive_v1).
+ *
+ * A driver owns device memory and runs primitives on it. The kernel is its
+ * only caller: operators reach a driver through services->dispatch,
+ * tensor_read/tensor_write and rng_draw, so a CUDA or vendor driver replaces
+ * the CPU one by a manifest edit, with nothing rebuilt.
+ *
+ * Threading: the kernel calls a driver instance from one thread at a time.
+ * A driver may use threads internally (its results must not depend on how
+ * many) and must have joined them all when destroy() returns.
+ */
+#ifndef UMLOS_DRIVER_H_
+#define UMLOS_DRIVER_H_
+
+#include "umlos_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum umlos_device_kind {
+  UMLOS_DEVICE_CPU = 1,
+  UMLOS_DEVICE_CUDA = 2,
+  UMLOS_DEVICE_OTHER = 3,
+  UMLOS_DEVICE_KIND_MAX_ENUM = 0x7fffffff
+};
+
+/* Capability bits. */
+#define UMLOS_CAP_F32 0x1ull
+#define UMLOS_CAP_F64 0x2ull
+#define UMLOS_CAP_RNG_FILL 0x4ull      /* rng_fill on device */
+#define UMLOS_CAP_BITWISE_F64 0x8ull   /* f64 primitives bitwise reproducible */
+#define UMLOS_CAP_MULTITHREADED 0x10ull
+
+/* A device allocation. Opaque; created by buffer_alloc, owned by the driver,
+ * released by buffer_free. */
+typedef struct umlos_buffer umlos_buffer;
+
+/* A contiguous row-major tensor inside a buffer. Built by the kernel for
+ * each call; borrowed by the driver for the call's duration. */
+typedef struct umlos_tensor_view {
+  umlos_buffer *buffer;
+  uint64_t byte_offset;
+  int32_t dtype; /* umlos_dtype */
+  uint32_t rank;
+  int64_t dims[UMLOS_MAX_RANK];
+} umlos_tensor_view;
+
+/* One RNG draw to produce on the device (see abi/umlos_philox.h). */
+typedef struct umlos_rng_request {
+  size_t struct_size;
+  uint32_t key[2];      /* Philox key: the run's master key */
+  uint32_t stream;      /* umlos_rng_stream */
+  int32_t distribution; /* umlos_distribution */
+  uint64_t draw_index;  /* d: draws already taken from `stream` */
+} umlos_rng_request;
+
+#define UMLOS_RNG_REQUEST_SIZE_V1_0 \
+  UMLOS_STRUCT_SIZE(umlos_rng_request, draw_index)
+
+/* The driver. Static storage, module-owned, valid for the process.
+ * `instance` is what create() returned; `ctx` is the kernel's context for
+ * errors and config (services->config_* read `driver.config`). */
+typedef struct umlos_driver_desc {
+  size_t struct_size;
+  const char *name; /* what the manifest's `driver.name` selects */
+  int32_t device_kind;
+  uint32_t n_primitives;
+  uint64_t capabilities; /* UMLOS_CAP_* */
+  /* Primitive names this driver runs, static. Gradients are primitives of
+   * their own, named "<name>_grad" (docs/primitives.md lists them). */
+  const char *const *primitives;
+
+  /* Probe the device and set up. UMLOS_UNAVAILABLE (with a message) when the
+   * device or its runtime library is absent: the kernel then refuses a
+   * manifest that selects this driver, and tests skip. */
+  umlos_status (*create)(const umlos_services *svc, umlos_ctx *ctx,
+                         void **out_instance);
+  /* Release everything; join threads. Never fails. */
+  void (*destroy)(void *instance);
+  /* A one-line description of the device actually used, written into
+   * `out` (caller-owned, `capacity` bytes, NUL-terminated). */
+  umlos_status (*describe)(void *instance, char *out, size_t capacity);
+  /* driver_runtime_fingerprint (spec 002 0.B): SHA-256 of everything that
+   * can change results (device model, library versions, config). */
+  umlos_status (*fingerprint)(void *instance, uint8_t out_sha256[32]);
+
+  /* Memory. Buffers are zeroed on allocation. */
+  umlos_status (*buffer_alloc)(void *instance, umlos_ctx *ctx, uint64_t bytes,
+                               uint64_t alignment, umlos_buffer **out);
+  void (*buffer_free)(void *instance, umlos_buffer *buffer);
+  umlos_status (*buffer_write)(void *instance, umlos_ctx *ctx,
+                               umlos_buffer *buffer, uint64_t offset,
+                               const void *src, uint64_t bytes);
+  umlos_status (*buffer_read)(void *instance, umlos_ctx *ctx,
+                              const umlos_buffer *buffer, uint64_t offset,
+                              void *dst, uint64_t bytes);
+
+  /* Run `primitive` (one of `primitives`). Views and attrs are borrowed.
+   * UMLOS_PRIMITIVE_UNSUPPORTED for an unknown name or dtype,
+   * UMLOS_SHAPE_MISMATCH for shapes it cannot take. Must be deterministic. */
+  umlos_status (*dispatch)(void *instance, umlos_ctx *ctx,
+                           const char *primitive,
+                           const umlos_tensor_view *inputs, uint32_t n_inputs,
+                           const umlos_tensor_view *outputs,
+                           uint32_t n_outputs, const umlos_attr *attrs,
+                           uint32_t n_attrs);
+  /* Fill `out` with draw `req` (NULL when UMLOS_CAP_RNG_FILL is absent: the
+   * kernel then computes the draw on the host and writes it). */
+  umlos_status (*rng_fill)(void *instance, umlos_ctx *ctx,
+                           const umlos_rng_request *req,
+                           const umlos_tensor_view *out);
+  /* Wait for all queued work (NULL for synchronous drivers). */
+  umlos_status (*synchronize)(void *instance, umlos_ctx *ctx);
+} umlos_driver_desc;
+
+#define UMLOS_DRIVER_DESC_SIZE_V1_0 \
+  UMLOS_STRUCT_SIZE(umlos_driver_desc, synchronize)
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* UMLOS_DRIVER_H_ */

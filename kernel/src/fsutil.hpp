@@ -1,0 +1,24 @@
+// fsutil.hpp — whole-file reads and crash-safe writes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace umlos {
+
+// Throws umlos::Failure(UMLOS_IO_ERROR) naming the file and errno text.
+std::vector<uint8_t> read_file(const std::string& path);
+std::string read_text_file(const std::string& path);
+
+// Write to "<path>.tmp.<pid>", fsync it, rename over `path`, fsync the
+// folder: readers see the old file or the whole new one, never a part.
+void write_file_atomic(const std::string& path, const void* data, size_t size);
+inline void write_file_atomic(const std::string& path, const std::string& s) {
+  write_file_atomic(path, s.data(), s.size());
+}
+inline void write_file_atomic(const std::string& path, const std::vector<uint8_t>& b) {
+  write_file_atomic(path, b.data(), b.size());
+}
+
+}  // namespace umlos

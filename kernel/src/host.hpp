@@ -1,0 +1,147 @@
+// host.hpp — the kernel side of the service table: the module registry, the
+// active driver, tensors, named values (run state), RNG accounting and
+// contract checks around every operator call.
+//
+// One Host per process run. Not thread-safe: the procedure is sequential.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cbor.hpp"
+#include "error.hpp"
+#include "loader.hpp"
+#include "rng.hpp"
+#include "umlos_abi.h"
+#include "umlos_driver.h"
+#include "umlos_tmmu.h"
+
+namespace umlos {
+
+class Host;
+
+// A tensor: kernel-owned, backed by one allocation of the active driver.
+struct Tensor {
+  int32_t dtype = 0;
+  umlos_shape shape{};
+  uint64_t bytes = 0;
+  umlos_buffer* buffer = nullptr;  // owned via the driver (freed in ~Host or on release)
+  uint64_t byte_offset = 0;
+  Host* host = nullptr;
+  ~Tensor();
+};
+using TensorPtr = std::shared_ptr<Tensor>;
+
+uint64_t dtype_size(int32_t dtype);  // 0 for unknown
+const char* dtype_name(int32_t dtype);
+uint64_t element_count(const umlos_shape& s);
+std::string shape_string(const umlos_shape& s);
+
+// Host-side copy of a tensor, for tests, fingerprints and the trace.
+struct HostTensor {
+  int32_t dtype = 0;
+  umlos_shape shape{};
+  std::vector<uint8_t> data;
+};
+
+class Host {
+ public:
+  Host();
+  ~Host();
+  Host(const Host&) = delete;
+  Host& operator=(const Host&) = delete;
+
+  const umlos_services* services() const;
+
+  // ---- modules and registry
+  // Loads and registers; duplicate operator/driver/strategy names are
+  // refused with UMLOS_DUPLICATE_OPERATOR naming both files.
+  const LoadedModule& load(const std::string& path, const std::optional<Digest>& expected);
+  const std::vector<LoadedModule>& modules() const { return modules_; }
+  const umlos_operator_desc* find_operator(const std::string& name) const;
+  const umlos_driver_desc* find_driver(const std::string& name) const;
+  const umlos_tmmu_strategy_desc* find_strategy(const std::string& name) const;
+  const LoadedModule* module_of(const void* desc) const;  // which module offered it
+  std::vector<const umlos_invariant_desc*> invariants() const;
+
+  // ---- configuration seen by modules (services->config_*)
+  void set_operator_config(cbor::Value config_map);
+  void set_driver_config(cbor::Value config_map);
+  void set_strategy_config(cbor::Value config_map);
+
+  // ---- driver
+  // Creates the named driver (UMLOS_UNAVAILABLE propagates as a Failure).
+  void activate_driver(const std::string& name);
+  bool has_driver() const { return driver_ != nullptr; }
+  const umlos_driver_desc* driver() const { return driver_; }
+  void* driver_instance() const { return driver_instance_; }
+  std::string driver_description() const;
+  Digest driver_fingerprint() const;
+
+  // ---- tensors (through the active driver)
+  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape);
+  void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0);
+  void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const;
+  HostTensor to_host(const Tensor& t) const;
+  TensorPtr from_host(const HostTensor& h);
+  // Runs a primitive directly (tests, conformance, the executor's kernel-side
+  // checks); errors become Failure with the driver's message.
+  void dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
+                const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs = {});
+  umlos_tensor_view view_of(const Tensor& t) const;
+
+  // ---- RNG
+  Rng& rng() { return rng_; }
+  const Rng& rng() const { return rng_; }
+
+  // ---- named values (the run state)
+  std::map<std::string, TensorPtr>& values() { return values_; }
+  const std::map<std::string, TensorPtr>& values() const { return values_; }
+  std::vector<std::string> persistent_value_names() const;  // sorted
+  bool is_persistent(const std::string& name) const;
+
+  // ---- operator calls with contract checks (docs/contracts.md)
+  struct CallReport {
+    uint32_t draws_declared = 0;
+    uint64_t draws_actual[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
+  };
+  // Calls `op` with the current values; on return checks RNG draws against
+  // the declaration, declared outputs present/typed/finite, PURE inputs
+  // untouched. Any violation or error status throws Failure (after which
+  // nothing of the call's outputs is committed).
+  CallReport call_operator(const umlos_operator_desc* op);
+  // Runs every registered invariant of `point`.
+  void run_invariants(int32_t point);
+
+  // ---- planning: calls a strategy under a kernel context
+  void plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request,
+            umlos_plan_result& result);
+
+  int64_t iteration() const { return t_; }
+  void set_iteration(int64_t t) { t_ = t; }
+  void set_replay_token(const Digest& d) { replay_token_ = d; }
+  const Digest& replay_token() const { return replay_token_; }
+
+  // Implementation detail shared with the C service functions (host.cpp).
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  friend struct Tensor;
+  std::unique_ptr<Impl> impl_;
+  std::vector<LoadedModule> modules_;
+  const umlos_driver_desc* driver_ = nullptr;
+  void* driver_instance_ = nullptr;
+  Rng rng_;
+  std::map<std::string, TensorPtr> values_;
+  std::map<std::string, bool> persistent_;
+  int64_t t_ = 0;
+  Digest replay_token_{};
+};
+
+}  // namespace umlos
