@@ -25,14 +25,23 @@ namespace umlos {
 
 class Host;
 
-// A tensor: kernel-owned, backed by one allocation of the active driver.
+// A created driver instance. Shared by the Host and every Tensor allocated
+// on it, so the instance is destroyed only after its last buffer is freed.
+struct DriverInstance {
+  const umlos_driver_desc* desc = nullptr;  // module-owned, static
+  void* instance = nullptr;                 // driver-owned, released in the destructor
+  umlos_ctx* ctx = nullptr;                 // kernel-owned context for driver-level calls
+  ~DriverInstance();
+};
+
+// A tensor: kernel-owned, backed by one buffer of the driver that made it.
 struct Tensor {
   int32_t dtype = 0;
   umlos_shape shape{};
   uint64_t bytes = 0;
-  umlos_buffer* buffer = nullptr;  // owned via the driver (freed in ~Host or on release)
+  umlos_buffer* buffer = nullptr;  // freed through `driver` in ~Tensor
   uint64_t byte_offset = 0;
-  Host* host = nullptr;
+  std::shared_ptr<DriverInstance> driver;
   ~Tensor();
 };
 using TensorPtr = std::shared_ptr<Tensor>;
@@ -78,8 +87,8 @@ class Host {
   // Creates the named driver (UMLOS_UNAVAILABLE propagates as a Failure).
   void activate_driver(const std::string& name);
   bool has_driver() const { return driver_ != nullptr; }
-  const umlos_driver_desc* driver() const { return driver_; }
-  void* driver_instance() const { return driver_instance_; }
+  const umlos_driver_desc* driver() const { return driver_ ? driver_->desc : nullptr; }
+  void* driver_instance() const { return driver_ ? driver_->instance : nullptr; }
   std::string driver_description() const;
   Digest driver_fingerprint() const;
 
@@ -132,11 +141,9 @@ class Host {
   Impl& impl() { return *impl_; }
 
  private:
-  friend struct Tensor;
   std::unique_ptr<Impl> impl_;
   std::vector<LoadedModule> modules_;
-  const umlos_driver_desc* driver_ = nullptr;
-  void* driver_instance_ = nullptr;
+  std::shared_ptr<DriverInstance> driver_;
   Rng rng_;
   std::map<std::string, TensorPtr> values_;
   std::map<std::string, bool> persistent_;
