@@ -1,0 +1,115 @@
+// fsutil.cpp — whole-file reads and crash-safe (atomic) writes, POSIX only.
+#include "fsutil.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "error.hpp"
+
+namespace umlos {
+
+namespace {
+
+[[noreturn]] void fail_io(const std::string& what, const std::string& path, int err) {
+  throw Failure(UMLOS_IO_ERROR, what + " '" + path + "': " + std::strerror(err));
+}
+
+// Closes a descriptor on every path out of a function.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now, reporting the error (close can report deferred write errors).
+  int close_now() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string parent_folder(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_io("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail_io("cannot stat", path, errno);
+  if (S_ISDIR(st.st_mode)) fail_io("cannot read", path, EISDIR);
+  std::vector<uint8_t> out;
+  // The size is a hint only: the file may be a pipe or change while we read.
+  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  uint8_t buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_io("cannot read", path, errno);
+    }
+    if (n == 0) break;
+    out.insert(out.end(), buf, buf + n);
+  }
+  return out;
+}
+
+std::string read_text_file(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_file(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t size) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) fail_io("cannot create", tmp, errno);
+    const auto* p = static_cast<const uint8_t*>(data);
+    size_t left = size;
+    while (left > 0) {
+      const ssize_t n = ::write(fd.get(), p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        fail_io("cannot write", tmp, err);
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0 || fd.close_now() != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      fail_io("cannot flush", tmp, err);
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail_io("cannot rename '" + tmp + "' to", path, err);
+  }
+  // The rename is durable only once the folder's entry is on disk.
+  const std::string folder = parent_folder(path);
+  Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) fail_io("cannot open folder", folder, errno);
+  if (::fsync(dir.get()) != 0) fail_io("cannot fsync folder", folder, errno);
+}
+
+}  // namespace umlos
