@@ -1,0 +1,427 @@
+// procedure.cpp — bootstrap, the VI loop, trace records, failure records.
+#include "procedure.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "error.hpp"
+#include "fsutil.hpp"
+#include "host.hpp"
+
+namespace umlos {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// Spec 004 0.D: the fixed action order; `action` values index it.
+const std::array<const char*, 4> kActions = {"optimize", "probe", "switch", "augment"};
+const std::array<const char*, 4> kActionRoles = {"update_op", "probe_op", "switch_op", "augment_op"};
+
+std::string json_hex(const Digest& d) { return to_hex(d); }
+
+std::optional<double> scalar_f64(const Host& host, const std::string& name) {
+  auto it = host.values().find(name);
+  if (it == host.values().end()) return std::nullopt;
+  const Tensor& t = *it->second;
+  if (element_count(t.shape) != 1) return std::nullopt;
+  if (t.dtype == UMLOS_DTYPE_F64) {
+    double v;
+    host.read(t, &v, 8);
+    return v;
+  }
+  if (t.dtype == UMLOS_DTYPE_F32) {
+    float v;
+    host.read(t, &v, 4);
+    return static_cast<double>(v);
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> scalar_int(const Host& host, const std::string& name) {
+  auto it = host.values().find(name);
+  if (it == host.values().end()) return std::nullopt;
+  const Tensor& t = *it->second;
+  if (element_count(t.shape) != 1) return std::nullopt;
+  switch (t.dtype) {
+    case UMLOS_DTYPE_I64: { int64_t v; host.read(t, &v, 8); return v; }
+    case UMLOS_DTYPE_I32: { int32_t v; host.read(t, &v, 4); return v; }
+    case UMLOS_DTYPE_U8: { uint8_t v; host.read(t, &v, 1); return v; }
+    case UMLOS_DTYPE_U32: { uint32_t v; host.read(t, &v, 4); return v; }
+    case UMLOS_DTYPE_U64: { uint64_t v; host.read(t, &v, 8); return static_cast<int64_t>(v); }
+    default: return std::nullopt;
+  }
+}
+
+std::optional<Digest> digest_value(const Host& host, const std::string& name) {
+  auto it = host.values().find(name);
+  if (it == host.values().end()) return std::nullopt;
+  const Tensor& t = *it->second;
+  if (t.dtype != UMLOS_DTYPE_U8 || t.bytes != 32) {
+    throw Failure(UMLOS_CONTRACT_VIOLATION, "value '" + name + "' must be u8[32] (a SHA-256), found " +
+                                                std::string(dtype_name(t.dtype)) + shape_string(t.shape));
+  }
+  Digest d{};
+  host.read(t, d.data(), 32);
+  return d;
+}
+
+// The kernel's own state fingerprint, used when the manifest names no
+// state_fingerprint_op: SHA-256 over t, every persistent value (sorted by
+// name: name, dtype, shape, bytes) and the RNG key and stream offsets.
+Digest generic_state_fingerprint(const Host& host) {
+  Sha256 h;
+  h.update(std::string_view("UML_OS.Kernel.StateFingerprint"));
+  h.update_u64_be(static_cast<uint64_t>(host.iteration()));
+  for (const std::string& name : host.persistent_value_names()) {
+    const Tensor& t = *host.values().at(name);
+    h.update_u64_be(name.size());
+    h.update(name);
+    h.update_u64_be(static_cast<uint64_t>(t.dtype));
+    h.update_u64_be(t.shape.rank);
+    for (uint32_t i = 0; i < t.shape.rank; ++i) h.update_u64_be(static_cast<uint64_t>(t.shape.dims[i]));
+    HostTensor ht = host.to_host(t);
+    h.update_u64_be(ht.data.size());
+    h.update(ht.data.data(), ht.data.size());
+  }
+  h.update(host.rng().fingerprint());
+  return h.finish();
+}
+
+std::string text_or(const cbor::Value& map, const char* key, const std::string& fallback) {
+  const cbor::Value* v = map.find(key);
+  return (v && v->kind() == cbor::Value::Kind::Text) ? v->as_text() : fallback;
+}
+
+class TraceWriter {
+ public:
+  void open(const std::string& path) {
+    path_ = path;
+    file_ = std::fopen(path.c_str(), "wb");
+    if (!file_) throw Failure(UMLOS_IO_ERROR, "cannot create trace '" + path + "': " + std::strerror(errno));
+  }
+  void write(const json& record) {
+    if (!file_) return;
+    std::string line = record.dump() + "\n";
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
+      throw Failure(UMLOS_IO_ERROR, "writing trace '" + path_ + "' failed");
+    }
+  }
+  void close() {
+    if (file_) {
+      ::fsync(fileno(file_));
+      std::fclose(file_);
+      file_ = nullptr;
+    }
+  }
+  ~TraceWriter() { close(); }
+
+ private:
+  std::string path_;
+  FILE* file_ = nullptr;
+};
+
+struct RunState {
+  const Manifest* manifest = nullptr;
+  Host host;
+  TraceWriter trace;
+  std::string run_dir;
+  std::string current_operator = "UML_OS.OS.Bootstrap_v1";
+  std::optional<Digest> state_fp;
+  std::optional<Digest> functional_fp;
+};
+
+json failure_record(RunState& rs, const Failure& f) {
+  json r;
+  r["record"] = "failure";
+  r["t"] = rs.host.iteration();
+  r["failure_code"] = status_name(f.code());
+  r["failure_operator"] = rs.current_operator;
+  r["message"] = f.what();
+  r["replay_token"] = rs.manifest ? json(json_hex(rs.manifest->replay_token)) : json(nullptr);
+  r["rng_fingerprint_t"] = json_hex(rs.host.rng().fingerprint());
+  r["state_fp_t"] = rs.state_fp ? json(json_hex(*rs.state_fp)) : json(nullptr);
+  r["exit_status"] = exit_code_for(f.code());
+  return r;
+}
+
+const umlos_operator_desc* resolve(RunState& rs, const std::string& role) {
+  std::string name = rs.manifest->operator_for(role);
+  if (name.empty()) return nullptr;
+  const umlos_operator_desc* op = rs.host.find_operator(name);
+  if (!op) {
+    std::string offered;
+    for (const LoadedModule& m : rs.host.modules()) {
+      for (uint32_t i = 0; i < m.desc->n_operators; ++i) {
+        offered += (offered.empty() ? "" : ", ") + std::string(m.desc->operators[i]->name);
+      }
+    }
+    throw Failure(UMLOS_OPERATOR_NOT_FOUND,
+                  rs.manifest->where("operators." + role) + ": key 'operators." + role + "' names operator '" +
+                      name + "', which no module of the manifest offers (offered: " +
+                      (offered.empty() ? std::string("none") : offered) +
+                      "; add the module that provides it to `modules:`)");
+  }
+  return op;
+}
+
+struct Roles {
+  std::map<std::string, const umlos_operator_desc*> op;
+  const umlos_operator_desc* get(const std::string& role) const {
+    auto it = op.find(role);
+    return it == op.end() ? nullptr : it->second;
+  }
+};
+
+void call(RunState& rs, const umlos_operator_desc* op) {
+  if (!op) return;
+  rs.current_operator = op->name;
+  rs.host.call_operator(op);
+}
+
+int64_t config_int(const Manifest& m, const char* key, int64_t fallback) {
+  const cbor::Value* v = lookup(m.config, key);
+  if (!v) return fallback;
+  if ((v->kind() != cbor::Value::Kind::UInt && v->kind() != cbor::Value::Kind::NegInt) || !v->fits_int64()) {
+    throw Failure(UMLOS_MANIFEST_INVALID, m.where(std::string("config.") + key) + ": key 'config." + key +
+                                              "': expected an integer, found " + cbor::diagnostic(*v));
+  }
+  return v->as_int64();
+}
+
+}  // namespace
+
+std::string umlos_root() {
+  const char* env = std::getenv("UML_OS_ROOT");
+  return (env && *env) ? std::string(env) : std::string("umlos_root");
+}
+
+int run_manifest(const std::string& manifest_file, const RunOptions& options) {
+  Manifest manifest;
+  try {
+    manifest = load_manifest(manifest_file);
+  } catch (const Failure& f) {
+    json r = {{"record", "failure"}, {"t", 0}, {"failure_code", status_name(f.code())},
+              {"failure_operator", "UML_OS.OS.Bootstrap_v1"}, {"message", f.what()},
+              {"replay_token", nullptr}, {"rng_fingerprint_t", nullptr}, {"state_fp_t", nullptr},
+              {"exit_status", exit_code_for(f.code())}};
+    std::fprintf(stderr, "umlos: %s\n%s\n", f.what(), r.dump().c_str());
+    return exit_code_for(f.code());
+  }
+
+  RunState rs;
+  rs.manifest = &manifest;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    // ---- 1. Bootstrap_v1: namespace, modules, driver, RNG.
+    std::string job_id = to_hex(manifest.replay_token).substr(0, 8);
+    if (!options.run_dir.empty()) {
+      rs.run_dir = options.run_dir;
+    } else {
+      const cbor::Value* ns = manifest.canonical.find("namespace");
+      cbor::Value empty = cbor::Value::map();
+      const cbor::Value& n = ns ? *ns : empty;
+      rs.run_dir = (fs::path(umlos_root()) / "namespaces" / text_or(n, "org", "default") /
+                    text_or(n, "unit", "default") / text_or(n, "project", "default") /
+                    text_or(n, "experiment", manifest.name) / job_id)
+                       .string();
+    }
+    std::error_code ec;
+    fs::create_directories(rs.run_dir, ec);
+    if (ec) throw Failure(UMLOS_IO_ERROR, "cannot create run folder '" + rs.run_dir + "': " + ec.message());
+    fs::remove(fs::path(rs.run_dir) / "failure.json", ec);
+
+    rs.host.set_replay_token(manifest.replay_token);
+    rs.host.rng().seed_from_manifest(manifest.manifest_hash);
+    rs.host.set_operator_config(manifest.config);
+    rs.host.set_driver_config(manifest.driver_config);
+    rs.host.set_strategy_config(manifest.tmmu_config);
+
+    // 2. LoadDeclaredModules_v1: manifest order, each verified against its pin.
+    for (const ModuleEntry& e : manifest.modules) rs.host.load(e.resolved_path, e.sha256);
+
+    // Every named operator resolved before step 1 (a missing one is a
+    // bootstrap failure, not a surprise at step 500).
+    Roles roles;
+    for (const std::string& role : operator_roles()) {
+      if (const umlos_operator_desc* op = resolve(rs, role)) roles.op[role] = op;
+    }
+    if (!manifest.tmmu_strategy.empty() && !rs.host.find_strategy(manifest.tmmu_strategy)) {
+      throw Failure(UMLOS_OPERATOR_NOT_FOUND,
+                    manifest.where("tmmu.strategy") + ": key 'tmmu.strategy' names '" + manifest.tmmu_strategy +
+                        "', which no module of the manifest offers");
+    }
+    rs.host.activate_driver(manifest.driver_name);
+
+    const int64_t max_steps = config_int(manifest, "max_steps", 100);
+    const int64_t fp_every = config_int(manifest, "functional_fp_every", 50);
+    std::string task_type = "multiclass";
+    if (const cbor::Value* tt = lookup(manifest.config, "task_type"); tt && tt->kind() == cbor::Value::Kind::Text) {
+      task_type = tt->as_text();
+    }
+    const std::string backend_hash = json_hex(rs.host.driver_fingerprint());
+
+    rs.trace.open((fs::path(rs.run_dir) / "trace.jsonl").string());
+    json modules = json::array();
+    for (const LoadedModule& m : rs.host.modules()) {
+      modules.push_back({{"name", m.desc->name}, {"version", m.desc->version ? m.desc->version : ""},
+                         {"sha256", to_hex(m.sha256)},
+                         {"abi", std::to_string(m.desc->abi_major) + "." + std::to_string(m.desc->abi_minor)}});
+    }
+    json roles_json = json::object();
+    for (auto& [role, op] : roles.op) roles_json[role] = op->name;
+    rs.trace.write({{"record", "run_header"},
+                    {"spec_version", manifest.spec_version},
+                    {"name", manifest.name},
+                    {"manifest_hash", json_hex(manifest.manifest_hash)},
+                    {"policy_hash", json_hex(manifest.policy_hash)},
+                    {"env_manifest_hash", json_hex(manifest.env_manifest_hash)},
+                    {"replay_token", json_hex(manifest.replay_token)},
+                    {"job_id", job_id},
+                    {"seed", manifest.seed},
+                    {"task_type", task_type},
+                    {"world_size", 1},
+                    {"backend_hash", backend_hash},
+                    {"driver", manifest.driver_name},
+                    {"device", rs.host.driver_description()},
+                    {"abi", std::to_string(UMLOS_ABI_MAJOR) + "." + std::to_string(UMLOS_ABI_MINOR)},
+                    {"modules", modules},
+                    {"operators", roles_json}});
+
+    rs.host.set_iteration(0);
+    call(rs, roles.get("bootstrap_op"));
+
+    // ---- 4. loop until termination.
+    const int64_t progress_every = std::max<int64_t>(1, max_steps / 10);
+    for (;;) {
+      rs.current_operator = "UML_OS.Termination.Check_v1";
+      if (const umlos_operator_desc* term = roles.get("termination_op")) {
+        call(rs, term);
+        if (scalar_int(rs.host, "terminate").value_or(0) != 0) break;
+      } else if (rs.host.iteration() >= max_steps) {
+        break;
+      }
+      rs.host.set_iteration(rs.host.iteration() + 1);
+      const int64_t t = rs.host.iteration();
+
+      for (const char* role : {"quota_op", "next_batch_op", "model_encode_op", "decode_op", "forward_op", "loss_op"}) {
+        call(rs, roles.get(role));
+      }
+      rs.current_operator = "UML_OS.Contract.Validate_v1";
+      rs.host.run_invariants(UMLOS_CHECK_AFTER_LOSS);
+      call(rs, roles.get("validate_op"));
+
+      // 0.A invalid objective: NaN/Inf ranks as +Inf, no update, abort.
+      std::optional<double> loss = scalar_f64(rs.host, "loss_total");
+      if (loss && !std::isfinite(*loss)) {
+        throw Failure(UMLOS_INVALID_OBJECTIVE, "loss_total is " + std::to_string(*loss) + " at t=" +
+                                                   std::to_string(t) + "; no update applied (spec 004 0.A)");
+      }
+
+      int64_t action = 0;
+      if (const umlos_operator_desc* policy = roles.get("policy_op")) {
+        call(rs, policy);
+        action = scalar_int(rs.host, "action").value_or(0);
+        if (action < 0 || action >= static_cast<int64_t>(kActions.size())) {
+          throw Failure(UMLOS_CONTRACT_VIOLATION, std::string("policy operator '") + policy->name +
+                                                      "' chose action " + std::to_string(action) +
+                                                      ", outside 0..3 (optimize, probe, switch, augment)");
+        }
+      }
+      const umlos_operator_desc* act = roles.get(kActionRoles[action]);
+      if (!act && action != 0) {
+        throw Failure(UMLOS_OPERATOR_NOT_FOUND, std::string("the policy chose '") + kActions[action] +
+                                                    "' at t=" + std::to_string(t) + " but the manifest names no " +
+                                                    kActionRoles[action] + " (" + manifest.file + ")");
+      }
+      call(rs, act);
+      rs.current_operator = "UML_OS.Contract.Validate_v1";
+      rs.host.run_invariants(UMLOS_CHECK_AFTER_ACTION);
+
+      rs.current_operator = "UML_OS.StateFingerprint_v1";
+      if (const umlos_operator_desc* sfp = roles.get("state_fingerprint_op")) {
+        call(rs, sfp);
+        rs.state_fp = digest_value(rs.host, "state_fp");
+      } else {
+        rs.state_fp = generic_state_fingerprint(rs.host);
+      }
+      bool fp_now = false;
+      if ((fp_every > 0 && t % fp_every == 0) || action == 3) {
+        if (const umlos_operator_desc* ffp = roles.get("functional_fp_op")) {
+          call(rs, ffp);
+          rs.functional_fp = digest_value(rs.host, "functional_fp");
+          fp_now = true;
+        }
+      }
+      call(rs, roles.get("tape_op"));
+      call(rs, roles.get("log_op"));
+
+      json it = {{"record", "iter"},
+                 {"t", t},
+                 {"state", scalar_int(rs.host, "state").value_or(0) == 1 ? "S_PROTO" : "S_P"},
+                 {"action", kActions[action]},
+                 {"state_fp", json_hex(*rs.state_fp)}};
+      for (const char* metric : {"loss_total", "grad_norm", "sil_mean", "resource_util"}) {
+        std::optional<double> v = scalar_f64(rs.host, metric);
+        it[metric] = v ? json(*v) : json(nullptr);
+      }
+      if (fp_now) it["functional_fp"] = json_hex(*rs.functional_fp);
+      rs.trace.write(it);
+
+      if (!options.quiet && (t % progress_every == 0 || t == max_steps)) {
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::fprintf(stderr, "step %lld/%lld  loss %s  %.1f steps/s\n", static_cast<long long>(t),
+                     static_cast<long long>(max_steps), loss ? std::to_string(*loss).c_str() : "-",
+                     secs > 0 ? static_cast<double>(t) / secs : 0.0);
+      }
+    }
+
+    rs.current_operator = "UML_OS.Logging.LogIteration_v1";
+    json end = {{"record", "run_end"},
+                {"status", "success"},
+                {"t", rs.host.iteration()},
+                {"state_fp", rs.state_fp ? json(json_hex(*rs.state_fp)) : json(nullptr)},
+                {"functional_fp", rs.functional_fp ? json(json_hex(*rs.functional_fp)) : json(nullptr)},
+                {"rng_fingerprint", json_hex(rs.host.rng().fingerprint())},
+                {"replay_token", json_hex(manifest.replay_token)},
+                {"task_type", task_type},
+                {"world_size", 1},
+                {"backend_hash", backend_hash}};
+    for (const char* metric : {"val_accuracy", "val_r2"}) {
+      if (std::optional<double> v = scalar_f64(rs.host, metric)) end[metric] = *v;
+    }
+    rs.trace.write(end);
+    rs.trace.close();
+    if (!options.quiet) {
+      std::fprintf(stderr, "run complete: %lld steps, final state_fp %s\ntrace: %s\n",
+                   static_cast<long long>(rs.host.iteration()),
+                   rs.state_fp ? to_hex(*rs.state_fp).c_str() : "-",
+                   (fs::path(rs.run_dir) / "trace.jsonl").c_str());
+    }
+    return 0;
+  } catch (const Failure& f) {
+    json record = failure_record(rs, f);
+    try {
+      rs.trace.write({{"record", "run_end"}, {"status", "failed"}, {"t", rs.host.iteration()},
+                      {"failure_code", status_name(f.code())}, {"failure_operator", rs.current_operator}});
+      rs.trace.close();
+      if (!rs.run_dir.empty()) write_file_atomic((fs::path(rs.run_dir) / "failure.json").string(), record.dump(2) + "\n");
+    } catch (const Failure& g) {
+      std::fprintf(stderr, "umlos: could not write the failure record: %s\n", g.what());
+    }
+    std::fprintf(stderr, "umlos: %s: %s\n%s\n", status_name(f.code()), f.what(), record.dump().c_str());
+    return exit_code_for(f.code());
+  }
+}
+
+}  // namespace umlos

@@ -1,0 +1,30 @@
+// procedure.hpp — the spec 004 section VI procedure, driven by the manifest.
+//
+// The kernel knows roles ("model_encode_op", "update_op", ...), never
+// operators: each step calls whatever fully-qualified operator the manifest
+// names for that role (a role left out is a step skipped). Data flows
+// between steps through named values (docs/contracts.md lists the names the
+// kernel itself reads: loss_total, action, terminate, state_fp, ...).
+#pragma once
+
+#include <string>
+
+#include "manifest.hpp"
+
+namespace umlos {
+
+struct RunOptions {
+  // Folder for trace.jsonl and failure.json. Empty: the job's namespace
+  // folder UML_OS_ROOT/namespaces/<org>/<unit>/<project>/<experiment>/<job_id>.
+  std::string run_dir;
+  bool quiet = false;  // no progress lines on stderr
+};
+
+// Runs the procedure. Returns the process exit status: 0 on success, else
+// exit_code_for(failure code) after writing the failure record (0.K).
+int run_manifest(const std::string& manifest_file, const RunOptions& options);
+
+// UML_OS_ROOT, or "./umlos_root" when the variable is unset.
+std::string umlos_root();
+
+}  // namespace umlos
