@@ -1,0 +1,272 @@
+// main.cpp — the `umlos` command (Boost.Program_options).
+//
+//   umlos run MANIFEST                       the spec 004 VI procedure
+//   umlos hash FILE                          a module's SHA-256 and its manifest line
+//   umlos manifest hash MANIFEST             manifest/policy/env hashes, replay token
+//   umlos manifest canonical MANIFEST [-o F] the exact canonical CBOR bytes hashed
+//   umlos manifest pin MANIFEST -o OUT       write module digests into a copy
+//   umlos modules inspect FILE               what a module offers
+//   umlos conformance FILE...                run every operator's test vectors
+//   umlos rng philox --key K0,K1 --counter C0,C1,C2,C3 [--rounds R]
+//   umlos plan FILE ...                      TMMU planning (docs/tmmu.md)
+//
+// Exit statuses: 0 success, 2 usage error, otherwise exit_code_for(failure
+// code) as listed in docs/exit-codes.md.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "conformance.hpp"
+#include "error.hpp"
+#include "fsutil.hpp"
+#include "loader.hpp"
+#include "manifest.hpp"
+#include "procedure.hpp"
+#include "umlos_philox.h"
+
+#if __has_include("plan/plan_cmd.hpp")
+#include "plan/plan_cmd.hpp"
+#define UMLOS_HAVE_PLAN 1
+#endif
+
+namespace po = boost::program_options;
+using namespace umlos;
+
+namespace {
+
+constexpr int kUsageExit = 2;
+
+const char* kTopHelp =
+    "umlos — deterministic ML training kernel (UML_OS " UMLOS_VERSION_STRING ", ABI 1.0)\n"
+    "\n"
+    "usage: umlos <command> [options]   (umlos <command> --help for each)\n"
+    "\n"
+    "commands:\n"
+    "  run MANIFEST                      run the training procedure of spec 004 VI\n"
+    "  hash FILE                         SHA-256 of a module and the manifest lines that pin it\n"
+    "  manifest hash MANIFEST            manifest_hash, policy_hash, env_manifest_hash, replay_token\n"
+    "  manifest canonical MANIFEST       the canonical CBOR bytes that manifest_hash covers\n"
+    "  manifest pin MANIFEST -o OUT      copy a manifest with every module's digest filled in\n"
+    "  modules inspect FILE              ABI version, operators, purity and RNG declarations\n"
+    "  conformance FILE...               run every operator's test vectors under the kernel\n"
+    "  rng philox --key K0,K1 --counter C0,C1,C2,C3 [--rounds R]\n"
+    "                                    the Philox4x32 block function (hex words)\n"
+    "  plan FILE                         plan tensor memory with a TMMU strategy module\n";
+
+// Parses `args` against `desc` (+ positionals); prints help and returns
+// false when --help was given. Throws po::error on bad usage.
+bool parse(const std::vector<std::string>& args, po::options_description& desc,
+           const po::positional_options_description& pos, po::variables_map& vm, const std::string& usage) {
+  desc.add_options()("help,h", "show this help");
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: " << usage << "\n\n" << desc << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  po::options_description desc("umlos run options");
+  std::string manifest;
+  RunOptions options;
+  desc.add_options()("manifest", po::value<std::string>(&manifest)->required(), "the manifest (YAML)")(
+      "run-dir", po::value<std::string>(&options.run_dir),
+      "write trace.jsonl / failure.json here instead of the job's namespace folder under UML_OS_ROOT")(
+      "quiet,q", po::bool_switch(&options.quiet), "no progress lines");
+  po::positional_options_description pos;
+  pos.add("manifest", 1);
+  po::variables_map vm;
+  if (!parse(args, desc, pos, vm, "umlos run MANIFEST [--run-dir DIR] [--quiet]")) return 0;
+  return run_manifest(manifest, options);
+}
+
+int cmd_hash(const std::vector<std::string>& args) {
+  po::options_description desc("umlos hash options");
+  std::string file;
+  desc.add_options()("file", po::value<std::string>(&file)->required(), "module file");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (!parse(args, desc, pos, vm, "umlos hash FILE")) return 0;
+  Digest d = hash_module_file(file);
+  std::printf("%s  %s\n\n# manifest entry that pins it:\n  - path: %s\n    sha256: %s\n", to_hex(d).c_str(),
+              file.c_str(), file.c_str(), to_hex(d).c_str());
+  return 0;
+}
+
+int cmd_manifest(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::printf("usage: umlos manifest hash MANIFEST\n"
+                "       umlos manifest canonical MANIFEST [-o FILE] [--diag]\n"
+                "       umlos manifest pin MANIFEST -o OUT\n");
+    return args.empty() ? kUsageExit : 0;
+  }
+  std::string sub = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  po::options_description desc("umlos manifest " + sub + " options");
+  std::string manifest, out;
+  bool diag = false;
+  desc.add_options()("manifest", po::value<std::string>(&manifest)->required(), "the manifest (YAML)");
+  if (sub == "canonical" || sub == "pin") {
+    desc.add_options()("output,o", po::value<std::string>(&out)->required(sub == "pin"),
+                       sub == "pin" ? "pinned copy to write" : "write the bytes to FILE instead of stdout");
+  }
+  if (sub == "canonical") desc.add_options()("diag", po::bool_switch(&diag), "print RFC 8949 diagnostic notation");
+  po::positional_options_description pos;
+  pos.add("manifest", 1);
+  po::variables_map vm;
+  if (sub == "hash") {
+    if (!parse(rest, desc, pos, vm, "umlos manifest hash MANIFEST")) return 0;
+    Manifest m = load_manifest(manifest);
+    std::printf("manifest_hash      %s\npolicy_hash        %s\nenv_manifest_hash  %s\nreplay_token       %s\n"
+                "job_id             %s\nspec_version       %s\nseed               %llu\n",
+                to_hex(m.manifest_hash).c_str(), to_hex(m.policy_hash).c_str(), to_hex(m.env_manifest_hash).c_str(),
+                to_hex(m.replay_token).c_str(), to_hex(m.replay_token).substr(0, 8).c_str(), m.spec_version.c_str(),
+                static_cast<unsigned long long>(m.seed));
+    return 0;
+  }
+  if (sub == "canonical") {
+    if (!parse(rest, desc, pos, vm, "umlos manifest canonical MANIFEST [-o FILE] [--diag]")) return 0;
+    Manifest m = load_manifest(manifest);
+    if (diag) {
+      std::string text = cbor::diagnostic(m.canonical) + "\n";
+      if (out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+      else write_file_atomic(out, text);
+    } else if (out.empty()) {
+      std::fwrite(m.canonical_bytes.data(), 1, m.canonical_bytes.size(), stdout);
+    } else {
+      write_file_atomic(out, m.canonical_bytes);
+      std::fprintf(stderr, "wrote %zu bytes (SHA-256 %s = manifest_hash) to %s\n", m.canonical_bytes.size(),
+                   to_hex(m.manifest_hash).c_str(), out.c_str());
+    }
+    return 0;
+  }
+  if (sub == "pin") {
+    if (!parse(rest, desc, pos, vm, "umlos manifest pin MANIFEST -o OUT")) return 0;
+    pin_manifest(manifest, out);
+    return 0;
+  }
+  std::fprintf(stderr, "umlos manifest: unknown subcommand '%s' (hash, canonical, pin)\n", sub.c_str());
+  return kUsageExit;
+}
+
+int cmd_modules(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "inspect") {
+    std::printf("usage: umlos modules inspect FILE [--json]\n");
+    return (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) ? 0 : kUsageExit;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  po::options_description desc("umlos modules inspect options");
+  std::string file;
+  bool json = false;
+  desc.add_options()("file", po::value<std::string>(&file)->required(), "module file")(
+      "json", po::bool_switch(&json), "machine-readable output");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (!parse(rest, desc, pos, vm, "umlos modules inspect FILE [--json]")) return 0;
+  return inspect_module(file, json);
+}
+
+int cmd_conformance(const std::vector<std::string>& args) {
+  po::options_description desc("umlos conformance options");
+  ConformanceOptions opt;
+  opt.driver_module = executable_dir() + "/modules/libumlos_cpu_driver.so";
+  desc.add_options()("modules", po::value<std::vector<std::string>>(&opt.modules)->required(), "module files")(
+      "driver-module", po::value<std::string>(&opt.driver_module),
+      "reference driver module (default: modules/libumlos_cpu_driver.so beside umlos)")(
+      "driver", po::value<std::string>(&opt.driver_name), "driver name (default cpu_driver)")(
+      "allow-missing-vectors", po::bool_switch(&opt.allow_missing_vectors),
+      "report operators without test vectors as SKIP instead of FAIL")(
+      "json", po::bool_switch(&opt.json), "machine-readable report");
+  po::positional_options_description pos;
+  pos.add("modules", -1);
+  po::variables_map vm;
+  if (!parse(args, desc, pos, vm, "umlos conformance FILE... [--driver-module PATH] [--json]")) return 0;
+  return run_conformance(opt);
+}
+
+std::vector<uint32_t> parse_words(const std::string& text, size_t count, const char* what) {
+  std::vector<uint32_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::string h = item;
+    if (h.rfind("0x", 0) == 0 || h.rfind("0X", 0) == 0) h = h.substr(2);
+    if (h.empty() || h.size() > 8 || h.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+      throw po::error(std::string("--") + what + ": '" + item + "' is not a 32-bit hex word");
+    }
+    out.push_back(static_cast<uint32_t>(std::stoul(h, nullptr, 16)));
+  }
+  if (out.size() != count) {
+    throw po::error(std::string("--") + what + ": expected " + std::to_string(count) + " comma-separated words, got " +
+                    std::to_string(out.size()));
+  }
+  return out;
+}
+
+int cmd_rng(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "philox") {
+    std::printf("usage: umlos rng philox --key K0,K1 --counter C0,C1,C2,C3 [--rounds R]\n");
+    return (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) ? 0 : kUsageExit;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  po::options_description desc("umlos rng philox options");
+  std::string key, counter;
+  unsigned rounds = 10;
+  desc.add_options()("key", po::value<std::string>(&key)->required(), "two 32-bit hex words K0,K1")(
+      "counter", po::value<std::string>(&counter)->required(), "four 32-bit hex words C0,C1,C2,C3")(
+      "rounds", po::value<unsigned>(&rounds), "rounds (default 10: Philox4x32-10)");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  if (!parse(rest, desc, pos, vm, "umlos rng philox --key K0,K1 --counter C0,C1,C2,C3 [--rounds R]")) return 0;
+  if (rounds == 0 || rounds > 16) throw po::error("--rounds must be between 1 and 16");
+  std::vector<uint32_t> k = parse_words(key, 2, "key"), c = parse_words(counter, 4, "counter");
+  uint32_t out[4];
+  umlos_philox4x32(c.data(), k.data(), rounds, out);
+  std::printf("%08x %08x %08x %08x\n", out[0], out[1], out[2], out[3]);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kTopHelp, stdout);
+    return args.empty() ? kUsageExit : 0;
+  }
+  if (args[0] == "--version") {
+    std::printf("umlos %s (ABI %d.%d)\n", UMLOS_VERSION_STRING, UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR);
+    return 0;
+  }
+  std::string command = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    if (command == "run") return cmd_run(rest);
+    if (command == "hash") return cmd_hash(rest);
+    if (command == "manifest") return cmd_manifest(rest);
+    if (command == "modules") return cmd_modules(rest);
+    if (command == "conformance") return cmd_conformance(rest);
+    if (command == "rng") return cmd_rng(rest);
+#ifdef UMLOS_HAVE_PLAN
+    if (command == "plan") return umlos::cmd_plan(rest);
+#endif
+    std::fprintf(stderr, "umlos: unknown command '%s'\n\n%s", command.c_str(), kTopHelp);
+    return kUsageExit;
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "umlos %s: %s (see umlos %s --help)\n", command.c_str(), e.what(), command.c_str());
+    return kUsageExit;
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "umlos: %s: %s\n", status_name(f.code()), f.what());
+    return exit_code_for(f.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "umlos: internal error: %s\n", e.what());
+    return exit_code_for(UMLOS_INTERNAL);
+  }
+}
