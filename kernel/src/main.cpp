@@ -113,7 +113,9 @@ int cmd_manifest(const std::vector<std::string>& args) {
   bool diag = false;
   desc.add_options()("manifest", po::value<std::string>(&manifest)->required(), "the manifest (YAML)");
   if (sub == "canonical" || sub == "pin") {
-    desc.add_options()("output,o", po::value<std::string>(&out)->required(sub == "pin"),
+    auto* value = po::value<std::string>(&out);
+    if (sub == "pin") value->required();
+    desc.add_options()("output,o", value,
                        sub == "pin" ? "pinned copy to write" : "write the bytes to FILE instead of stdout");
   }
   if (sub == "canonical") desc.add_options()("diag", po::bool_switch(&diag), "print RFC 8949 diagnostic notation");
