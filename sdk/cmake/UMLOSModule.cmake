@@ -6,12 +6,24 @@
 #  - hides every other symbol (-fvisibility=hidden);
 #  - resolves all its symbols at load time (-z now) and links nothing of the
 #    kernel (-z defs: an undefined kernel symbol is a link error);
+#  - is compiled without FMA contraction or fast-math (bitwise determinism)
+#    and with source paths mapped, so its bytes (and so its pinned SHA-256)
+#    do not depend on where the tree was checked out;
+#  - links UMLOS::sdk (ABI headers + <umlos/sdk.hpp>) when that target exists:
+#    in tree, and out of tree after find_package(UMLOS);
 #  - lands in UMLOS_MODULE_OUTPUT_DIR when that is set.
 # Pinning is done afterwards by `umlos hash` / `umlos manifest pin`.
-set(_UMLOS_MODULE_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
+# The directory of this file (for the version script) is taken from
+# CMAKE_CURRENT_FUNCTION_LIST_DIR inside the function, so the function works
+# wherever it is called from, including projects that call find_package(UMLOS)
+# inside a function scope.
+if(CMAKE_VERSION VERSION_LESS 3.17)
+  message(FATAL_ERROR "UMLOSModule.cmake needs CMake >= 3.17 (found ${CMAKE_VERSION})")
+endif()
 
 function(umlos_add_module target)
   cmake_parse_arguments(ARG "" "OUTPUT_NAME" "SOURCES;LINK" ${ARGN})
+  set(_UMLOS_MODULE_CMAKE_DIR ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "umlos_add_module(${target}): SOURCES is required")
   endif()
@@ -35,7 +47,9 @@ function(umlos_add_module target)
     set_target_properties(${target} PROPERTIES
       LIBRARY_OUTPUT_DIRECTORY ${UMLOS_MODULE_OUTPUT_DIR})
   endif()
-  target_compile_options(${target} PRIVATE -ffp-contract=off)
+  # C and C++ only: CUDA sources get their own flags (nvcc -fmad=false).
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:C,CXX>:-ffp-contract=off;-fno-fast-math;-ffile-prefix-map=${PROJECT_SOURCE_DIR}=.;-ffile-prefix-map=${PROJECT_BINARY_DIR}=build>)
   target_link_options(${target} PRIVATE
     -Wl,--version-script=${_UMLOS_MODULE_CMAKE_DIR}/umlos_module.map
     -Wl,-z,now -Wl,-z,defs -Wl,--build-id=sha1)
