@@ -1,0 +1,142 @@
+// The spec 004 VI procedure on the demo-walk operators: replay, draw
+// accounting, contract checks and failure records, through real modules.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "error.hpp"
+#include "procedure.hpp"
+#include "test_support.hpp"
+
+using namespace umlos;
+using namespace umlos_test;
+using json = nlohmann::json;
+
+namespace {
+
+struct Run {
+  int exit_status;
+  std::string dir;
+  std::string trace() const { return read_text(dir + "/trace.jsonl"); }
+  json failure() const { return json::parse(read_text(dir + "/failure.json")); }
+};
+
+Run run(const std::string& manifest_text, const std::string& tag) {
+  std::string dir = temp_dir(tag);
+  std::string file = dir + "/manifest.yaml";
+  write_text(file, manifest_text);
+  RunOptions opt;
+  opt.run_dir = dir + "/run";
+  opt.quiet = true;
+  return Run{run_manifest(file, opt), opt.run_dir};
+}
+
+std::vector<json> records(const std::string& trace) {
+  std::vector<json> out;
+  std::stringstream ss(trace);
+  std::string line;
+  while (std::getline(ss, line)) out.push_back(json::parse(line));
+  return out;
+}
+
+const std::vector<std::string> kWalkModules = {module_path("umlos_cpu_driver"), module_path("umlos_core")};
+
+}  // namespace
+
+TEST_CASE("The demo walk runs every VI step and writes run_header, one iter per step and run_end", "[runner]") {
+  Run r = run(walk_manifest(kWalkModules, kWalkOperators, 30), "walk");
+  REQUIRE(r.exit_status == 0);
+  std::vector<json> recs = records(r.trace());
+  REQUIRE(recs.size() == 32);
+  CHECK(recs.front()["record"] == "run_header");
+  CHECK(recs.front()["replay_token"].get<std::string>().size() == 64);
+  CHECK(recs.back()["record"] == "run_end");
+  CHECK(recs.back()["status"] == "success");
+  int probes = 0;
+  for (size_t i = 1; i + 1 < recs.size(); ++i) {
+    CHECK(recs[i]["t"] == static_cast<int>(i));
+    CHECK(recs[i]["loss_total"].is_number());
+    if (recs[i]["action"] == "probe") {
+      ++probes;
+      CHECK(recs[i]["sil_mean"].is_number());
+    }
+  }
+  CHECK(probes == 4);  // t = 7, 14, 21, 28
+}
+
+TEST_CASE("Two runs of the same manifest give byte-identical traces; another seed gives another trace", "[runner][replay]") {
+  Run a = run(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-a");
+  Run b = run(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-b");
+  Run c = run(walk_manifest(kWalkModules, kWalkOperators, 40, 1, 8), "replay-c");
+  REQUIRE(a.exit_status == 0);
+  REQUIRE(b.exit_status == 0);
+  REQUIRE(c.exit_status == 0);
+  CHECK(a.trace() == b.trace());
+  CHECK(a.trace() != c.trace());
+}
+
+TEST_CASE("The driver's thread count does not change a single byte of the trace", "[runner][replay]") {
+  Run one = run(walk_manifest(kWalkModules, kWalkOperators, 25, 1), "threads-1");
+  Run four = run(walk_manifest(kWalkModules, kWalkOperators, 25, 4), "threads-4");
+  REQUIRE(one.exit_status == 0);
+  REQUIRE(four.exit_status == 0);
+  // The header records the driver description (thread count); every other record must match.
+  std::vector<json> a = records(one.trace()), b = records(four.trace());
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 1; i < a.size(); ++i) CHECK(a[i] == b[i]);
+}
+
+TEST_CASE("An operator that draws more than it declares aborts the run with RNG_CONSUMPTION_VIOLATION", "[runner][rng]") {
+  Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_bad_draws")},
+                            "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
+              "bad-draws");
+  CHECK(r.exit_status == exit_code_for(UMLOS_RNG_CONSUMPTION_VIOLATION));
+  json f = r.failure();
+  CHECK(f["failure_code"] == "RNG_CONSUMPTION_VIOLATION");
+  CHECK(f["failure_operator"] == "Test.Misbehaving.Draw_v1");
+  CHECK(f["t"] == 1);
+  CHECK(f["replay_token"].get<std::string>().size() == 64);
+  CHECK(f["rng_fingerprint_t"].get<std::string>().size() == 64);
+  std::string msg = f["message"];
+  CHECK_THAT(msg, Catch::Contains("expected delta 1, actual 2") && Catch::Contains(f["replay_token"].get<std::string>()));
+  // The trace is closed with a failed run_end.
+  std::vector<json> recs = records(r.trace());
+  CHECK(recs.back()["status"] == "failed");
+}
+
+TEST_CASE("The same operator drawing exactly what it declares runs cleanly", "[runner][rng]") {
+  Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_well_behaved")},
+                            "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
+              "good-draws");
+  CHECK(r.exit_status == 0);
+}
+
+TEST_CASE("A non-finite declared output is a contract violation with the element as counterexample", "[runner][contract]") {
+  Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_nan_output")},
+                            "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
+              "nan");
+  CHECK(r.exit_status == exit_code_for(UMLOS_CONTRACT_VIOLATION));
+  CHECK_THAT(r.failure()["message"].get<std::string>(), Catch::Contains("element 0"));
+}
+
+TEST_CASE("An operator the manifest names but no module offers fails at bootstrap with file, line and key",
+          "[runner][manifest]") {
+  std::string ops = std::string(kWalkOperators) + "  switch_op: UML_OS.Transition.SwitchState_v1\n";
+  Run r = run(walk_manifest(kWalkModules, ops, 5), "missing-op");
+  CHECK(r.exit_status == exit_code_for(UMLOS_OPERATOR_NOT_FOUND));
+  json f = r.failure();
+  std::string msg = f["message"];
+  CHECK_THAT(msg, Catch::Contains("manifest.yaml:") && Catch::Contains("operators.switch_op") &&
+                      Catch::Contains("UML_OS.Transition.SwitchState_v1"));
+  CHECK(f["t"] == 0);
+  CHECK_FALSE(std::filesystem::exists(r.dir + "/trace.jsonl"));
+}
+
+TEST_CASE("A module whose pin does not match stops the run before bootstrap completes", "[runner][loader]") {
+  std::string text = walk_manifest(kWalkModules, kWalkOperators, 5);
+  std::string digest = to_hex(hash_module_file(module_path("umlos_core")));
+  text.replace(text.find(digest), 64, std::string(64, '0'));
+  Run r = run(text, "bad-pin");
+  CHECK(r.exit_status == exit_code_for(UMLOS_MODULE_HASH_MISMATCH));
+  CHECK(r.failure()["failure_code"] == "MODULE_HASH_MISMATCH");
+}
