@@ -1,0 +1,182 @@
+// cpu_driver.hpp — shared internals of the reference CPU driver: the thread
+// pool, the canonical binary64 sum, the per-call view of operands and the
+// primitive registry. Nothing here crosses the module boundary: errors are
+// thrown as DriverError inside the module and turned into a umlos_status plus
+// svc->error() message by the entry points in driver.cpp.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "umlos_abi.h"
+#include "umlos_driver.h"
+
+namespace cpu_driver {
+
+// ---------------------------------------------------------------- errors
+
+// Thrown by primitives; caught in every ABI entry (driver.cpp).
+struct DriverError {
+  umlos_status code;
+  std::string message;
+};
+[[noreturn]] void fail(umlos_status code, const std::string& message);
+
+std::string shape_string(const std::vector<int64_t>& dims);
+const char* dtype_name(int32_t dtype);
+uint64_t dtype_size(int32_t dtype);  // 0 for unknown
+
+// ---------------------------------------------------------------- threads
+
+// A fixed pool created once per driver instance. parallel_for splits [0, n)
+// into contiguous ranges, one per thread at most; callers only ever give it
+// work whose result per index does not depend on the split (independent
+// output elements/rows, or fixed 256-element reduction chunks), which is why
+// results are bit-identical for any thread count.
+class ThreadPool {
+ public:
+  explicit ThreadPool(unsigned threads);  // threads >= 1; threads-1 workers
+  ~ThreadPool();                          // joins every worker
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned size() const { return threads_; }
+  // Runs fn(begin, end) on contiguous ranges covering [0, n), each at least
+  // `grain` long (except a last short one); blocks until every range is done.
+  // The first exception thrown by a range is rethrown here. Not re-entrant.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  struct State;
+  void worker_loop(unsigned index);
+  unsigned threads_;
+  State* state_;  // owned
+};
+
+// ---------------------------------------------------------------- sums
+
+// The one summation order of UML_OS (spec 004 0.E, docs/primitives.md):
+// values in ascending index order are cut into chunks of 256; each chunk is
+// a left fold in binary64 starting from +0.0; the result is a left fold of
+// the chunk sums, in ascending chunk order, starting from +0.0.
+constexpr int64_t kSumChunk = 256;
+
+class CanonicalSum {
+ public:
+  void add(double x) {
+    chunk_ += x;
+    if (++count_ == kSumChunk) {
+      total_ += chunk_;
+      chunk_ = 0.0;
+      count_ = 0;
+    }
+  }
+  double result() const { return count_ ? total_ + chunk_ : total_; }
+
+ private:
+  double total_ = 0.0;
+  double chunk_ = 0.0;
+  int64_t count_ = 0;
+};
+
+// Canonical sum of value(i) for i in [0, n). Chunks are folded in parallel
+// (each is independent), then their sums in ascending order: the result is
+// identical to a sequential CanonicalSum whatever the thread count.
+double canonical_sum(ThreadPool& pool, int64_t n, const std::function<double(int64_t)>& value);
+
+// ---------------------------------------------------------------- calls
+
+// One operand as a primitive sees it: host memory of the driver's buffer.
+struct Operand {
+  int32_t dtype = 0;
+  std::vector<int64_t> dims;
+  uint8_t* data = nullptr;  // borrowed from the buffer for the call
+  int64_t numel = 1;
+
+  int rank() const { return static_cast<int>(dims.size()); }
+  template <class T>
+  T* as() const { return reinterpret_cast<T*>(data); }
+  uint64_t bytes() const { return static_cast<uint64_t>(numel) * dtype_size(dtype); }
+};
+
+struct PrimitiveInfo;
+
+// Everything a primitive receives. Helpers throw DriverError with messages
+// that name the primitive and the operand.
+struct Call {
+  const PrimitiveInfo* info = nullptr;
+  std::string primitive;
+  std::vector<Operand> in;
+  std::vector<Operand> out;
+  const umlos_attr* attrs = nullptr;  // borrowed for the call
+  uint32_t n_attrs = 0;
+  ThreadPool* pool = nullptr;
+  int64_t block = 256;  // matmul column tile (config "block"); never changes results
+
+  std::string in_name(size_t i) const;
+  std::string out_name(size_t i) const;
+
+  // Checks of operand counts, dtypes and shapes.
+  void expect_counts(size_t n_in, size_t n_out) const;
+  void expect_counts(size_t min_in, size_t max_in, size_t min_out, size_t max_out) const;
+  // Input 0's dtype must be F32/F64; returns it.
+  int32_t float_dtype() const;
+  void expect_in_dtype(size_t i, int32_t dtype) const;
+  void expect_out_dtype(size_t i, int32_t dtype) const;
+  void expect_index_dtype(size_t i) const;  // I32 or I64
+  void expect_in_shape(size_t i, const std::vector<int64_t>& dims) const;
+  void expect_out_shape(size_t i, const std::vector<int64_t>& dims) const;
+  void expect_scalar_in(size_t i) const;   // rank 0 (or numel 1 of rank 1)
+  void expect_scalar_out(size_t i) const;
+  [[noreturn]] void shape_error(const std::string& what) const;
+
+  // Attributes (absent -> default). A present attribute of the wrong kind is
+  // INVALID_ARGUMENT naming the key.
+  const umlos_attr* find_attr(const char* key) const;
+  int64_t attr_int(const char* key, int64_t dflt) const;
+  double attr_float(const char* key, double dflt) const;  // INT accepted too
+  std::string attr_string(const char* key, const std::string& dflt) const;
+  // Normalises an axis attribute against `rank` (negative counts from the end).
+  int normalize_axis(int64_t axis, int rank, const char* key) const;
+};
+
+using PrimitiveFn = void (*)(Call&);
+
+struct PrimitiveInfo {
+  const char* name;
+  const char* inputs;   // comma-separated operand names, for messages ("a,b")
+  const char* outputs;  // "" for variadic/none; names used in messages
+  PrimitiveFn fn;
+};
+
+// Registries of each source file; driver.cpp concatenates them.
+void register_elementwise(std::vector<PrimitiveInfo>& out);
+void register_reductions(std::vector<PrimitiveInfo>& out);
+void register_linalg(std::vector<PrimitiveInfo>& out);
+void register_shape_ops(std::vector<PrimitiveInfo>& out);
+
+// Reads an index operand (I32 or I64) element as int64.
+inline int64_t index_at(const Operand& idx, int64_t i) {
+  return idx.dtype == UMLOS_DTYPE_I32 ? static_cast<int64_t>(idx.as<int32_t>()[i])
+                                      : idx.as<int64_t>()[i];
+}
+
+// Product of dims[begin, end).
+inline int64_t dims_product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i) p *= dims[i];
+  return p;
+}
+
+// Sums `full` (laid out with shape full_dims) down to target_dims, which
+// broadcast to full_dims under numpy rules; every target element is the
+// canonical sum of its contributions in ascending flat index of `full`.
+// Writes target_numel values through write(j, sum).
+void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, const double* full,
+                     const std::vector<int64_t>& target_dims,
+                     const std::function<void(int64_t, double)>& write);
+
+}  // namespace cpu_driver

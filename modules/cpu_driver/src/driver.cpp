@@ -1,0 +1,546 @@
+// driver.cpp — the cpu_driver module: descriptor, instance life cycle,
+// buffers, rng_fill, and dispatch to the primitives of docs/primitives.md.
+//
+// Every ABI entry catches everything: a DriverError becomes its status plus
+// svc->error(); std::bad_alloc becomes RESOURCE_EXHAUSTED; anything else
+// INTERNAL. No exception and no abort crosses the boundary.
+#include <gnu/libc-version.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cpu_driver.hpp"
+#include "umlos_philox.h"
+
+#ifndef UMLOS_CPU_DRIVER_BUILD_FLAGS
+#define UMLOS_CPU_DRIVER_BUILD_FLAGS "unknown"
+#endif
+#ifndef UMLOS_CPU_DRIVER_BUILD_TYPE
+#define UMLOS_CPU_DRIVER_BUILD_TYPE "unknown"
+#endif
+
+namespace cpu_driver {
+
+// Bumped whenever a primitive's arithmetic changes (it is part of the
+// fingerprint, so old runs are not silently compared with new results).
+constexpr const char* kDriverVersion = "cpu_driver 1.0 (primitives 1.0)";
+
+void fail(umlos_status code, const std::string& message) { throw DriverError{code, message}; }
+
+std::string shape_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+const char* dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case UMLOS_DTYPE_F32: return "f32";
+    case UMLOS_DTYPE_F64: return "f64";
+    case UMLOS_DTYPE_I32: return "i32";
+    case UMLOS_DTYPE_I64: return "i64";
+    case UMLOS_DTYPE_U8: return "u8";
+    case UMLOS_DTYPE_U32: return "u32";
+    case UMLOS_DTYPE_U64: return "u64";
+    default: return "unknown";
+  }
+}
+
+uint64_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case UMLOS_DTYPE_F32: case UMLOS_DTYPE_I32: case UMLOS_DTYPE_U32: return 4;
+    case UMLOS_DTYPE_F64: case UMLOS_DTYPE_I64: case UMLOS_DTYPE_U64: return 8;
+    case UMLOS_DTYPE_U8: return 1;
+    default: return 0;
+  }
+}
+
+// ---------------------------------------------------------------- Call
+
+static std::string nth_name(const char* list, size_t i, const char* kind) {
+  std::string names = list ? list : "";
+  size_t start = 0;
+  for (size_t k = 0; k < i; ++k) {
+    size_t comma = names.find(',', start);
+    if (comma == std::string::npos) return std::string(kind) + " " + std::to_string(i);
+    start = comma + 1;
+  }
+  size_t end = names.find(',', start);
+  std::string name = names.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (name.empty()) return std::string(kind) + " " + std::to_string(i);
+  return std::string(kind) + " " + std::to_string(i) + " '" + name + "'";
+}
+
+std::string Call::in_name(size_t i) const { return nth_name(info ? info->inputs : "", i, "input"); }
+std::string Call::out_name(size_t i) const { return nth_name(info ? info->outputs : "", i, "output"); }
+
+void Call::expect_counts(size_t n_in, size_t n_out) const { expect_counts(n_in, n_in, n_out, n_out); }
+
+void Call::expect_counts(size_t min_in, size_t max_in, size_t min_out, size_t max_out) const {
+  auto range = [](size_t lo, size_t hi) {
+    return lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
+  };
+  if (in.size() < min_in || in.size() > max_in)
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": expected " + range(min_in, max_in) + " inputs (" +
+                                   (info ? info->inputs : "") + "), got " + std::to_string(in.size()));
+  if (out.size() < min_out || out.size() > max_out)
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": expected " + range(min_out, max_out) + " outputs (" +
+                                   (info ? info->outputs : "") + "), got " + std::to_string(out.size()));
+}
+
+int32_t Call::float_dtype() const {
+  int32_t dt = in.empty() ? (out.empty() ? 0 : out[0].dtype) : in[0].dtype;
+  if (dt != UMLOS_DTYPE_F32 && dt != UMLOS_DTYPE_F64)
+    fail(UMLOS_PRIMITIVE_UNSUPPORTED, primitive + ": dtype " + dtype_name(dt) + " of " +
+                                          (in.empty() ? out_name(0) : in_name(0)) +
+                                          " is not supported (expected f32 or f64)");
+  return dt;
+}
+
+void Call::expect_in_dtype(size_t i, int32_t dtype) const {
+  if (in[i].dtype != dtype)
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + in_name(i) + ": expected dtype " + dtype_name(dtype) +
+                                   ", got " + dtype_name(in[i].dtype));
+}
+
+void Call::expect_out_dtype(size_t i, int32_t dtype) const {
+  if (out[i].dtype != dtype)
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + out_name(i) + ": expected dtype " + dtype_name(dtype) +
+                                   ", got " + dtype_name(out[i].dtype));
+}
+
+void Call::expect_index_dtype(size_t i) const {
+  if (in[i].dtype != UMLOS_DTYPE_I32 && in[i].dtype != UMLOS_DTYPE_I64)
+    fail(UMLOS_PRIMITIVE_UNSUPPORTED, primitive + ": " + in_name(i) + ": expected dtype i32 or i64, got " +
+                                          dtype_name(in[i].dtype));
+}
+
+void Call::expect_in_shape(size_t i, const std::vector<int64_t>& dims) const {
+  if (in[i].dims != dims)
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + in_name(i) + ": expected shape " + shape_string(dims) +
+                                   ", got " + shape_string(in[i].dims));
+}
+
+void Call::expect_out_shape(size_t i, const std::vector<int64_t>& dims) const {
+  if (out[i].dims != dims)
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + out_name(i) + ": expected shape " + shape_string(dims) +
+                                   ", got " + shape_string(out[i].dims));
+}
+
+static bool is_scalar(const Operand& o) { return o.rank() == 0 || (o.rank() == 1 && o.dims[0] == 1); }
+
+void Call::expect_scalar_in(size_t i) const {
+  if (!is_scalar(in[i]))
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + in_name(i) + ": expected a scalar (shape [] or [1]), got " +
+                                   shape_string(in[i].dims));
+}
+
+void Call::expect_scalar_out(size_t i) const {
+  if (!is_scalar(out[i]))
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + out_name(i) + ": expected a scalar (shape [] or [1]), got " +
+                                   shape_string(out[i].dims));
+}
+
+void Call::shape_error(const std::string& what) const { fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + what); }
+
+const umlos_attr* Call::find_attr(const char* key) const {
+  for (uint32_t i = 0; i < n_attrs; ++i)
+    if (attrs[i].key && std::strcmp(attrs[i].key, key) == 0) return &attrs[i];
+  return nullptr;
+}
+
+static const char* attr_kind_name(int32_t kind) {
+  return kind == UMLOS_ATTR_INT ? "int" : kind == UMLOS_ATTR_FLOAT ? "float" : kind == UMLOS_ATTR_STRING ? "string" : "unknown";
+}
+
+int64_t Call::attr_int(const char* key, int64_t dflt) const {
+  const umlos_attr* a = find_attr(key);
+  if (!a) return dflt;
+  if (a->kind != UMLOS_ATTR_INT)
+    fail(UMLOS_INVALID_ARGUMENT, primitive + ": attribute '" + key + "': expected an int, got a " + attr_kind_name(a->kind));
+  return a->i;
+}
+
+double Call::attr_float(const char* key, double dflt) const {
+  const umlos_attr* a = find_attr(key);
+  if (!a) return dflt;
+  if (a->kind == UMLOS_ATTR_INT) return static_cast<double>(a->i);
+  if (a->kind != UMLOS_ATTR_FLOAT)
+    fail(UMLOS_INVALID_ARGUMENT, primitive + ": attribute '" + key + "': expected a float, got a " + attr_kind_name(a->kind));
+  return a->f;
+}
+
+std::string Call::attr_string(const char* key, const std::string& dflt) const {
+  const umlos_attr* a = find_attr(key);
+  if (!a) return dflt;
+  if (a->kind != UMLOS_ATTR_STRING || !a->s)
+    fail(UMLOS_INVALID_ARGUMENT, primitive + ": attribute '" + key + "': expected a string, got a " + attr_kind_name(a->kind));
+  return a->s;
+}
+
+int Call::normalize_axis(int64_t axis, int rank, const char* key) const {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": attribute '" + key + "' = " + std::to_string(axis) +
+                                   " is out of range for rank " + std::to_string(rank));
+  return static_cast<int>(a);
+}
+
+// ---------------------------------------------------------------- registry
+
+static const std::map<std::string, PrimitiveInfo>& registry() {
+  static const std::map<std::string, PrimitiveInfo> table = [] {
+    std::vector<PrimitiveInfo> all;
+    register_elementwise(all);
+    register_reductions(all);
+    register_linalg(all);
+    register_shape_ops(all);
+    std::map<std::string, PrimitiveInfo> m;
+    for (const auto& p : all) m.emplace(p.name, p);
+    return m;
+  }();
+  return table;
+}
+
+// The static name list the descriptor publishes (sorted, from the registry).
+static const std::vector<const char*>& primitive_names() {
+  static const std::vector<const char*> names = [] {
+    std::vector<const char*> v;
+    for (const auto& kv : registry()) v.push_back(kv.second.name);
+    return v;
+  }();
+  return names;
+}
+
+// ---------------------------------------------------------------- instance
+
+struct Buffer {
+  uint8_t* data = nullptr;  // owned, 64-byte (or larger requested) aligned
+  uint64_t bytes = 0;
+};
+
+struct Instance {
+  const umlos_services* svc = nullptr;  // the kernel's, valid for the process
+  unsigned threads = 1;
+  int64_t block = 256;
+  ThreadPool* pool = nullptr;  // owned
+};
+
+static const umlos_services* g_services = nullptr;  // from the module entry
+
+static umlos_status report(const umlos_services* svc, umlos_ctx* ctx, umlos_status code, const std::string& msg) {
+  if (svc && svc->error) return svc->error(ctx, code, msg.c_str());
+  return code;
+}
+
+// Runs `body`, converting every exception into a status + message.
+template <class F>
+static umlos_status guarded(const umlos_services* svc, umlos_ctx* ctx, F&& body) {
+  try {
+    body();
+    return UMLOS_OK;
+  } catch (const DriverError& e) {
+    return report(svc, ctx, e.code, "cpu_driver: " + e.message);
+  } catch (const std::bad_alloc&) {
+    return report(svc, ctx, UMLOS_RESOURCE_EXHAUSTED, "cpu_driver: out of host memory");
+  } catch (const std::exception& e) {
+    return report(svc, ctx, UMLOS_INTERNAL, std::string("cpu_driver: internal error: ") + e.what());
+  } catch (...) {
+    return report(svc, ctx, UMLOS_INTERNAL, "cpu_driver: internal error (unknown exception)");
+  }
+}
+
+static umlos_status read_config_i64(const umlos_services* svc, umlos_ctx* ctx, const char* key, int64_t dflt,
+                                    int64_t lo, int64_t hi, int64_t* out) {
+  int64_t v = dflt;
+  if (svc->config_i64) {
+    umlos_status s = svc->config_i64(ctx, key, &v);
+    if (s == UMLOS_NOT_FOUND) v = dflt;
+    else if (s != UMLOS_OK)
+      return report(svc, ctx, UMLOS_INVALID_ARGUMENT,
+                    std::string("cpu_driver: driver.config.") + key + " must be an integer");
+  }
+  if (v < lo || v > hi)
+    return report(svc, ctx, UMLOS_INVALID_ARGUMENT,
+                  std::string("cpu_driver: driver.config.") + key + ": expected " + std::to_string(lo) + ".." +
+                      std::to_string(hi) + ", got " + std::to_string(v));
+  *out = v;
+  return UMLOS_OK;
+}
+
+static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, void** out_instance) {
+  if (!out_instance) return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cpu_driver: create: out_instance is NULL");
+  int64_t threads = 1, block = 256;
+  umlos_status s = read_config_i64(svc, ctx, "threads", 1, 1, 256, &threads);
+  if (s != UMLOS_OK) return s;
+  s = read_config_i64(svc, ctx, "block", 256, 8, 1 << 20, &block);
+  if (s != UMLOS_OK) return s;
+  Instance* inst = nullptr;
+  s = guarded(svc, ctx, [&] {
+    inst = new Instance;
+    inst->svc = svc;
+    inst->threads = static_cast<unsigned>(threads);
+    inst->block = block;
+    inst->pool = new ThreadPool(inst->threads);
+  });
+  if (s != UMLOS_OK) {
+    if (inst) delete inst;
+    return s;
+  }
+  *out_instance = inst;
+  return UMLOS_OK;
+}
+
+static void driver_destroy(void* instance) {
+  auto* inst = static_cast<Instance*>(instance);
+  if (!inst) return;
+  delete inst->pool;  // joins the workers
+  delete inst;
+}
+
+static umlos_status driver_describe(void* instance, char* out, size_t capacity) {
+  auto* inst = static_cast<Instance*>(instance);
+  if (!out || capacity == 0) return UMLOS_INVALID_ARGUMENT;
+#if defined(__x86_64__)
+  const char* arch = "x86_64";
+#elif defined(__aarch64__)
+  const char* arch = "aarch64";
+#else
+  const char* arch = "unknown-arch";
+#endif
+  std::snprintf(out, capacity, "cpu %s, %u thread%s, matmul block %lld", arch, inst ? inst->threads : 0u,
+                inst && inst->threads == 1 ? "" : "s", inst ? static_cast<long long>(inst->block) : 0LL);
+  return UMLOS_OK;
+}
+
+// What can change results: this driver's arithmetic (version string), the
+// compiler, the flags it ran with and the libm doing the transcendentals.
+// Not the thread count or block size: results do not depend on them.
+static umlos_status driver_fingerprint(void* instance, uint8_t out_sha256[32]) {
+  auto* inst = static_cast<Instance*>(instance);
+  std::ostringstream what;
+  what << kDriverVersion << "\ncompiler: " << __VERSION__ << "\nbuild type: " << UMLOS_CPU_DRIVER_BUILD_TYPE
+       << "\nflags: " << UMLOS_CPU_DRIVER_BUILD_FLAGS << "\nlibm: glibc " << gnu_get_libc_version()
+#if defined(__x86_64__)
+       << "\narch: x86_64"
+#elif defined(__aarch64__)
+       << "\narch: aarch64"
+#endif
+       << "\n";
+  std::string text = what.str();
+  unsigned int len = 0;
+  if (!EVP_Digest(text.data(), text.size(), out_sha256, &len, EVP_sha256(), nullptr) || len != 32)
+    return report(inst ? inst->svc : g_services, nullptr, UMLOS_INTERNAL, "cpu_driver: SHA-256 failed in OpenSSL");
+  return UMLOS_OK;
+}
+
+static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t bytes, uint64_t alignment,
+                                        umlos_buffer** out) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    if (!out) fail(UMLOS_INVALID_ARGUMENT, "buffer_alloc: out is NULL");
+    uint64_t align = std::max<uint64_t>(64, alignment);
+    if ((align & (align - 1)) != 0)
+      fail(UMLOS_ALIGNMENT_VIOLATION, "buffer_alloc: alignment " + std::to_string(alignment) + " is not a power of two");
+    // aligned_alloc needs a size that is a multiple of the alignment; never 0.
+    uint64_t rounded = (std::max<uint64_t>(bytes, 1) + align - 1) / align * align;
+    if (rounded < bytes) fail(UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc: " + std::to_string(bytes) + " bytes is too large");
+    void* p = std::aligned_alloc(align, rounded);
+    if (!p)
+      fail(UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc: could not allocate " + std::to_string(bytes) + " bytes aligned to " +
+                                         std::to_string(align));
+    std::memset(p, 0, rounded);
+    auto* b = new Buffer;
+    b->data = static_cast<uint8_t*>(p);
+    b->bytes = bytes;
+    *out = reinterpret_cast<umlos_buffer*>(b);
+  });
+}
+
+static void driver_buffer_free(void*, umlos_buffer* buffer) {
+  auto* b = reinterpret_cast<Buffer*>(buffer);
+  if (!b) return;
+  std::free(b->data);
+  delete b;
+}
+
+static void check_range(const char* what, const Buffer* b, uint64_t offset, uint64_t bytes) {
+  if (!b) fail(UMLOS_INVALID_ARGUMENT, std::string(what) + ": buffer is NULL");
+  if (offset > b->bytes || bytes > b->bytes - offset)
+    fail(UMLOS_OUT_OF_RANGE, std::string(what) + ": offset " + std::to_string(offset) + " + size " +
+                                 std::to_string(bytes) + " exceeds the buffer size " + std::to_string(b->bytes));
+}
+
+static umlos_status driver_buffer_write(void* instance, umlos_ctx* ctx, umlos_buffer* buffer, uint64_t offset,
+                                        const void* src, uint64_t bytes) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    auto* b = reinterpret_cast<Buffer*>(buffer);
+    check_range("buffer_write", b, offset, bytes);
+    if (bytes && !src) fail(UMLOS_INVALID_ARGUMENT, "buffer_write: src is NULL");
+    if (bytes) std::memcpy(b->data + offset, src, bytes);
+  });
+}
+
+static umlos_status driver_buffer_read(void* instance, umlos_ctx* ctx, const umlos_buffer* buffer, uint64_t offset,
+                                       void* dst, uint64_t bytes) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    auto* b = reinterpret_cast<const Buffer*>(buffer);
+    check_range("buffer_read", b, offset, bytes);
+    if (bytes && !dst) fail(UMLOS_INVALID_ARGUMENT, "buffer_read: dst is NULL");
+    if (bytes) std::memcpy(dst, b->data + offset, bytes);
+  });
+}
+
+// A view -> an operand over host memory, with every bound checked.
+static Operand to_operand(const std::string& primitive, const std::string& role, const umlos_tensor_view& v) {
+  Operand o;
+  o.dtype = v.dtype;
+  if (dtype_size(v.dtype) == 0)
+    fail(UMLOS_PRIMITIVE_UNSUPPORTED, primitive + ": " + role + ": unknown dtype " + std::to_string(v.dtype));
+  if (v.rank > UMLOS_MAX_RANK)
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": rank " + std::to_string(v.rank) + " exceeds " +
+                                   std::to_string(UMLOS_MAX_RANK));
+  o.dims.assign(v.dims, v.dims + v.rank);
+  o.numel = 1;
+  for (int64_t d : o.dims) {
+    if (d < 0) fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": negative extent in shape " + shape_string(o.dims));
+    o.numel *= d;
+  }
+  auto* b = reinterpret_cast<Buffer*>(v.buffer);
+  check_range((primitive + ": " + role).c_str(), b, v.byte_offset, o.bytes());
+  o.data = b->data + v.byte_offset;
+  return o;
+}
+
+static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* primitive,
+                                    const umlos_tensor_view* inputs, uint32_t n_inputs,
+                                    const umlos_tensor_view* outputs, uint32_t n_outputs, const umlos_attr* attrs,
+                                    uint32_t n_attrs) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    std::string name = primitive ? primitive : "";
+    auto it = registry().find(name);
+    if (it == registry().end())
+      fail(UMLOS_PRIMITIVE_UNSUPPORTED, "no primitive '" + name + "' (docs/primitives.md lists them)");
+    Call c;
+    c.info = &it->second;
+    c.primitive = name;
+    c.attrs = attrs;
+    c.n_attrs = attrs ? n_attrs : 0;
+    c.pool = inst->pool;
+    c.block = inst->block;
+    if ((n_inputs && !inputs) || (n_outputs && !outputs)) fail(UMLOS_INVALID_ARGUMENT, name + ": NULL operand array");
+    for (uint32_t i = 0; i < n_inputs; ++i) c.in.push_back(to_operand(name, c.in_name(i), inputs[i]));
+    for (uint32_t i = 0; i < n_outputs; ++i) c.out.push_back(to_operand(name, c.out_name(i), outputs[i]));
+    it->second.fn(c);
+  });
+}
+
+static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_rng_request* req,
+                                    const umlos_tensor_view* out) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    if (!req || !out) fail(UMLOS_INVALID_ARGUMENT, "rng_fill: NULL request or output");
+    if (req->struct_size < UMLOS_RNG_REQUEST_SIZE_V1_0)
+      fail(UMLOS_INVALID_ARGUMENT, "rng_fill: request struct_size " + std::to_string(req->struct_size) +
+                                       " is smaller than the 1.0 size " + std::to_string(UMLOS_RNG_REQUEST_SIZE_V1_0));
+    Operand o = to_operand("rng_fill", "output", *out);
+    int32_t want = 0;
+    switch (req->distribution) {
+      case UMLOS_DIST_U32: want = UMLOS_DTYPE_U32; break;
+      case UMLOS_DIST_UNIFORM_F64: case UMLOS_DIST_NORMAL_F64: want = UMLOS_DTYPE_F64; break;
+      case UMLOS_DIST_UNIFORM_F32: case UMLOS_DIST_NORMAL_F32: want = UMLOS_DTYPE_F32; break;
+      default:
+        fail(UMLOS_INVALID_ARGUMENT, "rng_fill: unknown distribution " + std::to_string(req->distribution));
+    }
+    if (o.dtype != want)
+      fail(UMLOS_SHAPE_MISMATCH, std::string("rng_fill: distribution ") + std::to_string(req->distribution) +
+                                     " needs an output of dtype " + dtype_name(want) + ", got " + dtype_name(o.dtype));
+    const uint32_t key[2] = {req->key[0], req->key[1]};
+    const uint32_t stream = req->stream;
+    const uint64_t d = req->draw_index;
+    const int32_t dist = req->distribution;
+    // Every element is a pure function of (key, stream, d, i): any split of
+    // the index range gives the same values.
+    inst->pool->parallel_for(o.numel, 4096, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        uint64_t ui = static_cast<uint64_t>(i);
+        switch (dist) {
+          case UMLOS_DIST_U32: o.as<uint32_t>()[i] = umlos_draw_element_u32(key, stream, d, ui); break;
+          case UMLOS_DIST_UNIFORM_F64: o.as<double>()[i] = umlos_draw_element_uniform_f64(key, stream, d, ui); break;
+          case UMLOS_DIST_UNIFORM_F32: o.as<float>()[i] = umlos_draw_element_uniform_f32(key, stream, d, ui); break;
+          case UMLOS_DIST_NORMAL_F64: o.as<double>()[i] = umlos_draw_element_normal_f64(key, stream, d, ui); break;
+          case UMLOS_DIST_NORMAL_F32: o.as<float>()[i] = umlos_draw_element_normal_f32(key, stream, d, ui); break;
+        }
+      }
+    });
+  });
+}
+
+static umlos_driver_desc make_driver_desc() {
+  umlos_driver_desc d{};
+  d.struct_size = sizeof(umlos_driver_desc);
+  d.name = "cpu_driver";
+  d.device_kind = UMLOS_DEVICE_CPU;
+  d.capabilities = UMLOS_CAP_F32 | UMLOS_CAP_F64 | UMLOS_CAP_RNG_FILL | UMLOS_CAP_BITWISE_F64 | UMLOS_CAP_MULTITHREADED;
+  d.n_primitives = static_cast<uint32_t>(primitive_names().size());
+  d.primitives = primitive_names().data();
+  d.create = driver_create;
+  d.destroy = driver_destroy;
+  d.describe = driver_describe;
+  d.fingerprint = driver_fingerprint;
+  d.buffer_alloc = driver_buffer_alloc;
+  d.buffer_free = driver_buffer_free;
+  d.buffer_write = driver_buffer_write;
+  d.buffer_read = driver_buffer_read;
+  d.dispatch = driver_dispatch;
+  d.rng_fill = driver_rng_fill;
+  d.synchronize = nullptr;  // synchronous: every call has finished when it returns
+  return d;
+}
+
+static const umlos_module_desc* module_entry(const umlos_services* services) {
+  g_services = services;
+  try {
+    static const umlos_driver_desc driver = make_driver_desc();
+    static const umlos_driver_desc* const drivers[] = {&driver};
+    static const umlos_module_desc module = [] {
+      umlos_module_desc m{};
+      m.struct_size = sizeof(umlos_module_desc);
+      m.abi_major = UMLOS_ABI_MAJOR;
+      m.abi_minor = UMLOS_ABI_MINOR;
+      m.name = "umlos_cpu_driver";
+      m.version = kDriverVersion;
+      m.operators = nullptr;
+      m.n_operators = 0;
+      m.n_drivers = 1;
+      m.drivers = drivers;
+      m.strategies = nullptr;
+      m.n_strategies = 0;
+      m.n_invariants = 0;
+      m.invariants = nullptr;
+      return m;
+    }();
+    return &module;
+  } catch (...) {
+    if (services && services->error)
+      services->error(nullptr, UMLOS_MODULE_LOAD_FAILED, "cpu_driver: could not build its descriptor (out of memory)");
+    return nullptr;
+  }
+}
+
+}  // namespace cpu_driver
+
+UMLOS_DEFINE_MODULE_ENTRY(cpu_driver::module_entry)

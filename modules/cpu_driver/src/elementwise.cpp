@@ -1,0 +1,518 @@
+// elementwise.cpp — broadcasting binary ops, bias_add, unary ops (forward and
+// gradient) and the executor's utilities (fill, copy, accumulate, zero).
+//
+// Forward elementwise values are computed in the tensor's dtype with glibc
+// libm (expf for f32, exp for f64, ...). Gradients that sum over broadcast
+// axes use the canonical binary64 sum; per-element gradient contributions are
+// formed in binary64 and rounded once to the output dtype.
+#include <cmath>
+
+#include "cpu_driver.hpp"
+
+namespace cpu_driver {
+
+constexpr int64_t kElementGrain = 16384;
+
+// ---------------------------------------------------------------- broadcasting
+
+namespace {
+
+struct Broadcast {
+  std::vector<int64_t> out_dims;
+  std::vector<int64_t> stride_a, stride_b;  // in out-dim space; 0 on broadcast axes
+  int64_t numel = 1;
+};
+
+// numpy rules: align right, extents equal or one of them 1.
+bool make_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, Broadcast& bc) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> pa(rank, 1), pb(rank, 1);
+  std::copy(a.begin(), a.end(), pa.begin() + (rank - a.size()));
+  std::copy(b.begin(), b.end(), pb.begin() + (rank - b.size()));
+  bc.out_dims.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    if (pa[i] != pb[i] && pa[i] != 1 && pb[i] != 1) return false;
+    bc.out_dims[i] = pa[i] == 1 ? pb[i] : pa[i];
+  }
+  bc.stride_a.assign(rank, 0);
+  bc.stride_b.assign(rank, 0);
+  int64_t sa = 1, sb = 1;
+  for (size_t k = rank; k-- > 0;) {
+    bc.stride_a[k] = (pa[k] == 1) ? 0 : sa;
+    bc.stride_b[k] = (pb[k] == 1) ? 0 : sb;
+    sa *= pa[k];
+    sb *= pb[k];
+  }
+  bc.numel = dims_product(bc.out_dims, 0, rank);
+  return true;
+}
+
+// Calls f(p, ia, ib) for output flat indices p in [begin, end).
+template <class F>
+void for_each_broadcast(const Broadcast& bc, int64_t begin, int64_t end, F&& f) {
+  size_t rank = bc.out_dims.size();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t rem = begin, ia = 0, ib = 0;
+  for (size_t k = rank; k-- > 0;) {
+    idx[k] = bc.out_dims[k] ? rem % bc.out_dims[k] : 0;
+    rem = bc.out_dims[k] ? rem / bc.out_dims[k] : 0;
+    ia += idx[k] * bc.stride_a[k];
+    ib += idx[k] * bc.stride_b[k];
+  }
+  for (int64_t p = begin; p < end; ++p) {
+    f(p, ia, ib);
+    for (size_t k = rank; k-- > 0;) {
+      ++idx[k];
+      ia += bc.stride_a[k];
+      ib += bc.stride_b[k];
+      if (idx[k] < bc.out_dims[k]) break;
+      ia -= bc.stride_a[k] * idx[k];
+      ib -= bc.stride_b[k] * idx[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+Broadcast checked_broadcast(const Call& c, const Operand& a, const Operand& b) {
+  Broadcast bc;
+  if (!make_broadcast(a.dims, b.dims, bc))
+    c.shape_error(c.in_name(0) + " " + shape_string(a.dims) + " and " + c.in_name(1) + " " + shape_string(b.dims) +
+                  " do not broadcast (numpy rules)");
+  return bc;
+}
+
+enum class BinaryKind { Add, Sub, Mul, Div };
+
+template <class T>
+T apply_binary(BinaryKind k, T a, T b) {
+  switch (k) {
+    case BinaryKind::Add: return a + b;
+    case BinaryKind::Sub: return a - b;
+    case BinaryKind::Mul: return a * b;
+    default: return a / b;
+  }
+}
+
+template <class T>
+void binary_forward(Call& c, BinaryKind kind) {
+  const Operand &a = c.in[0], &b = c.in[1];
+  const Operand& y = c.out[0];
+  Broadcast bc = checked_broadcast(c, a, b);
+  c.expect_out_shape(0, bc.out_dims);
+  const T* pa = a.as<T>();
+  const T* pb = b.as<T>();
+  T* py = y.as<T>();
+  bool same = a.dims == b.dims;
+  c.pool->parallel_for(bc.numel, kElementGrain, [&](int64_t s, int64_t e) {
+    if (same) {
+      for (int64_t p = s; p < e; ++p) py[p] = apply_binary<T>(kind, pa[p], pb[p]);
+    } else {
+      for_each_broadcast(bc, s, e, [&](int64_t p, int64_t ia, int64_t ib) { py[p] = apply_binary<T>(kind, pa[ia], pb[ib]); });
+    }
+  });
+}
+
+// Writes the binary64 contributions `full` (shape out_dims) into `target`,
+// summing over broadcast axes.
+template <class T>
+void store_reduced(Call& c, const std::vector<int64_t>& out_dims, const std::vector<double>& full, const Operand& target) {
+  T* dst = target.as<T>();
+  reduce_to_shape(*c.pool, out_dims, full.data(), target.dims, [&](int64_t j, double v) { dst[j] = static_cast<T>(v); });
+}
+
+template <class T>
+void binary_grad(Call& c, BinaryKind kind) {
+  const Operand &a = c.in[0], &b = c.in[1], &dy = c.in[2];
+  Broadcast bc = checked_broadcast(c, a, b);
+  c.expect_in_shape(2, bc.out_dims);
+  c.expect_out_shape(0, a.dims);
+  c.expect_out_shape(1, b.dims);
+  const T* pa = a.as<T>();
+  const T* pb = b.as<T>();
+  const T* pg = dy.as<T>();
+  std::vector<double> ga(bc.numel), gb(bc.numel);
+  c.pool->parallel_for(bc.numel, kElementGrain, [&](int64_t s, int64_t e) {
+    for_each_broadcast(bc, s, e, [&](int64_t p, int64_t ia, int64_t ib) {
+      double g = pg[p], x = pa[ia], w = pb[ib];
+      switch (kind) {
+        case BinaryKind::Add: ga[p] = g; gb[p] = g; break;
+        case BinaryKind::Sub: ga[p] = g; gb[p] = -g; break;
+        case BinaryKind::Mul: ga[p] = g * w; gb[p] = g * x; break;
+        case BinaryKind::Div: ga[p] = g / w; gb[p] = (-g * x) / (w * w); break;
+      }
+    });
+  });
+  store_reduced<T>(c, bc.out_dims, ga, c.out[0]);
+  store_reduced<T>(c, bc.out_dims, gb, c.out[1]);
+}
+
+template <BinaryKind K>
+void binary_fwd_entry(Call& c) {
+  c.expect_counts(2, 1);
+  int32_t dt = c.float_dtype();
+  c.expect_in_dtype(1, dt);
+  c.expect_out_dtype(0, dt);
+  if (dt == UMLOS_DTYPE_F32) binary_forward<float>(c, K);
+  else binary_forward<double>(c, K);
+}
+
+template <BinaryKind K>
+void binary_grad_entry(Call& c) {
+  c.expect_counts(3, 2);
+  int32_t dt = c.float_dtype();
+  for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
+  for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
+  if (dt == UMLOS_DTYPE_F32) binary_grad<float>(c, K);
+  else binary_grad<double>(c, K);
+}
+
+// ---------------------------------------------------------------- bias_add
+
+void check_bias(const Call& c) {
+  const Operand &x = c.in[0], &bias = c.in[1];
+  if (x.rank() < 1) c.shape_error(c.in_name(0) + ": expected rank >= 1, got a scalar");
+  c.expect_in_shape(1, {x.dims.back()});
+  (void)bias;
+}
+
+template <class T>
+void bias_add_fwd(Call& c) {
+  check_bias(c);
+  const Operand &x = c.in[0], &bias = c.in[1];
+  c.expect_out_shape(0, x.dims);
+  int64_t n = x.dims.back();
+  const T* px = x.as<T>();
+  const T* pb = bias.as<T>();
+  T* py = c.out[0].as<T>();
+  c.pool->parallel_for(x.numel, kElementGrain, [&](int64_t s, int64_t e) {
+    for (int64_t p = s; p < e; ++p) py[p] = px[p] + pb[n ? p % n : 0];
+  });
+}
+
+template <class T>
+void bias_add_grad(Call& c) {
+  check_bias(c);
+  const Operand &x = c.in[0], &dy = c.in[2];
+  c.expect_in_shape(2, x.dims);
+  c.expect_out_shape(0, x.dims);
+  c.expect_out_shape(1, c.in[1].dims);
+  const T* pg = dy.as<T>();
+  T* pdx = c.out[0].as<T>();
+  std::vector<double> full(dy.numel);
+  c.pool->parallel_for(dy.numel, kElementGrain, [&](int64_t s, int64_t e) {
+    for (int64_t p = s; p < e; ++p) {
+      pdx[p] = pg[p];
+      full[p] = pg[p];
+    }
+  });
+  store_reduced<T>(c, dy.dims, full, c.out[1]);
+}
+
+void bias_add_fwd_entry(Call& c) {
+  c.expect_counts(2, 1);
+  int32_t dt = c.float_dtype();
+  c.expect_in_dtype(1, dt);
+  c.expect_out_dtype(0, dt);
+  if (dt == UMLOS_DTYPE_F32) bias_add_fwd<float>(c);
+  else bias_add_fwd<double>(c);
+}
+
+void bias_add_grad_entry(Call& c) {
+  c.expect_counts(3, 2);
+  int32_t dt = c.float_dtype();
+  for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
+  for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
+  if (dt == UMLOS_DTYPE_F32) bias_add_grad<float>(c);
+  else bias_add_grad<double>(c);
+}
+
+// ---------------------------------------------------------------- unary
+
+enum class UnaryKind { Relu, Tanh, Sigmoid, Exp, Log, Sin, Cos, Sqrt, Clamp, Gelu };
+
+template <class T>
+T sigmoid_of(T x) {
+  // Two forms so that exp never overflows.
+  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+  T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+template <class T>
+struct UnaryParams {
+  T lo = -INFINITY, hi = INFINITY;
+};
+
+template <class T>
+T unary_value(UnaryKind k, T x, const UnaryParams<T>& prm) {
+  switch (k) {
+    case UnaryKind::Relu: return x > T(0) ? x : T(0);
+    case UnaryKind::Tanh: return std::tanh(x);
+    case UnaryKind::Sigmoid: return sigmoid_of(x);
+    case UnaryKind::Exp: return std::exp(x);
+    case UnaryKind::Log: return std::log(x);
+    case UnaryKind::Sin: return std::sin(x);
+    case UnaryKind::Cos: return std::cos(x);
+    case UnaryKind::Sqrt: return std::sqrt(x);
+    case UnaryKind::Clamp: return x < prm.lo ? prm.lo : (x > prm.hi ? prm.hi : x);
+    case UnaryKind::Gelu:
+      // erf form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+      return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  }
+  return x;
+}
+
+template <class T>
+T unary_derivative_times(UnaryKind k, T x, T g, const UnaryParams<T>& prm) {
+  switch (k) {
+    case UnaryKind::Relu: return x > T(0) ? g : T(0);
+    case UnaryKind::Tanh: {
+      T t = std::tanh(x);
+      return g * (T(1) - t * t);
+    }
+    case UnaryKind::Sigmoid: {
+      T s = sigmoid_of(x);
+      return g * (s * (T(1) - s));
+    }
+    case UnaryKind::Exp: return g * std::exp(x);
+    case UnaryKind::Log: return g / x;
+    case UnaryKind::Sin: return g * std::cos(x);
+    case UnaryKind::Cos: return -(g * std::sin(x));
+    case UnaryKind::Sqrt: return g / (T(2) * std::sqrt(x));
+    case UnaryKind::Clamp: return (x >= prm.lo && x <= prm.hi) ? g : T(0);
+    case UnaryKind::Gelu: {
+      T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+      T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);  // 1/sqrt(2 pi)
+      return g * (cdf + x * pdf);
+    }
+  }
+  return g;
+}
+
+template <class T>
+UnaryParams<T> unary_params(const Call& c, UnaryKind k) {
+  UnaryParams<T> p;
+  if (k == UnaryKind::Clamp) {
+    p.lo = static_cast<T>(c.attr_float("lo", -INFINITY));
+    p.hi = static_cast<T>(c.attr_float("hi", INFINITY));
+    if (!(p.lo <= p.hi))
+      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(p.lo)) +
+                                       ") must not exceed hi (" + std::to_string(double(p.hi)) + ")");
+  }
+  return p;
+}
+
+template <class T>
+void unary_forward(Call& c, UnaryKind k) {
+  const Operand& x = c.in[0];
+  c.expect_out_shape(0, x.dims);
+  UnaryParams<T> prm = unary_params<T>(c, k);
+  const T* px = x.as<T>();
+  T* py = c.out[0].as<T>();
+  c.pool->parallel_for(x.numel, kElementGrain, [&](int64_t s, int64_t e) {
+    for (int64_t p = s; p < e; ++p) py[p] = unary_value<T>(k, px[p], prm);
+  });
+}
+
+template <class T>
+void unary_grad(Call& c, UnaryKind k) {
+  const Operand &x = c.in[0], &dy = c.in[1];
+  c.expect_in_shape(1, x.dims);
+  c.expect_out_shape(0, x.dims);
+  UnaryParams<T> prm = unary_params<T>(c, k);
+  const T* px = x.as<T>();
+  const T* pg = dy.as<T>();
+  T* pdx = c.out[0].as<T>();
+  c.pool->parallel_for(x.numel, kElementGrain, [&](int64_t s, int64_t e) {
+    for (int64_t p = s; p < e; ++p) pdx[p] = unary_derivative_times<T>(k, px[p], pg[p], prm);
+  });
+}
+
+template <UnaryKind K>
+void unary_fwd_entry(Call& c) {
+  c.expect_counts(1, 1);
+  int32_t dt = c.float_dtype();
+  c.expect_out_dtype(0, dt);
+  if (dt == UMLOS_DTYPE_F32) unary_forward<float>(c, K);
+  else unary_forward<double>(c, K);
+}
+
+template <UnaryKind K>
+void unary_grad_entry(Call& c) {
+  c.expect_counts(2, 1);
+  int32_t dt = c.float_dtype();
+  c.expect_in_dtype(1, dt);
+  c.expect_out_dtype(0, dt);
+  if (dt == UMLOS_DTYPE_F32) unary_grad<float>(c, K);
+  else unary_grad<double>(c, K);
+}
+
+// ---------------------------------------------------------------- utilities
+
+void fill_entry(Call& c) {
+  c.expect_counts(0, 1);
+  const Operand& y = c.out[0];
+  double v = c.attr_float("value", 0.0);
+  auto fill_as = [&](auto zero) {
+    using T = decltype(zero);
+    T value = static_cast<T>(v);
+    T* p = y.as<T>();
+    c.pool->parallel_for(y.numel, kElementGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) p[i] = value;
+    });
+  };
+  switch (y.dtype) {
+    case UMLOS_DTYPE_F32: fill_as(float{}); break;
+    case UMLOS_DTYPE_F64: fill_as(double{}); break;
+    case UMLOS_DTYPE_I32: fill_as(int32_t{}); break;
+    case UMLOS_DTYPE_I64: fill_as(int64_t{}); break;
+    case UMLOS_DTYPE_U8: fill_as(uint8_t{}); break;
+    case UMLOS_DTYPE_U32: fill_as(uint32_t{}); break;
+    case UMLOS_DTYPE_U64: fill_as(uint64_t{}); break;
+    default: fail(UMLOS_PRIMITIVE_UNSUPPORTED, c.primitive + ": unsupported dtype " + dtype_name(y.dtype));
+  }
+}
+
+void zero_entry(Call& c) {
+  c.expect_counts(0, 1);
+  std::memset(c.out[0].data, 0, c.out[0].bytes());
+}
+
+void copy_entry(Call& c) {
+  c.expect_counts(1, 1);
+  c.expect_out_dtype(0, c.in[0].dtype);
+  c.expect_out_shape(0, c.in[0].dims);
+  if (c.out[0].data != c.in[0].data) std::memmove(c.out[0].data, c.in[0].data, c.in[0].bytes());
+}
+
+template <class T>
+void accumulate(Call& c) {
+  const T* pb = c.in[0].as<T>();
+  T* pa = c.out[0].as<T>();
+  c.pool->parallel_for(c.in[0].numel, kElementGrain, [&](int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) pa[i] = pa[i] + pb[i];
+  });
+}
+
+void accumulate_entry(Call& c) {
+  c.expect_counts(1, 1);
+  int32_t dt = c.float_dtype();
+  c.expect_out_dtype(0, dt);
+  c.expect_out_shape(0, c.in[0].dims);
+  if (dt == UMLOS_DTYPE_F32) accumulate<float>(c);
+  else accumulate<double>(c);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- reduce_to_shape
+
+void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, const double* full,
+                     const std::vector<int64_t>& target_dims, const std::function<void(int64_t, double)>& write) {
+  size_t rank = full_dims.size();
+  if (target_dims.size() > rank) fail(UMLOS_INTERNAL, "reduce_to_shape: target has a higher rank than the source");
+  std::vector<int64_t> t(rank, 1);
+  std::copy(target_dims.begin(), target_dims.end(), t.begin() + (rank - target_dims.size()));
+  for (size_t k = 0; k < rank; ++k)
+    if (t[k] != 1 && t[k] != full_dims[k]) fail(UMLOS_INTERNAL, "reduce_to_shape: shapes do not broadcast");
+  int64_t target_numel = dims_product(t, 0, rank);
+  // Leading axes that are summed and trailing axes that are kept: the common
+  // case (bias gradients, row broadcasts), done row by row for cache locality.
+  size_t prefix = 0;
+  while (prefix < rank && t[prefix] == 1) ++prefix;
+  bool prefix_form = true;
+  for (size_t k = prefix; k < rank; ++k)
+    if (t[k] != full_dims[k]) prefix_form = false;
+  if (prefix_form) {
+    int64_t rows = dims_product(full_dims, 0, prefix), cols = dims_product(full_dims, prefix, rank);
+    pool.parallel_for(cols, 64, [&](int64_t c0, int64_t c1) {
+      std::vector<CanonicalSum> sums(c1 - c0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const double* row = full + r * cols;
+        for (int64_t j = c0; j < c1; ++j) sums[j - c0].add(row[j]);
+      }
+      for (int64_t j = c0; j < c1; ++j) write(j, sums[j - c0].result());
+    });
+    return;
+  }
+  std::vector<int64_t> full_stride(rank, 1);
+  for (size_t k = rank; k-- > 1;) full_stride[k - 1] = full_stride[k] * full_dims[k];
+  std::vector<size_t> reduced;
+  for (size_t k = 0; k < rank; ++k)
+    if (t[k] == 1 && full_dims[k] != 1) reduced.push_back(k);
+  pool.parallel_for(target_numel, 64, [&](int64_t j0, int64_t j1) {
+    std::vector<int64_t> ridx(reduced.size());
+    for (int64_t j = j0; j < j1; ++j) {
+      int64_t rem = j, base = 0;
+      for (size_t k = rank; k-- > 0;) {
+        int64_t coord = rem % t[k];
+        rem /= t[k];
+        base += coord * full_stride[k];
+      }
+      CanonicalSum sum;
+      std::fill(ridx.begin(), ridx.end(), 0);
+      bool any = true;
+      for (size_t k : reduced)
+        if (full_dims[k] == 0) any = false;
+      int64_t off = base;
+      while (any) {
+        sum.add(full[off]);
+        // odometer over the reduced axes, last fastest = ascending flat index
+        size_t r = reduced.size();
+        for (;;) {
+          if (r == 0) {
+            any = false;
+            break;
+          }
+          --r;
+          size_t k = reduced[r];
+          ++ridx[r];
+          off += full_stride[k];
+          if (ridx[r] < full_dims[k]) break;
+          off -= full_stride[k] * ridx[r];
+          ridx[r] = 0;
+        }
+      }
+      write(j, sum.result());
+    }
+  });
+}
+
+void register_elementwise(std::vector<PrimitiveInfo>& out) {
+  out.push_back({"add", "a,b", "y", binary_fwd_entry<BinaryKind::Add>});
+  out.push_back({"sub", "a,b", "y", binary_fwd_entry<BinaryKind::Sub>});
+  out.push_back({"mul", "a,b", "y", binary_fwd_entry<BinaryKind::Mul>});
+  out.push_back({"div", "a,b", "y", binary_fwd_entry<BinaryKind::Div>});
+  out.push_back({"add_grad", "a,b,dy", "da,db", binary_grad_entry<BinaryKind::Add>});
+  out.push_back({"sub_grad", "a,b,dy", "da,db", binary_grad_entry<BinaryKind::Sub>});
+  out.push_back({"mul_grad", "a,b,dy", "da,db", binary_grad_entry<BinaryKind::Mul>});
+  out.push_back({"div_grad", "a,b,dy", "da,db", binary_grad_entry<BinaryKind::Div>});
+  out.push_back({"bias_add", "x,bias", "y", bias_add_fwd_entry});
+  out.push_back({"bias_add_grad", "x,bias,dy", "dx,dbias", bias_add_grad_entry});
+  out.push_back({"relu", "x", "y", unary_fwd_entry<UnaryKind::Relu>});
+  out.push_back({"tanh", "x", "y", unary_fwd_entry<UnaryKind::Tanh>});
+  out.push_back({"sigmoid", "x", "y", unary_fwd_entry<UnaryKind::Sigmoid>});
+  out.push_back({"exp", "x", "y", unary_fwd_entry<UnaryKind::Exp>});
+  out.push_back({"log", "x", "y", unary_fwd_entry<UnaryKind::Log>});
+  out.push_back({"sin", "x", "y", unary_fwd_entry<UnaryKind::Sin>});
+  out.push_back({"cos", "x", "y", unary_fwd_entry<UnaryKind::Cos>});
+  out.push_back({"sqrt", "x", "y", unary_fwd_entry<UnaryKind::Sqrt>});
+  out.push_back({"clamp", "x", "y", unary_fwd_entry<UnaryKind::Clamp>});
+  out.push_back({"gelu", "x", "y", unary_fwd_entry<UnaryKind::Gelu>});
+  out.push_back({"relu_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Relu>});
+  out.push_back({"tanh_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Tanh>});
+  out.push_back({"sigmoid_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Sigmoid>});
+  out.push_back({"exp_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Exp>});
+  out.push_back({"log_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Log>});
+  out.push_back({"sin_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Sin>});
+  out.push_back({"cos_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Cos>});
+  out.push_back({"sqrt_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Sqrt>});
+  out.push_back({"clamp_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Clamp>});
+  out.push_back({"gelu_grad", "x,dy", "dx", unary_grad_entry<UnaryKind::Gelu>});
+  out.push_back({"fill", "", "y", fill_entry});
+  out.push_back({"zero", "", "y", zero_entry});
+  out.push_back({"copy", "x", "y", copy_entry});
+  out.push_back({"accumulate", "b", "a", accumulate_entry});
+}
+
+}  // namespace cpu_driver

@@ -1,0 +1,570 @@
+// linalg.cpp — matmul (batched, with transposes), cosine_similarity,
+// row_normalize, covariance and layer_norm, forward and gradient.
+//
+// One GEMM kernel serves them all. Operands are packed into binary64
+// row-major copies (transposes resolved while packing), and every output
+// element is the canonical sum over k of a[i,k]*b[k,j] (256-long k chunks
+// folded in ascending order, then the chunk sums in ascending order), rounded
+// once to the output dtype. Threads take contiguous ranges of output rows;
+// the column tile ("block") only changes which columns are in cache together,
+// never the order of any sum, so neither changes results.
+#include <algorithm>
+#include <cmath>
+
+#include "cpu_driver.hpp"
+
+namespace cpu_driver {
+namespace {
+
+// C[M,N] = A[M,K] * B[K,N], all binary64 row-major, canonical sums over k.
+void gemm_core(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const double* A, const double* B, double* C,
+               int64_t block) {
+  constexpr int64_t kRowsTogether = 4;  // rows sharing each loaded row of B
+  int64_t row_groups = (M + kRowsTogether - 1) / kRowsTogether;
+  // Enough groups per thread that the split is worth it for small products.
+  int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, N * K * kRowsTogether));
+  pool.parallel_for(row_groups, grain, [&](int64_t g0, int64_t g1) {
+    std::vector<double> part(static_cast<size_t>(kRowsTogether * block));
+    for (int64_t g = g0; g < g1; ++g) {
+      int64_t i0 = g * kRowsTogether, rows = std::min(kRowsTogether, M - i0);
+      for (int64_t jb = 0; jb < N; jb += block) {
+        int64_t jn = std::min(block, N - jb);
+        for (int64_t r = 0; r < rows; ++r) std::fill(C + (i0 + r) * N + jb, C + (i0 + r) * N + jb + jn, 0.0);
+        for (int64_t kc = 0; kc < K; kc += kSumChunk) {
+          int64_t kend = std::min(K, kc + kSumChunk);
+          std::fill(part.begin(), part.end(), 0.0);
+          for (int64_t k = kc; k < kend; ++k) {
+            const double* brow = B + k * N + jb;
+            for (int64_t r = 0; r < rows; ++r) {
+              double a = A[(i0 + r) * K + k];
+              double* p = part.data() + r * block;
+              for (int64_t j = 0; j < jn; ++j) p[j] += a * brow[j];
+            }
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            double* crow = C + (i0 + r) * N + jb;
+            const double* p = part.data() + r * block;
+            for (int64_t j = 0; j < jn; ++j) crow[j] += p[j];
+          }
+        }
+      }
+    }
+  });
+}
+
+// dst = src[rows, cols] (or its transpose, [cols, rows]) widened to binary64.
+template <class T>
+void pack(ThreadPool& pool, const T* src, int64_t rows, int64_t cols, bool transpose, double* dst) {
+  if (!transpose) {
+    pool.parallel_for(rows * cols, 1 << 16, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) dst[i] = static_cast<double>(src[i]);
+    });
+    return;
+  }
+  pool.parallel_for(cols, 16, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = static_cast<double>(src[r * cols + c]);
+  });
+}
+
+// dst[rows, cols] (or, transposed, dst[cols, rows]) = src rounded to T.
+template <class T>
+void unpack(ThreadPool& pool, const double* src, int64_t rows, int64_t cols, bool transpose, T* dst) {
+  if (!transpose) {
+    pool.parallel_for(rows * cols, 1 << 16, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) dst[i] = static_cast<T>(src[i]);
+    });
+    return;
+  }
+  pool.parallel_for(cols, 16, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = static_cast<T>(src[r * cols + c]);
+  });
+}
+
+// ---------------------------------------------------------------- matmul
+
+struct MatmulShape {
+  bool ta = false, tb = false;
+  int64_t batch = 1;       // number of independent products
+  bool shared_b = false;   // b is rank 2 and used by every batch
+  int64_t M = 0, N = 0, K = 0;
+  std::vector<int64_t> out_dims;
+};
+
+MatmulShape matmul_shape(const Call& c) {
+  const Operand &a = c.in[0], &b = c.in[1];
+  MatmulShape s;
+  s.ta = c.attr_int("trans_a", 0) != 0;
+  s.tb = c.attr_int("trans_b", 0) != 0;
+  if (a.rank() < 2) c.shape_error(c.in_name(0) + ": expected rank >= 2, got " + shape_string(a.dims));
+  if (b.rank() < 2) c.shape_error(c.in_name(1) + ": expected rank >= 2, got " + shape_string(b.dims));
+  int ra = a.rank(), rb = b.rank();
+  int64_t a_rows = a.dims[ra - 2], a_cols = a.dims[ra - 1];
+  int64_t b_rows = b.dims[rb - 2], b_cols = b.dims[rb - 1];
+  s.M = s.ta ? a_cols : a_rows;
+  s.K = s.ta ? a_rows : a_cols;
+  int64_t kb = s.tb ? b_cols : b_rows;
+  s.N = s.tb ? b_rows : b_cols;
+  if (kb != s.K)
+    c.shape_error("inner dimensions differ: " + c.in_name(0) + " " + shape_string(a.dims) + (s.ta ? " (transposed)" : "") +
+                  " gives K = " + std::to_string(s.K) + ", " + c.in_name(1) + " " + shape_string(b.dims) +
+                  (s.tb ? " (transposed)" : "") + " gives K = " + std::to_string(kb));
+  std::vector<int64_t> batch_dims(a.dims.begin(), a.dims.end() - 2);
+  if (rb == 2) {
+    s.shared_b = true;
+  } else {
+    std::vector<int64_t> b_batch(b.dims.begin(), b.dims.end() - 2);
+    if (b_batch != batch_dims)
+      c.shape_error(c.in_name(1) + ": batch dimensions " + shape_string(b_batch) + " differ from " + c.in_name(0) + "'s " +
+                    shape_string(batch_dims) + " (b must be rank 2 or have a's batch dimensions)");
+  }
+  s.batch = dims_product(batch_dims, 0, batch_dims.size());
+  s.out_dims = batch_dims;
+  s.out_dims.push_back(s.M);
+  s.out_dims.push_back(s.N);
+  return s;
+}
+
+template <class T>
+void matmul_forward(Call& c) {
+  MatmulShape s = matmul_shape(c);
+  c.expect_out_shape(0, s.out_dims);
+  const T* pa = c.in[0].as<T>();
+  const T* pb = c.in[1].as<T>();
+  T* pc = c.out[0].as<T>();
+  // Shared b with an untransposed a is one product with batch*M rows.
+  int64_t batches = s.batch, M = s.M;
+  if (s.shared_b && !s.ta) {
+    M *= batches;
+    batches = 1;
+  }
+  std::vector<double> A(static_cast<size_t>(M * s.K)), B(static_cast<size_t>(s.K * s.N)), C(static_cast<size_t>(M * s.N));
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const T* a = pa + bi * M * s.K;
+    const T* b = pb + (s.shared_b ? 0 : bi * s.K * s.N);
+    if (s.ta) pack(*c.pool, a, s.K, M, true, A.data());
+    else pack(*c.pool, a, M, s.K, false, A.data());
+    if (bi == 0 || !s.shared_b) {
+      if (s.tb) pack(*c.pool, b, s.N, s.K, true, B.data());
+      else pack(*c.pool, b, s.K, s.N, false, B.data());
+    }
+    gemm_core(*c.pool, M, s.N, s.K, A.data(), B.data(), C.data(), c.block);
+    unpack(*c.pool, C.data(), M, s.N, false, pc + bi * M * s.N);
+  }
+}
+
+template <class T>
+void matmul_grad(Call& c) {
+  MatmulShape s = matmul_shape(c);
+  c.expect_in_shape(2, s.out_dims);
+  c.expect_out_shape(0, c.in[0].dims);
+  c.expect_out_shape(1, c.in[1].dims);
+  const T* pa = c.in[0].as<T>();
+  const T* pb = c.in[1].as<T>();
+  const T* pg = c.in[2].as<T>();
+  T* pda = c.out[0].as<T>();
+  T* pdb = c.out[1].as<T>();
+  int64_t M = s.M, N = s.N, K = s.K;
+  std::vector<double> G(static_cast<size_t>(M * N)), Bt(static_cast<size_t>(N * K)), D(static_cast<size_t>(M * K));
+  // da: d op(A) = dC * op(B)^T, per batch.
+  for (int64_t bi = 0; bi < s.batch; ++bi) {
+    const T* b = pb + (s.shared_b ? 0 : bi * K * N);
+    pack(*c.pool, pg + bi * M * N, M, N, false, G.data());
+    if (bi == 0 || !s.shared_b) {
+      // op(B)^T is [N, K]: b itself when tb, else b transposed.
+      if (s.tb) pack(*c.pool, b, N, K, false, Bt.data());
+      else pack(*c.pool, b, K, N, true, Bt.data());
+    }
+    gemm_core(*c.pool, M, K, N, G.data(), Bt.data(), D.data(), c.block);
+    unpack(*c.pool, D.data(), M, K, s.ta, pda + bi * M * K);
+  }
+  // db: d op(B) = op(A)^T * dC. With a shared b the reduction runs over every
+  // batch's rows in ascending (batch, row) order: one product of length batch*M.
+  int64_t groups = s.shared_b ? 1 : s.batch;
+  int64_t rows = s.shared_b ? s.batch * M : M;
+  std::vector<double> At(static_cast<size_t>(K * rows)), Gall(static_cast<size_t>(rows * N)), E(static_cast<size_t>(K * N));
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    // op(A)^T for the group: [K, rows]; each batch contributes M columns.
+    int64_t nb = s.shared_b ? s.batch : 1;
+    for (int64_t bj = 0; bj < nb; ++bj) {
+      int64_t bi = s.shared_b ? bj : gi;
+      const T* a = pa + bi * M * K;
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t m = 0; m < M; ++m)
+          At[k * rows + bj * M + m] = static_cast<double>(s.ta ? a[k * M + m] : a[m * K + k]);
+    }
+    pack(*c.pool, pg + gi * rows * N, rows, N, false, Gall.data());
+    gemm_core(*c.pool, K, N, rows, At.data(), Gall.data(), E.data(), c.block);
+    unpack(*c.pool, E.data(), K, N, s.tb, pdb + gi * K * N);
+  }
+}
+
+void matmul_fwd_entry(Call& c) {
+  c.expect_counts(2, 1);
+  int32_t dt = c.float_dtype();
+  c.expect_in_dtype(1, dt);
+  c.expect_out_dtype(0, dt);
+  if (dt == UMLOS_DTYPE_F32) matmul_forward<float>(c);
+  else matmul_forward<double>(c);
+}
+
+void matmul_grad_entry(Call& c) {
+  c.expect_counts(3, 2);
+  int32_t dt = c.float_dtype();
+  for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
+  for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
+  if (dt == UMLOS_DTYPE_F32) matmul_grad<float>(c);
+  else matmul_grad<double>(c);
+}
+
+// ---------------------------------------------------------------- row helpers
+
+template <class T>
+std::vector<double> widen(ThreadPool& pool, const Operand& o) {
+  std::vector<double> v(static_cast<size_t>(o.numel));
+  pack(pool, o.as<T>(), 1, o.numel, false, v.data());
+  return v;
+}
+
+// Canonical L2 norm of each row of x[rows, d].
+std::vector<double> row_norms(ThreadPool& pool, const double* x, int64_t rows, int64_t d) {
+  std::vector<double> n(static_cast<size_t>(rows));
+  pool.parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) {
+      CanonicalSum acc;
+      for (int64_t k = 0; k < d; ++k) acc.add(x[i * d + k] * x[i * d + k]);
+      n[i] = std::sqrt(acc.result());
+    }
+  });
+  return n;
+}
+
+std::vector<double> transposed(ThreadPool& pool, const double* x, int64_t rows, int64_t cols) {
+  std::vector<double> t(static_cast<size_t>(rows * cols));
+  pack(pool, x, rows, cols, true, t.data());
+  return t;
+}
+
+// ---------------------------------------------------------------- cosine_similarity
+
+void check_rows_pair(const Call& c) {
+  const Operand &a = c.in[0], &b = c.in[1];
+  if (a.rank() != 2) c.shape_error(c.in_name(0) + ": expected rank 2 [n, d], got " + shape_string(a.dims));
+  if (b.rank() != 2) c.shape_error(c.in_name(1) + ": expected rank 2 [m, d], got " + shape_string(b.dims));
+  if (a.dims[1] != b.dims[1])
+    c.shape_error(c.in_name(1) + ": expected " + std::to_string(a.dims[1]) + " columns (as " + c.in_name(0) + "), got " +
+                  std::to_string(b.dims[1]));
+}
+
+struct CosineParts {
+  int64_t n, m, d;
+  std::vector<double> A, B, na, nb, S;  // S = dot / (max(na,eps) max(nb,eps))
+};
+
+template <class T>
+CosineParts cosine_parts(Call& c, double eps) {
+  CosineParts p;
+  p.n = c.in[0].dims[0];
+  p.m = c.in[1].dims[0];
+  p.d = c.in[0].dims[1];
+  p.A = widen<T>(*c.pool, c.in[0]);
+  p.B = widen<T>(*c.pool, c.in[1]);
+  p.na = row_norms(*c.pool, p.A.data(), p.n, p.d);
+  p.nb = row_norms(*c.pool, p.B.data(), p.m, p.d);
+  std::vector<double> Bt = transposed(*c.pool, p.B.data(), p.m, p.d);
+  p.S.assign(static_cast<size_t>(p.n * p.m), 0.0);
+  gemm_core(*c.pool, p.n, p.m, p.d, p.A.data(), Bt.data(), p.S.data(), c.block);
+  for (int64_t i = 0; i < p.n; ++i)
+    for (int64_t j = 0; j < p.m; ++j) p.S[i * p.m + j] /= std::max(p.na[i], eps) * std::max(p.nb[j], eps);
+  return p;
+}
+
+double eps_attr(const Call& c, double dflt) {
+  double eps = c.attr_float("eps", dflt);
+  if (!(eps > 0)) fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'eps' must be > 0, got " + std::to_string(eps));
+  return eps;
+}
+
+template <class T>
+void cosine_forward(Call& c) {
+  check_rows_pair(c);
+  c.expect_out_shape(0, {c.in[0].dims[0], c.in[1].dims[0]});
+  CosineParts p = cosine_parts<T>(c, eps_attr(c, 1e-8));
+  unpack(*c.pool, p.S.data(), p.n, p.m, false, c.out[0].as<T>());
+}
+
+template <class T>
+void cosine_grad(Call& c) {
+  check_rows_pair(c);
+  c.expect_in_shape(2, {c.in[0].dims[0], c.in[1].dims[0]});
+  c.expect_out_shape(0, c.in[0].dims);
+  c.expect_out_shape(1, c.in[1].dims);
+  double eps = eps_attr(c, 1e-8);
+  CosineParts p = cosine_parts<T>(c, eps);
+  std::vector<double> G = widen<T>(*c.pool, c.in[2]);
+  // W = dS / (ca cb); dA = W B - a * rowsum(dS*S)/|a|^2 (when |a| > eps).
+  std::vector<double> W(static_cast<size_t>(p.n * p.m));
+  for (int64_t i = 0; i < p.n; ++i)
+    for (int64_t j = 0; j < p.m; ++j)
+      W[i * p.m + j] = G[i * p.m + j] / (std::max(p.na[i], eps) * std::max(p.nb[j], eps));
+  std::vector<double> dA(static_cast<size_t>(p.n * p.d)), dB(static_cast<size_t>(p.m * p.d));
+  gemm_core(*c.pool, p.n, p.d, p.m, W.data(), p.B.data(), dA.data(), c.block);
+  std::vector<double> Wt = transposed(*c.pool, W.data(), p.n, p.m);
+  gemm_core(*c.pool, p.m, p.d, p.n, Wt.data(), p.A.data(), dB.data(), c.block);
+  for (int64_t i = 0; i < p.n; ++i) {
+    if (!(p.na[i] > eps)) continue;  // below eps the norm is the constant eps
+    CanonicalSum acc;
+    for (int64_t j = 0; j < p.m; ++j) acc.add(G[i * p.m + j] * p.S[i * p.m + j]);
+    double f = acc.result() / (p.na[i] * p.na[i]);
+    for (int64_t k = 0; k < p.d; ++k) dA[i * p.d + k] -= p.A[i * p.d + k] * f;
+  }
+  for (int64_t j = 0; j < p.m; ++j) {
+    if (!(p.nb[j] > eps)) continue;
+    CanonicalSum acc;
+    for (int64_t i = 0; i < p.n; ++i) acc.add(G[i * p.m + j] * p.S[i * p.m + j]);
+    double f = acc.result() / (p.nb[j] * p.nb[j]);
+    for (int64_t k = 0; k < p.d; ++k) dB[j * p.d + k] -= p.B[j * p.d + k] * f;
+  }
+  unpack(*c.pool, dA.data(), p.n, p.d, false, c.out[0].as<T>());
+  unpack(*c.pool, dB.data(), p.m, p.d, false, c.out[1].as<T>());
+}
+
+// ---------------------------------------------------------------- row_normalize
+
+int64_t last_dim_or_fail(const Call& c, const Operand& x) {
+  if (x.rank() < 1) c.shape_error(c.in_name(0) + ": expected rank >= 1, got a scalar");
+  return x.dims.back();
+}
+
+template <class T>
+void row_normalize_forward(Call& c) {
+  const Operand& x = c.in[0];
+  int64_t d = last_dim_or_fail(c, x);
+  c.expect_out_shape(0, x.dims);
+  double eps = eps_attr(c, 1e-12);
+  int64_t rows = d ? x.numel / d : 0;
+  std::vector<double> X = widen<T>(*c.pool, x);
+  std::vector<double> n = row_norms(*c.pool, X.data(), rows, d);
+  T* py = c.out[0].as<T>();
+  c.pool->parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) {
+      double denom = std::max(n[i], eps);
+      for (int64_t k = 0; k < d; ++k) py[i * d + k] = static_cast<T>(X[i * d + k] / denom);
+    }
+  });
+}
+
+template <class T>
+void row_normalize_grad(Call& c) {
+  const Operand& x = c.in[0];
+  int64_t d = last_dim_or_fail(c, x);
+  c.expect_in_shape(1, x.dims);
+  c.expect_out_shape(0, x.dims);
+  double eps = eps_attr(c, 1e-12);
+  int64_t rows = d ? x.numel / d : 0;
+  std::vector<double> X = widen<T>(*c.pool, x);
+  std::vector<double> G = widen<T>(*c.pool, c.in[1]);
+  std::vector<double> n = row_norms(*c.pool, X.data(), rows, d);
+  T* pdx = c.out[0].as<T>();
+  c.pool->parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) {
+      if (!(n[i] > eps)) {  // y = x / eps: a constant scale
+        for (int64_t k = 0; k < d; ++k) pdx[i * d + k] = static_cast<T>(G[i * d + k] / eps);
+        continue;
+      }
+      CanonicalSum acc;  // <y, dy>
+      for (int64_t k = 0; k < d; ++k) acc.add((X[i * d + k] / n[i]) * G[i * d + k]);
+      double dot = acc.result();
+      for (int64_t k = 0; k < d; ++k)
+        pdx[i * d + k] = static_cast<T>((G[i * d + k] - (X[i * d + k] / n[i]) * dot) / n[i]);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- covariance
+
+struct Centered {
+  int64_t n, d;
+  double denom;
+  std::vector<double> Xc;  // [n, d], columns centred on their canonical mean
+};
+
+template <class T>
+Centered centered(Call& c) {
+  const Operand& x = c.in[0];
+  if (x.rank() != 2) c.shape_error(c.in_name(0) + ": expected rank 2 [samples, features], got " + shape_string(x.dims));
+  Centered r;
+  r.n = x.dims[0];
+  r.d = x.dims[1];
+  int64_t corr = c.attr_int("correction", 1);
+  if (corr < 0) fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
+  if (r.n - corr <= 0)
+    c.shape_error(c.in_name(0) + ": " + std::to_string(r.n) + " samples must exceed correction " + std::to_string(corr));
+  r.denom = static_cast<double>(r.n - corr);
+  r.Xc = widen<T>(*c.pool, x);
+  std::vector<double> mean(static_cast<size_t>(r.d));
+  reduce_to_shape(*c.pool, x.dims, r.Xc.data(), {r.d}, [&](int64_t j, double s) { mean[j] = s / static_cast<double>(r.n); });
+  for (int64_t i = 0; i < r.n; ++i)
+    for (int64_t j = 0; j < r.d; ++j) r.Xc[i * r.d + j] -= mean[j];
+  return r;
+}
+
+template <class T>
+void covariance_forward(Call& c) {
+  Centered r = centered<T>(c);
+  c.expect_out_shape(0, {r.d, r.d});
+  std::vector<double> Xt = transposed(*c.pool, r.Xc.data(), r.n, r.d);
+  std::vector<double> C(static_cast<size_t>(r.d * r.d));
+  gemm_core(*c.pool, r.d, r.d, r.n, Xt.data(), r.Xc.data(), C.data(), c.block);
+  for (double& v : C) v /= r.denom;
+  unpack(*c.pool, C.data(), r.d, r.d, false, c.out[0].as<T>());
+}
+
+template <class T>
+void covariance_grad(Call& c) {
+  Centered r = centered<T>(c);
+  c.expect_in_shape(1, {r.d, r.d});
+  c.expect_out_shape(0, c.in[0].dims);
+  std::vector<double> G = widen<T>(*c.pool, c.in[1]);
+  // dX = Xc (G + G^T) / denom. The mean's own gradient term is
+  // 1 * colmean(Xc (G+G^T)), which is zero because Xc's columns sum to zero.
+  std::vector<double> H(static_cast<size_t>(r.d * r.d));
+  for (int64_t i = 0; i < r.d; ++i)
+    for (int64_t j = 0; j < r.d; ++j) H[i * r.d + j] = G[i * r.d + j] + G[j * r.d + i];
+  std::vector<double> D(static_cast<size_t>(r.n * r.d));
+  gemm_core(*c.pool, r.n, r.d, r.d, r.Xc.data(), H.data(), D.data(), c.block);
+  for (double& v : D) v /= r.denom;
+  unpack(*c.pool, D.data(), r.n, r.d, false, c.out[0].as<T>());
+}
+
+// ---------------------------------------------------------------- layer_norm
+
+void check_layer_norm(const Call& c) {
+  const Operand& x = c.in[0];
+  if (x.rank() < 1) c.shape_error(c.in_name(0) + ": expected rank >= 1, got a scalar");
+  c.expect_in_shape(1, {x.dims.back()});
+  c.expect_in_shape(2, {x.dims.back()});
+}
+
+// Per row: mean, 1/sqrt(var + eps) (population variance), both canonical.
+void row_moments(ThreadPool& pool, const double* X, int64_t rows, int64_t d, double eps, std::vector<double>& mean,
+                 std::vector<double>& rstd) {
+  mean.assign(static_cast<size_t>(rows), 0.0);
+  rstd.assign(static_cast<size_t>(rows), 0.0);
+  pool.parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) {
+      CanonicalSum s1;
+      for (int64_t k = 0; k < d; ++k) s1.add(X[i * d + k]);
+      double m = s1.result() / static_cast<double>(d);
+      CanonicalSum s2;
+      for (int64_t k = 0; k < d; ++k) {
+        double t = X[i * d + k] - m;
+        s2.add(t * t);
+      }
+      mean[i] = m;
+      rstd[i] = 1.0 / std::sqrt(s2.result() / static_cast<double>(d) + eps);
+    }
+  });
+}
+
+template <class T>
+void layer_norm_forward(Call& c) {
+  check_layer_norm(c);
+  const Operand& x = c.in[0];
+  c.expect_out_shape(0, x.dims);
+  double eps = eps_attr(c, 1e-5);
+  int64_t d = x.dims.back(), rows = d ? x.numel / d : 0;
+  std::vector<double> X = widen<T>(*c.pool, x), mean, rstd;
+  row_moments(*c.pool, X.data(), rows, d, eps, mean, rstd);
+  const T* gamma = c.in[1].as<T>();
+  const T* beta = c.in[2].as<T>();
+  T* py = c.out[0].as<T>();
+  c.pool->parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i)
+      for (int64_t k = 0; k < d; ++k) {
+        double xhat = (X[i * d + k] - mean[i]) * rstd[i];
+        py[i * d + k] = static_cast<T>(xhat * static_cast<double>(gamma[k]) + static_cast<double>(beta[k]));
+      }
+  });
+}
+
+template <class T>
+void layer_norm_grad(Call& c) {
+  check_layer_norm(c);
+  const Operand& x = c.in[0];
+  c.expect_in_shape(3, x.dims);
+  c.expect_out_shape(0, x.dims);
+  c.expect_out_shape(1, c.in[1].dims);
+  c.expect_out_shape(2, c.in[2].dims);
+  double eps = eps_attr(c, 1e-5);
+  int64_t d = x.dims.back(), rows = d ? x.numel / d : 0;
+  std::vector<double> X = widen<T>(*c.pool, x), G = widen<T>(*c.pool, c.in[3]), mean, rstd;
+  row_moments(*c.pool, X.data(), rows, d, eps, mean, rstd);
+  const T* gamma = c.in[1].as<T>();
+  T* pdx = c.out[0].as<T>();
+  std::vector<double> g_xhat(static_cast<size_t>(rows * d));  // dy * xhat, for dgamma
+  c.pool->parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+    std::vector<double> xhat(static_cast<size_t>(d)), g(static_cast<size_t>(d));
+    for (int64_t i = s; i < e; ++i) {
+      CanonicalSum sum_g, sum_gx;
+      for (int64_t k = 0; k < d; ++k) {
+        xhat[k] = (X[i * d + k] - mean[i]) * rstd[i];
+        g[k] = G[i * d + k] * static_cast<double>(gamma[k]);
+        sum_g.add(g[k]);
+        sum_gx.add(g[k] * xhat[k]);
+        g_xhat[i * d + k] = G[i * d + k] * xhat[k];
+      }
+      double mg = sum_g.result() / static_cast<double>(d), mgx = sum_gx.result() / static_cast<double>(d);
+      for (int64_t k = 0; k < d; ++k) pdx[i * d + k] = static_cast<T>(rstd[i] * ((g[k] - mg) - xhat[k] * mgx));
+    }
+  });
+  T* pdgamma = c.out[1].as<T>();
+  T* pdbeta = c.out[2].as<T>();
+  std::vector<int64_t> flat{rows, d};
+  reduce_to_shape(*c.pool, flat, g_xhat.data(), {d}, [&](int64_t j, double v) { pdgamma[j] = static_cast<T>(v); });
+  reduce_to_shape(*c.pool, flat, G.data(), {d}, [&](int64_t j, double v) { pdbeta[j] = static_cast<T>(v); });
+}
+
+// ---------------------------------------------------------------- entries
+
+template <void (*F32)(Call&), void (*F64)(Call&)>
+void by_dtype(Call& c) {
+  int32_t dt = c.float_dtype();
+  for (size_t i = 1; i < c.in.size(); ++i) c.expect_in_dtype(i, dt);
+  for (size_t i = 0; i < c.out.size(); ++i) c.expect_out_dtype(i, dt);
+  if (dt == UMLOS_DTYPE_F32) F32(c);
+  else F64(c);
+}
+
+void cosine_fwd_entry(Call& c) { c.expect_counts(2, 1); by_dtype<cosine_forward<float>, cosine_forward<double>>(c); }
+void cosine_grad_entry(Call& c) { c.expect_counts(3, 2); by_dtype<cosine_grad<float>, cosine_grad<double>>(c); }
+void rownorm_fwd_entry(Call& c) {
+  c.expect_counts(1, 1);
+  by_dtype<row_normalize_forward<float>, row_normalize_forward<double>>(c);
+}
+void rownorm_grad_entry(Call& c) {
+  c.expect_counts(2, 1);
+  by_dtype<row_normalize_grad<float>, row_normalize_grad<double>>(c);
+}
+void cov_fwd_entry(Call& c) { c.expect_counts(1, 1); by_dtype<covariance_forward<float>, covariance_forward<double>>(c); }
+void cov_grad_entry(Call& c) { c.expect_counts(2, 1); by_dtype<covariance_grad<float>, covariance_grad<double>>(c); }
+void ln_fwd_entry(Call& c) { c.expect_counts(3, 1); by_dtype<layer_norm_forward<float>, layer_norm_forward<double>>(c); }
+void ln_grad_entry(Call& c) { c.expect_counts(4, 3); by_dtype<layer_norm_grad<float>, layer_norm_grad<double>>(c); }
+
+}  // namespace
+
+void register_linalg(std::vector<PrimitiveInfo>& out) {
+  out.push_back({"matmul", "a,b", "c", matmul_fwd_entry});
+  out.push_back({"matmul_grad", "a,b,dc", "da,db", matmul_grad_entry});
+  out.push_back({"cosine_similarity", "a,b", "s", cosine_fwd_entry});
+  out.push_back({"cosine_similarity_grad", "a,b,ds", "da,db", cosine_grad_entry});
+  out.push_back({"row_normalize", "x", "y", rownorm_fwd_entry});
+  out.push_back({"row_normalize_grad", "x,dy", "dx", rownorm_grad_entry});
+  out.push_back({"covariance", "x", "c", cov_fwd_entry});
+  out.push_back({"covariance_grad", "x,dc", "dx", cov_grad_entry});
+  out.push_back({"layer_norm", "x,gamma,beta", "y", ln_fwd_entry});
+  out.push_back({"layer_norm_grad", "x,gamma,beta,dy", "dx,dgamma,dbeta", ln_grad_entry});
+}
+
+}  // namespace cpu_driver
