@@ -1097,9 +1097,15 @@ class Module {
     };
     for (const TestVector::Tensor& x : t.inputs_)
       if (!declared(op.inputs_, x.name)) throw DeclarationError(tw + ": input \"" + x.name + "\" is not a declared input");
+    // An INOUT input is updated in place, so its final value is checkable too.
+    auto inout = [&](const std::string& name) {
+      for (const Operator::Value& v : op.inputs_)
+        if (v.name == name && (v.flags & UMLOS_VALUE_INOUT)) return true;
+      return false;
+    };
     for (const TestVector::Tensor& x : t.expected_)
-      if (!declared(op.outputs_, x.name))
-        throw DeclarationError(tw + ": expected \"" + x.name + "\" is not a declared output");
+      if (!declared(op.outputs_, x.name) && !inout(x.name))
+        throw DeclarationError(tw + ": expected \"" + x.name + "\" is neither a declared output nor an INOUT input");
     if (t.rel_ < 0 || t.abs_ < 0 || std::isnan(t.rel_) || std::isnan(t.abs_))
       throw DeclarationError(tw + ": tolerances must be >= 0");
 
