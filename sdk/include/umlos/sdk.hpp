@@ -409,13 +409,13 @@ class Context {
   int32_t dtype(const umlos_tensor* t) const {
     int32_t d = 0;
     umlos_shape s{};
-    info(t, &d, &s);
+    tensor_info(t, &d, &s);
     return d;
   }
   Shape shape(const umlos_tensor* t) const {
     int32_t d = 0;
     umlos_shape s{};
-    info(t, &d, &s);
+    tensor_info(t, &d, &s);
     return from_abi_shape(s);
   }
   uint64_t elements(const umlos_tensor* t) const { return element_count(shape(t)); }
@@ -428,7 +428,7 @@ class Context {
   std::vector<T> read(const umlos_tensor* t) const {
     int32_t d = 0;
     umlos_shape s{};
-    info(t, &d, &s);
+    tensor_info(t, &d, &s);
     expect_dtype<T>(d, "read");
     std::vector<T> out(element_count(from_abi_shape(s)));
     read_bytes(t, 0, out.data(), out.size() * sizeof(T));
@@ -440,7 +440,7 @@ class Context {
   void write(umlos_tensor* t, const std::vector<T>& values) const {
     int32_t d = 0;
     umlos_shape s{};
-    info(t, &d, &s);
+    tensor_info(t, &d, &s);
     expect_dtype<T>(d, "write");
     const uint64_t n = element_count(from_abi_shape(s));
     if (values.size() != n)
@@ -625,7 +625,7 @@ class Context {
     const char* n = status_name(st);
     throw Error(st, "kernel service ", what..., " failed: ", n ? n : "status ", n ? "" : std::to_string(st));
   }
-  void info(const umlos_tensor* t, int32_t* d, umlos_shape* s) const {
+  void tensor_info(const umlos_tensor* t, int32_t* d, umlos_shape* s) const {
     check(svc(&umlos_services::tensor_info, UMLOS_STRUCT_SIZE(umlos_services, tensor_info),
               "tensor_info")(ctx_, t, d, s),
           "tensor_info");
@@ -652,12 +652,19 @@ class Context {
 // ------------------------------------------------------------- declarations
 
 // Extents of a declared value: {} is a scalar, {any} a vector of any length,
-// {2, any} a matrix with two rows. Omit it altogether for "any shape".
+// {2, any} a matrix with two rows, any_shape any rank and extents (the
+// default when a declaration gives no Dims).
 struct Dims {
-  Dims(std::initializer_list<int64_t> d) : dims(d) {}
+  Dims(std::initializer_list<int64_t> d) : dims(std::vector<int64_t>(d)) {}
   explicit Dims(std::vector<int64_t> d) : dims(std::move(d)) {}
-  std::vector<int64_t> dims;
+  static Dims any_shape() {
+    Dims d{};
+    d.dims.reset();
+    return d;
+  }
+  std::optional<std::vector<int64_t>> dims;  // nullopt: any rank
 };
+inline const Dims any_shape = Dims::any_shape();
 
 // One known-answer case for an operator (run by `umlos conformance`).
 // Values are copied into the builder; T picks the dtype (double -> F64, ...).
@@ -770,26 +777,20 @@ class Operator {
   Operator& stateful() { return purity(UMLOS_STATEFUL); }
   Operator& io() { return purity(UMLOS_IO); }
 
-  // Inputs. Without `dims` the value may have any shape.
-  Operator& input(std::string name, int32_t dtype, uint32_t flags = 0) {
-    return add_value(inputs_, std::move(name), dtype, std::nullopt, flags);
-  }
-  Operator& input(std::string name, int32_t dtype, Dims dims, uint32_t flags = 0) {
+  // Inputs. `dims` defaults to any_shape. flags: UMLOS_VALUE_OPTIONAL,
+  // UMLOS_VALUE_INOUT (or use optional_input / inout).
+  Operator& input(std::string name, int32_t dtype, Dims dims = any_shape, uint32_t flags = 0) {
     return add_value(inputs_, std::move(name), dtype, std::move(dims.dims), flags);
   }
-  Operator& optional_input(std::string name, int32_t dtype) {
-    return input(std::move(name), dtype, UMLOS_VALUE_OPTIONAL);
+  Operator& optional_input(std::string name, int32_t dtype, Dims dims = any_shape) {
+    return input(std::move(name), dtype, std::move(dims), UMLOS_VALUE_OPTIONAL);
   }
   // An input a STATEFUL operator updates in place.
-  Operator& inout(std::string name, int32_t dtype) { return input(std::move(name), dtype, UMLOS_VALUE_INOUT); }
-  Operator& inout(std::string name, int32_t dtype, Dims dims) {
+  Operator& inout(std::string name, int32_t dtype, Dims dims = any_shape) {
     return input(std::move(name), dtype, std::move(dims), UMLOS_VALUE_INOUT);
   }
   // Outputs. flags: UMLOS_VALUE_PERSISTENT (run state), UMLOS_VALUE_NONFINITE_OK.
-  Operator& output(std::string name, int32_t dtype, uint32_t flags = 0) {
-    return add_value(outputs_, std::move(name), dtype, std::nullopt, flags);
-  }
-  Operator& output(std::string name, int32_t dtype, Dims dims, uint32_t flags = 0) {
+  Operator& output(std::string name, int32_t dtype, Dims dims = any_shape, uint32_t flags = 0) {
     return add_value(outputs_, std::move(name), dtype, std::move(dims.dims), flags);
   }
 
