@@ -1,0 +1,409 @@
+// Tests of the two TMMU strategies through the real module file
+// (build/modules/libumlos_tmmu.so loaded by a Host), every plan checked by
+// the kernel checker (kernel/src/plan/checker.cpp).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "error.hpp"
+#include "plan/checker.hpp"
+#include "plan/intervals.hpp"
+#include "plan/plan_cmd.hpp"
+#include "plan/plan_output.hpp"
+
+using namespace umlos;
+using namespace umlos::plan;
+
+namespace {
+
+const std::string kModule = std::string(UMLOS_MODULE_DIR) + "/libumlos_tmmu.so";
+const std::string kSlot = "UML_OS.TMMU.PlanMemory_v2";
+const std::string kByte = "UML_OS.TMMU.BytePlanner_v1";
+const std::string kBench = std::string(UMLOS_SHARED_DIR) + "/memory-planning-bench";
+
+IntervalSet one_arena(uint64_t alignment) {
+  IntervalSet s;
+  s.source = "test";
+  s.arenas = {{"activations", alignment, 0, false}};
+  return s;
+}
+
+void add(IntervalSet& s, const std::string& id, uint64_t size, int64_t b, int64_t e, uint32_t arena = 0) {
+  TensorSpec t;
+  t.id = id;
+  t.size = t.actual_size = size;
+  t.begin = b;
+  t.end = e;
+  t.arena = arena;
+  s.tensors.push_back(t);
+}
+
+void sort_ids(IntervalSet& s) {
+  std::sort(s.tensors.begin(), s.tensors.end(), [](const TensorSpec& a, const TensorSpec& b) { return a.id < b.id; });
+}
+
+// Random residual-style graph: chain with skips, mixed sizes, 3 arenas.
+IntervalSet random_graph(uint32_t seed, size_t n) {
+  std::mt19937_64 rng(seed);
+  IntervalSet s;
+  s.source = "random" + std::to_string(seed);
+  s.arenas = {{"parameters", 128, 0, true}, {"activations", 128, 0, false}, {"gradients", 64, 0, false}};
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t arena = (i % 7 == 0) ? 0 : (i % 5 == 0 ? 2 : 1);
+    const int64_t b = static_cast<int64_t>(i / 2);
+    const int64_t len = (rng() % 10 == 0) ? static_cast<int64_t>(rng() % 60) : static_cast<int64_t>(rng() % 4);
+    const uint64_t size = 1 + (rng() % 4 == 0 ? rng() % 1000000 : rng() % 5000);
+    char id[16];
+    std::snprintf(id, sizeof id, "t%05zu", i);
+    add(s, id, size, b, b + len, arena);
+  }
+  sort_ids(s);
+  return s;
+}
+
+uint64_t sum_footprint(const PlanReport& r) { return r.footprint_bytes(); }
+
+// Greedy by size, best fit including the leading gap: an independent
+// O(n^2) implementation of the baseline the byte planner must never exceed.
+uint64_t greedy_by_size(const IntervalSet& s, uint32_t arena) {
+  std::vector<const TensorSpec*> ts;
+  for (const auto& t : s.tensors)
+    if (t.arena == arena) ts.push_back(&t);
+  const uint64_t al = s.arenas[arena].alignment;
+  auto asz = [&](const TensorSpec* t) { return (t->size + al - 1) / al * al; };
+  std::vector<size_t> order(ts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    if (asz(ts[x]) != asz(ts[y])) return asz(ts[x]) > asz(ts[y]);
+    const int64_t dx = ts[x]->end - ts[x]->begin, dy = ts[y]->end - ts[y]->begin;
+    if (dx != dy) return dx > dy;
+    return x < y;
+  });
+  std::vector<uint64_t> off(ts.size(), 0);
+  std::vector<size_t> placed;
+  uint64_t top = 0;
+  for (size_t i : order) {
+    std::vector<std::pair<uint64_t, uint64_t>> blocks;
+    for (size_t j : placed)
+      if (ts[j]->begin <= ts[i]->end && ts[i]->begin <= ts[j]->end) blocks.push_back({off[j], off[j] + asz(ts[j])});
+    std::sort(blocks.begin(), blocks.end());
+    uint64_t cursor = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+    for (auto& b : blocks) {
+      if (b.first > cursor && b.first - cursor >= asz(ts[i]) && b.first - cursor < best_gap) {
+        best_gap = b.first - cursor;
+        best = cursor;
+      }
+      cursor = std::max(cursor, b.second);
+    }
+    off[i] = best == UINT64_MAX ? cursor : best;
+    top = std::max(top, off[i] + asz(ts[i]));
+    placed.push_back(i);
+  }
+  return top;
+}
+
+umlos_status failure_code(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Failure& e) {
+    return e.code();
+  }
+  return UMLOS_OK;
+}
+
+std::string failure_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Failure& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("The slot planner uses exactly max-live slots per arena", "[tmmu]") {
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    IntervalSet s = random_graph(seed, 400);
+    PlanReport r = run_strategy(s, kModule, kSlot, {});  // run_strategy checks slot optimality
+    PlanInput in;
+    make_request(s, {}, in);
+    const auto facts = arena_facts(in.request);
+    for (size_t a = 0; a < s.arenas.size(); ++a) CHECK(r.metrics[a].peak_logical_slots == facts[a].max_live);
+  }
+}
+
+TEST_CASE("A linear chain whose tensors never coexist plans into one slot", "[tmmu]") {
+  IntervalSet s = one_arena(128);
+  for (int i = 0; i < 20; ++i) add(s, "c" + std::to_string(100 + i), 1000 + 10 * i, i, i);
+  PlanReport r = run_strategy(s, kModule, kSlot, {});
+  for (size_t i = 0; i < s.tensors.size(); ++i) {
+    CHECK(r.slots[i] == 0);
+    CHECK(r.offsets[i] == 0);
+  }
+  CHECK(r.arena_footprint[0] == 1280);  // align_up(1190, 128)
+}
+
+TEST_CASE("The slot planner orders by birth, then size descending, then id, and prefix-sums aligned slot sizes", "[tmmu]") {
+  // a,b,c born at 0 (sizes 100, 300, 300: b before c by id), d born at 2
+  // after a ended: d takes a's slot (the lowest free one).
+  IntervalSet s = one_arena(64);
+  add(s, "a", 100, 0, 1);
+  add(s, "b", 300, 0, 5);
+  add(s, "c", 300, 0, 5);
+  add(s, "d", 200, 2, 3);
+  s.tensors[3].alignment = 256;
+  sort_ids(s);
+  PlanReport r = run_strategy(s, kModule, kSlot, {});
+  // slots: b=0, c=1, a=2, d=2 (slot 2 freed by a, lowest free)
+  CHECK(r.slots == std::vector<uint64_t>{2, 0, 1, 2});
+  // slot sizes 300, 300, max(100, 200) = 200; slot 2 alignment 256.
+  // offsets: 0, align_up(300, 64) = 320, align_up(620, 256) = 768.
+  CHECK(r.offsets == std::vector<uint64_t>{768, 0, 320, 768});
+  CHECK(r.arena_footprint[0] == 1024);  // align_up(968, 64)
+}
+
+TEST_CASE("Parameters are persistent: one slot each, sequential offsets", "[tmmu]") {
+  IntervalSet s;
+  s.source = "params";
+  s.arenas = {{"parameters", 128, 0, true}};
+  add(s, "w1", 1000, 0, 0);
+  add(s, "w2", 10, 5, 5);
+  add(s, "w3", 500, 9, 9);
+  for (const std::string& strat : {kSlot, kByte}) {
+    PlanReport r = run_strategy(s, kModule, strat, {});
+    CHECK(r.offsets == std::vector<uint64_t>{0, 1024, 1152});
+    CHECK(r.arena_footprint[0] == 1664);
+  }
+}
+
+TEST_CASE("The byte planner never uses more bytes than the slot planner or greedy by size", "[tmmu]") {
+  for (uint32_t seed = 11; seed <= 18; ++seed) {
+    IntervalSet s = random_graph(seed, 300);
+    PlanReport slot = run_strategy(s, kModule, kSlot, {});
+    PlanReport bytes = run_strategy(s, kModule, kByte, {});
+    for (size_t a = 0; a < s.arenas.size(); ++a) {
+      INFO("seed " << seed << " arena " << s.arenas[a].name);
+      CHECK(bytes.arena_footprint[a] <= slot.arena_footprint[a]);
+      if (!s.arenas[a].persistent) CHECK(bytes.arena_footprint[a] <= greedy_by_size(s, static_cast<uint32_t>(a)));
+      CHECK(bytes.arena_footprint[a] >= bytes.metrics[a].lower_bound);
+    }
+  }
+}
+
+TEST_CASE("The byte planner reaches the lower bound 124 on the Pisarchyk-Lee example", "[tmmu]") {
+  IntervalSet s = read_intervals(kBench + "/synthetic/pisarchyk_lee_fig_example.csv");
+  PlanReport r = run_strategy(s, kModule, kByte, {});
+  CHECK(r.metrics[0].lower_bound == 124);
+  CHECK(r.arena_footprint[0] == 124);
+  PlanReport slot = run_strategy(s, kModule, kSlot, {});
+  CHECK(slot.arena_footprint[0] > 124);
+}
+
+TEST_CASE("Byte plans are identical on every run and thread", "[tmmu]") {
+  IntervalSet s = read_intervals(kBench + "/minimalloc-challenging/A.1048576.csv");
+  PlanReport ref = run_strategy(s, kModule, kByte, {});
+  std::vector<PlanReport> got(3);
+  std::vector<std::thread> th;
+  for (int k = 0; k < 3; ++k) th.emplace_back([&, k] { got[k] = run_strategy(s, kModule, kByte, {}); });
+  for (auto& t : th) t.join();
+  for (const PlanReport& g : got) {
+    CHECK(g.offsets == ref.offsets);
+    CHECK(g.work_units == ref.work_units);
+    CHECK(plan_hash(s, g) == plan_hash(s, ref));
+  }
+}
+
+TEST_CASE("The byte planner stays within 1.15 x LB on MiniMalloc's challenging instances by default", "[tmmu][bench-data][!mayfail]") {
+  for (const char* f : {"A", "C", "F", "K"}) {
+    IntervalSet s = read_intervals(kBench + "/minimalloc-challenging/" + std::string(f) + ".1048576.csv");
+    PlanReport r = run_strategy(s, kModule, kByte, {});
+    INFO(f << ": " << r.arena_footprint[0] << " vs LB " << r.metrics[0].lower_bound);
+    CHECK(static_cast<double>(r.arena_footprint[0]) <= 1.15 * static_cast<double>(r.metrics[0].lower_bound));
+  }
+}
+
+TEST_CASE("Alias-group members share one storage and must_not_alias members are refused", "[tmmu]") {
+  IntervalSet s = one_arena(128);
+  add(s, "x", 4096, 0, 3);
+  add(s, "x_view", 1024, 2, 6);
+  add(s, "y", 4096, 4, 8);
+  s.tensors[0].alias_group = s.tensors[1].alias_group = 1;
+  for (const std::string& strat : {kSlot, kByte}) {
+    PlanReport r = run_strategy(s, kModule, strat, {});
+    CHECK(r.offsets[0] == r.offsets[1]);
+    CHECK(r.offsets[2] != r.offsets[0]);  // y overlaps the group's hull 0..6
+  }
+  s.tensors[1].flags |= UMLOS_PLAN_MUST_NOT_ALIAS;
+  CHECK(failure_code([&] { run_strategy(s, kModule, kSlot, {}); }) == UMLOS_INVALID_IR_SHAPES);
+}
+
+TEST_CASE("In-place writes on tensors saved for backward are refused", "[tmmu]") {
+  IntervalSet s = one_arena(128);
+  add(s, "a", 64, 0, 2);
+  s.tensors[0].flags = UMLOS_PLAN_IN_PLACE_WRITE | UMLOS_PLAN_SAVED_FOR_BACKWARD;
+  const std::string msg = failure_message([&] { run_strategy(s, kModule, kByte, {}); });
+  CHECK(msg.find("tensor #0 (id 'a')") != std::string::npos);
+}
+
+TEST_CASE("A capacity too small fails with ARENA_TOO_SMALL naming the arena", "[tmmu]") {
+  IntervalSet s = one_arena(128);
+  add(s, "a", 1000, 0, 2);
+  add(s, "b", 1000, 1, 3);
+  s.arenas[0].capacity = 1500;
+  for (const std::string& strat : {kSlot, kByte}) {
+    const std::string msg = failure_message([&] { run_strategy(s, kModule, strat, {}); });
+    CHECK(msg.find("activations") != std::string::npos);
+    CHECK(msg.find("1500") != std::string::npos);
+    CHECK(failure_code([&] { run_strategy(s, kModule, strat, {}); }) == UMLOS_ARENA_TOO_SMALL);
+  }
+}
+
+TEST_CASE("A memory budget breach fails with QUOTA_EXCEEDED and commits nothing", "[tmmu]") {
+  IntervalSet s = one_arena(128);
+  add(s, "a", 1000, 0, 2);
+  add(s, "b", 1000, 1, 3);
+  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"memory_bytes_budget=2000"}); }) ==
+        UMLOS_QUOTA_EXCEEDED);
+  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"memory_bytes_budget=2048"}); }) == UMLOS_OK);
+  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"nonsense=1"}); }) == UMLOS_INVALID_ARGUMENT);
+}
+
+TEST_CASE("uint64 overflow in offsets fails with ALLOCATION_OVERFLOW", "[tmmu]") {
+  IntervalSet s = one_arena(128);
+  add(s, "a", UINT64_MAX - 100, 0, 2);
+  add(s, "b", 1000, 1, 3);
+  for (const std::string& strat : {kSlot, kByte})
+    CHECK(failure_code([&] { run_strategy(s, kModule, strat, {}); }) == UMLOS_ALLOCATION_OVERFLOW);
+}
+
+TEST_CASE("The checker refuses overlapping, misaligned and uncovered plans", "[tmmu][checker]") {
+  IntervalSet s = one_arena(64);
+  add(s, "a", 100, 0, 2);
+  add(s, "b", 100, 2, 4);
+  add(s, "c", 100, 5, 6);
+  PlanInput in;
+  make_request(s, {}, in);
+  std::vector<uint64_t> off{0, 128, 0}, slots(3, UMLOS_PLAN_NO_SLOT), fp{256};
+  umlos_plan_result r{sizeof(umlos_plan_result), off.data(), slots.data(), fp.data(), 0};
+  CHECK_NOTHROW(check_plan(in.request, r, {}));
+  off[1] = 64;  // a [0,100) and b [64,164) both live at step 2
+  CHECK(failure_code([&] { check_plan(in.request, r, {}); }) == UMLOS_ADDRESS_COLLISION);
+  off[1] = 130;  // not a multiple of 64
+  CHECK(failure_code([&] { check_plan(in.request, r, {}); }) == UMLOS_ALIGNMENT_VIOLATION);
+  off[1] = 192;  // [192, 292) beyond the footprint 256
+  CHECK(failure_code([&] { check_plan(in.request, r, {}); }) == UMLOS_ARENA_TOO_SMALL);
+  off[1] = 128;
+  slots = {0, 1, 2};  // 3 slots where max live is 2
+  CheckOptions strict;
+  strict.require_optimal_slots = true;
+  CHECK(failure_code([&] { check_plan(in.request, r, strict); }) == UMLOS_INTERNAL);
+  slots = {0, 1, 0};
+  CHECK_NOTHROW(check_plan(in.request, r, strict));
+  const std::string msg = failure_message([&] {
+    off[1] = 64;
+    check_plan(in.request, r, {}, {"a", "b", "c"});
+  });
+  CHECK(msg.find("'a'") != std::string::npos);
+  CHECK(msg.find("'b'") != std::string::npos);
+}
+
+TEST_CASE("The checker's lower bound counts tensors that share a step", "[tmmu][checker]") {
+  IntervalSet s = one_arena(128);
+  add(s, "a", 100, 0, 2);   // aligned 128
+  add(s, "b", 200, 2, 4);   // aligned 256; shares step 2 with a
+  add(s, "c", 1000, 5, 5);  // aligned 1024
+  PlanInput in;
+  make_request(s, {}, in);
+  auto f = arena_facts(in.request);
+  CHECK(f[0].lower_bound == 1024);
+  CHECK(f[0].max_live == 2);
+}
+
+TEST_CASE("Interval JSON is read with ids sorted, defaults applied, saved_for_backward extended", "[tmmu][intervals]") {
+  const std::string text = R"({"format": "umlos.intervals.v1", "name": "n", "alignment": 64, "mode": "backward",
+    "tensors": [{"id": "t1", "arena": "activations", "size": 100, "begin": 0, "end": 3,
+                 "saved_for_backward": true, "last_backward_use": 9},
+                {"id": "t0", "arena": "parameters", "size": 8, "begin": 0, "end": 0},
+                {"id": "t2", "size": 5, "begin": 1, "end": 1, "shape_envelope": {"max_size": 50}}]})";
+  IntervalSet s = parse_intervals_json(text, "x.json");
+  REQUIRE(s.tensors.size() == 3);
+  CHECK(s.tensors[0].id == "t0");
+  CHECK(s.arenas[s.tensors[0].arena].persistent);
+  CHECK(s.tensors[1].end == 9);
+  CHECK(s.tensors[2].size == 50);
+  CHECK(s.arenas[1].alignment == 64);
+}
+
+TEST_CASE("Bad interval input is refused with the 0.K code and the tensor named", "[tmmu][intervals]") {
+  auto doc = [](const std::string& tensor) {
+    return R"({"format": "umlos.intervals.v1", "tensors": [{"id": "ok", "size": 1, "begin": 0, "end": 0}, )" +
+           tensor + "]}";
+  };
+  struct Case { std::string tensor; umlos_status code; std::string needle; };
+  const std::vector<Case> cases = {
+      {R"({"id": "z", "size": 0, "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES, "'size' must be > 0"},
+      {R"({"id": "n", "size": -5, "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES, "got -5"},
+      {R"({"id": "e", "size": 5, "begin": 4, "end": 1})", UMLOS_LIVENESS_CYCLE, "end 1 < begin 4"},
+      {R"({"id": "ok", "size": 5, "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES, "duplicate tensor id 'ok'"},
+      {R"({"id": "u", "arena": "scratch", "size": 5, "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES,
+       "unknown arena 'scratch'"},
+      {R"({"id": "f", "size": 5.5, "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES, "must be an integer"},
+      {R"({"id": "s", "size": "5", "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES, "must be an integer"},
+      {R"({"id": "o", "size": 18446744073709551616, "begin": 0, "end": 1})", UMLOS_ALLOCATION_OVERFLOW,
+       "does not fit in uint64"},
+      {R"({"id": "a", "size": 5, "alignment": 48, "begin": 0, "end": 1})", UMLOS_ALIGNMENT_VIOLATION,
+       "power of two"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.tensor);
+    const std::string msg = failure_message([&] { parse_intervals_json(doc(c.tensor), "bad.json"); });
+    CHECK(failure_code([&] { parse_intervals_json(doc(c.tensor), "bad.json"); }) == c.code);
+    CHECK(msg.find(c.needle) != std::string::npos);
+    CHECK(msg.find("bad.json") != std::string::npos);
+  }
+  CHECK(failure_code([&] { parse_intervals_json(R"({"format": "other", "tensors": []})", "f.json"); }) ==
+        UMLOS_INVALID_ARGUMENT);
+}
+
+TEST_CASE("MiniMalloc CSV is read as half-open intervals", "[tmmu][intervals]") {
+  IntervalSet s = parse_intervals_csv("id,lower,upper,size\n0,0,3,10\n1,3,5,20\n", "m.csv", 1);
+  REQUIRE(s.tensors.size() == 2);
+  CHECK(s.tensors[0].begin == 0);
+  CHECK(s.tensors[0].end == 2);  // [0,3) -> 0..2: does not meet tensor 1 at step 3
+  PlanReport r = run_strategy(s, kModule, kByte, {});
+  CHECK(r.arena_footprint[0] == 20);
+  CHECK(failure_code([&] { parse_intervals_csv("id,lower,upper,size\n0,3,3,10\n", "m.csv", 1); }) ==
+        UMLOS_LIVENESS_CYCLE);
+  CHECK(failure_code([&] { parse_intervals_csv("id,lower,upper,size\n0,0,3,x\n", "m.csv", 1); }) ==
+        UMLOS_INVALID_IR_SHAPES);
+  CHECK(failure_code([&] { parse_intervals_csv("a,b\n", "m.csv", 1); }) == UMLOS_INVALID_ARGUMENT);
+}
+
+TEST_CASE("The plan hash is stable and covers rank, world size and offsets", "[tmmu]") {
+  IntervalSet s = random_graph(3, 50);
+  PlanReport r = run_strategy(s, kModule, kSlot, {});
+  const Digest h = plan_hash(s, r);
+  CHECK(plan_hash(s, r) == h);
+  IntervalSet s2 = s;
+  s2.rank = 1;
+  s2.world_size = 2;
+  CHECK(plan_hash(s2, r) != h);
+  PlanReport r2 = r;
+  r2.offsets[0] += 128;
+  CHECK(plan_hash(s, r2) != h);
+}
+
+TEST_CASE("A missing strategy name is NOT_FOUND naming the module", "[tmmu]") {
+  IntervalSet s = one_arena(128);
+  add(s, "a", 1, 0, 0);
+  const std::string msg = failure_message([&] { run_strategy(s, kModule, "UML_OS.TMMU.Nope_v1", {}); });
+  CHECK(msg.find("libumlos_tmmu.so") != std::string::npos);
+}
