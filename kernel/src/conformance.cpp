@@ -15,6 +15,7 @@
 
 #include "error.hpp"
 #include "host.hpp"
+#include "plan/checker.hpp"
 
 namespace umlos {
 namespace fs = std::filesystem;
@@ -169,6 +170,7 @@ CaseRun run_case_here(const ConformanceOptions& opt, const std::string& module_p
     host.set_operator_config(config_from_attrs(tv.config, tv.n_config));
     host.activate_driver(opt.driver_name);
     host.rng().seed_from_manifest(seed_hash(tv.seed));
+    host.set_replay_token(seed_hash(tv.seed));
     for (uint32_t i = 0; i < tv.n_inputs; ++i) {
       const umlos_tensor_data& in = tv.inputs[i];
       HostTensor h;
@@ -337,6 +339,64 @@ json check_driver(const std::string& module_path, const umlos_driver_desc* d) {
   return row;
 }
 
+// Checks a strategy the module offers: a fixed pseudo-random request (two
+// arenas, one persistent), planned twice; both plans must pass the kernel's
+// independent checker and be identical.
+json check_strategy(const std::string& module_path, const umlos_tmmu_strategy_desc* s) {
+  json row = {{"strategy", s->name}};
+  try {
+    Host host;
+    host.load(module_path, std::nullopt);
+    std::vector<umlos_plan_tensor> tensors;
+    uint64_t x = 0x9e3779b97f4a7c15ull;  // splitmix64: fixed, portable sequence
+    auto next = [&]() {
+      uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      return z ^ (z >> 31);
+    };
+    for (int i = 0; i < 400; ++i) {
+      umlos_plan_tensor t{};
+      t.size = 1 + next() % 200000;
+      t.begin = static_cast<int64_t>(next() % 120);
+      t.end = t.begin + static_cast<int64_t>(next() % 25);
+      t.arena = (i % 10 == 0) ? 1 : 0;
+      tensors.push_back(t);
+    }
+    umlos_plan_arena arenas[2] = {{"activations", 128, 0, 0, 0}, {"parameters", 128, 0, UMLOS_ARENA_PERSISTENT, 0}};
+    umlos_plan_request req{};
+    req.struct_size = sizeof req;
+    req.tensors = tensors.data();
+    req.n_tensors = tensors.size();
+    req.arenas = arenas;
+    req.n_arenas = 2;
+    std::vector<uint64_t> off[2], slot[2], foot[2];
+    for (int r = 0; r < 2; ++r) {
+      off[r].assign(tensors.size(), 0);
+      slot[r].assign(tensors.size(), 0);
+      foot[r].assign(2, 0);
+      umlos_plan_result res{};
+      res.struct_size = sizeof res;
+      res.offsets = off[r].data();
+      res.slots = slot[r].data();
+      res.arena_footprint = foot[r].data();
+      host.plan(s, req, res);
+      plan::check_plan(req, res, plan::CheckOptions{});
+    }
+    if (off[0] != off[1] || foot[0] != foot[1]) throw Failure(UMLOS_INTERNAL, "two plans of the same request differ");
+    std::vector<plan::ArenaFacts> facts = plan::arena_facts(req);
+    char detail[200];
+    std::snprintf(detail, sizeof detail, "400 tensors: plan checked, repeat identical, activations %.4f x LB",
+                  facts[0].lower_bound ? double(foot[0][0]) / double(facts[0].lower_bound) : 1.0);
+    row["result"] = "PASS";
+    row["detail"] = detail;
+  } catch (const Failure& f) {
+    row["result"] = "FAIL";
+    row["detail"] = std::string(status_name(f.code())) + ": " + f.what();
+  }
+  return row;
+}
+
 }  // namespace
 
 int run_conformance(const ConformanceOptions& opt) {
@@ -391,6 +451,15 @@ int run_conformance(const ConformanceOptions& opt) {
         if (row["result"] == "FAIL") all_ok = false;
         rows.push_back(row);
       }
+      for (uint32_t i = 0; i < m.desc->n_strategies; ++i) {
+        json row = check_strategy(path, m.desc->strategies[i]);
+        if (row["result"] == "FAIL") all_ok = false;
+        rows.push_back(row);
+      }
+      if (m.desc->n_operators + m.desc->n_drivers + m.desc->n_strategies == 0) {
+        all_ok = false;
+        mod["error"] = "MODULE_DESCRIPTOR_INVALID: the module offers nothing (no operator, driver or strategy)";
+      }
     } catch (const Failure& f) {
       all_ok = false;
       mod["error"] = std::string(status_name(f.code())) + ": " + f.what();
@@ -410,17 +479,19 @@ int run_conformance(const ConformanceOptions& opt) {
       }
       std::printf("  name %s  ABI %s  sha256 %s\n", mod["name"].get<std::string>().c_str(),
                   mod["abi"].get<std::string>().c_str(), mod["sha256"].get<std::string>().c_str());
-      std::printf("  %-38s %-22s %-9s %-26s %-10s %-6s\n", "operator / driver", "vector", "purity",
+      std::printf("  %-38s %-30s %-9s %-24s %-10s %-6s\n", "operator / driver / strategy", "vector", "purity",
                   "rng declared / actual", "repeat", "result");
       for (const json& r : mod["cases"]) {
-        if (r.contains("driver")) {
-          std::printf("  %-38s %-22s %-9s %-26s %-10s %-6s  %s\n", r["driver"].get<std::string>().c_str(),
-                      "(driver checks)", "-", "-", "-", r["result"].get<std::string>().c_str(),
-                      r["detail"].get<std::string>().c_str());
+        if (r.contains("driver") || r.contains("strategy")) {
+          bool drv = r.contains("driver");
+          std::printf("  %-38s %-30s %-9s %-24s %-10s %-6s  %s\n",
+                      r[drv ? "driver" : "strategy"].get<std::string>().c_str(),
+                      drv ? "(driver checks)" : "(strategy checks)", "-", "-", "-",
+                      r["result"].get<std::string>().c_str(), r["detail"].get<std::string>().c_str());
           continue;
         }
         std::string detail = r["detail"];
-        std::printf("  %-38s %-22s %-9s %-26s %-10s %-6s%s%s\n", r["operator"].get<std::string>().c_str(),
+        std::printf("  %-38s %-30s %-9s %-24s %-10s %-6s%s%s\n", r["operator"].get<std::string>().c_str(),
                     r["vector"].get<std::string>().c_str(), r["purity"].get<std::string>().c_str(),
                     r["rng"].get<std::string>().c_str(), r["repeat"].get<std::string>().c_str(),
                     r["result"].get<std::string>().c_str(), detail.empty() ? "" : "  ", detail.c_str());
