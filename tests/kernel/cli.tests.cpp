@@ -1,5 +1,7 @@
 // The `umlos` command itself: subcommands, messages and exit statuses.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <filesystem>
 
 #include "error.hpp"
 #include "test_support.hpp"
@@ -87,4 +89,19 @@ TEST_CASE("umlos conformance passes the shipped core module and fails the misbeh
   CommandResult c_module = run_umlos("conformance '" + module_path("test_well_behaved") + "'");
   INFO(c_module.output);
   CHECK(c_module.exit_status == 0);
+}
+
+TEST_CASE("Every shipped module passes conformance", "[cli][conformance]") {
+  std::vector<std::string> shipped;
+  for (const auto& e : std::filesystem::directory_iterator(UMLOS_MODULE_DIR)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("libumlos_", 0) == 0 && e.path().extension() == ".so") shipped.push_back(e.path().string());
+  }
+  std::sort(shipped.begin(), shipped.end());
+  REQUIRE(shipped.size() >= 4);  // cpu_driver, core, tmmu, c_example at least
+  std::string args = "conformance";
+  for (const std::string& p : shipped) args += " '" + p + "'";
+  CommandResult r = run_umlos(args);
+  INFO(r.output);
+  CHECK(r.exit_status == 0);
 }
