@@ -3,6 +3,7 @@
 // (docs/contracts.md).
 #include "host.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,18 +19,41 @@ struct umlos_ctx {
   enum class Kind { Operator, Invariant, Driver, Strategy };
   umlos::Host* host = nullptr;
   Kind kind = Kind::Operator;
-  std::string who;                       // for messages: operator/driver/strategy name
+  const char* kind_word = "operator";  // for messages: "operator", "driver", ...
+  const char* name = "";               // operator/driver/strategy name (static storage)
   const umlos_operator_desc* op = nullptr;
   const umlos::cbor::Value* config = nullptr;  // map the config_* services read
   umlos_status error_code = UMLOS_OK;
   std::string error_message;
-  // Operator calls only:
-  std::map<std::string, umlos::TensorPtr> inputs;   // declared inputs present
-  std::map<std::string, umlos::TensorPtr> staged;   // outputs created by this call
+  // Operator calls only. Small vectors, not maps: a call touches a handful
+  // of values, and the per-call cost is a measured figure (bench/README.md).
+  std::vector<std::pair<const char*, umlos::TensorPtr>> inputs;  // declared inputs present
+  std::vector<std::pair<const char*, umlos::TensorPtr>> staged;  // outputs created by this call
   std::vector<umlos::TensorPtr> temps;
-  std::set<const umlos::Tensor*> known;     // handles this call may use
-  std::set<const umlos::Tensor*> writable;  // handles this call may write
+  std::vector<const umlos::Tensor*> known;     // handles this call may use
+  std::vector<const umlos::Tensor*> writable;  // handles this call may write
   uint64_t draws[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
+
+  // "operator 'UML_OS.Model.Encode_v1'", built only when a message needs it.
+  std::string who() const { return std::string(kind_word) + " '" + name + "'"; }
+  bool is_known(const umlos::Tensor* t) const { return std::find(known.begin(), known.end(), t) != known.end(); }
+  bool is_writable(const umlos::Tensor* t) const {
+    return std::find(writable.begin(), writable.end(), t) != writable.end();
+  }
+  const umlos::TensorPtr* input(const char* n) const {
+    for (auto& [k, v] : inputs) if (std::strcmp(k, n) == 0) return &v;
+    return nullptr;
+  }
+  void stage(const char* n, umlos::TensorPtr t) {
+    for (auto& [k, v] : staged) {
+      if (std::strcmp(k, n) == 0) { v = std::move(t); return; }
+    }
+    staged.emplace_back(n, std::move(t));
+  }
+  const umlos::TensorPtr* staged_value(const char* n) const {
+    for (auto& [k, v] : staged) if (std::strcmp(k, n) == 0) return &v;
+    return nullptr;
+  }
 };
 
 namespace umlos {
@@ -171,18 +195,18 @@ umlos_status guarded(umlos_ctx* ctx, F&& fn) {
 }
 
 umlos_status check_known(umlos_ctx* ctx, const umlos_tensor* t, const char* what) {
-  if (t == nullptr || ctx->known.count(as_tensor(t)) == 0) {
+  if (t == nullptr || !ctx->is_known(as_tensor(t))) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     ctx->who + ": " + what + ": tensor handle is NULL or not valid in this call");
+                     ctx->who() + ": " + what + ": tensor handle is NULL or not valid in this call");
   }
   return UMLOS_OK;
 }
 
 umlos_status check_writable(umlos_ctx* ctx, const umlos_tensor* t, const char* what) {
   if (umlos_status s = check_known(ctx, t, what)) return s;
-  if (ctx->writable.count(as_tensor(t)) == 0) {
+  if (!ctx->is_writable(as_tensor(t))) {
     return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                     ctx->who + ": " + what +
+                     ctx->who() + ": " + what +
                          ": writes a tensor it may not write (only outputs, temporaries and "
                          "inputs declared INOUT by a STATEFUL operator are writable)");
   }
@@ -192,7 +216,7 @@ umlos_status check_writable(umlos_ctx* ctx, const umlos_tensor* t, const char* w
 void svc_log(umlos_ctx* ctx, int32_t level, const char* message) {
   static const char* names[] = {"debug", "info", "warn", "error"};
   const char* lvl = (level >= 0 && level <= 3) ? names[level] : "info";
-  std::fprintf(stderr, "[%s] %s: %s\n", lvl, ctx ? ctx->who.c_str() : "module",
+  std::fprintf(stderr, "[%s] %s: %s\n", lvl, ctx ? ctx->who().c_str() : "module",
                message ? message : "");
 }
 
@@ -213,7 +237,7 @@ umlos_status svc_config_f64(umlos_ctx* ctx, const char* key, double* out) {
     auto k = v->kind();
     if (k != cbor::Value::Kind::Float && k != cbor::Value::Kind::UInt && k != cbor::Value::Kind::NegInt) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       ctx->who() + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a number");
     }
     *out = v->as_double();
@@ -228,7 +252,7 @@ umlos_status svc_config_i64(umlos_ctx* ctx, const char* key, int64_t* out) {
     if ((v->kind() != cbor::Value::Kind::UInt && v->kind() != cbor::Value::Kind::NegInt) ||
         !v->fits_int64()) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       ctx->who() + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a 64-bit integer");
     }
     *out = v->as_int64();
@@ -242,7 +266,7 @@ umlos_status svc_config_str(umlos_ctx* ctx, const char* key, const char** out, s
     if (!v) return UMLOS_NOT_FOUND;
     if (v->kind() != cbor::Value::Kind::Text) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       ctx->who() + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a string");
     }
     *out = v->as_text().c_str();
@@ -254,27 +278,27 @@ umlos_status svc_config_str(umlos_ctx* ctx, const char* key, const char** out, s
 umlos_status svc_value_get(umlos_ctx* ctx, const char* name, umlos_tensor** out) {
   return guarded(ctx, [&]() -> umlos_status {
     if (name == nullptr || out == nullptr) {
-      return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who + ": value_get with NULL name or out");
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who() + ": value_get with NULL name or out");
     }
     if (ctx->kind == umlos_ctx::Kind::Invariant) {
       // Invariant checks may read any value of the run state.
       auto& values = host_of(ctx).values();
       auto it = values.find(name);
       if (it == values.end()) return UMLOS_NOT_FOUND;
-      ctx->known.insert(it->second.get());
+      ctx->known.push_back(it->second.get());
       *out = as_handle(it->second.get());
       return UMLOS_OK;
     }
     if (ctx->kind != umlos_ctx::Kind::Operator || ctx->op == nullptr) {
-      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who + ": value_get outside an operator call");
+      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who() + ": value_get outside an operator call");
     }
     if (!find_decl(ctx->op->inputs, ctx->op->n_inputs, name)) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                       ctx->who + ": reads value '" + name + "' which it does not declare as an input");
+                       ctx->who() + ": reads value '" + name + "' which it does not declare as an input");
     }
-    auto it = ctx->inputs.find(name);
-    if (it == ctx->inputs.end()) return UMLOS_NOT_FOUND;
-    *out = as_handle(it->second.get());
+    const TensorPtr* in = ctx->input(name);
+    if (!in) return UMLOS_NOT_FOUND;
+    *out = as_handle(in->get());
     return UMLOS_OK;
   });
 }
@@ -291,22 +315,22 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
                               umlos_tensor** out) {
   return guarded(ctx, [&]() -> umlos_status {
     if (ctx->kind != umlos_ctx::Kind::Operator || ctx->op == nullptr) {
-      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who + ": value_create outside an operator call");
+      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who() + ": value_create outside an operator call");
     }
     if (name == nullptr || out == nullptr || !shape_ok(shape) || dtype_size(dtype) == 0) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who + ": value_create('" + (name ? name : "(null)") +
+                       ctx->who() + ": value_create('" + (name ? name : "(null)") +
                            "'): NULL argument, invalid dtype or invalid shape");
     }
     const umlos_value_decl* decl = find_decl(ctx->op->outputs, ctx->op->n_outputs, name);
     if (!decl) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                       ctx->who + ": creates value '" + name + "' which it does not declare as an output");
+                       ctx->who() + ": creates value '" + name + "' which it does not declare as an output");
     }
     TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
-    ctx->known.insert(t.get());
-    ctx->writable.insert(t.get());
-    ctx->staged[name] = t;
+    ctx->known.push_back(t.get());
+    ctx->writable.push_back(t.get());
+    ctx->stage(decl->name, t);
     *out = as_handle(t.get());
     return UMLOS_OK;
   });
@@ -315,11 +339,11 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
 umlos_status svc_tensor_temp(umlos_ctx* ctx, int32_t dtype, const umlos_shape* shape, umlos_tensor** out) {
   return guarded(ctx, [&]() -> umlos_status {
     if (out == nullptr || !shape_ok(shape) || dtype_size(dtype) == 0) {
-      return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who + ": tensor_temp: invalid dtype or shape");
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who() + ": tensor_temp: invalid dtype or shape");
     }
     TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
-    ctx->known.insert(t.get());
-    ctx->writable.insert(t.get());
+    ctx->known.push_back(t.get());
+    ctx->writable.push_back(t.get());
     ctx->temps.push_back(t);
     *out = as_handle(t.get());
     return UMLOS_OK;
@@ -357,9 +381,9 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
   return guarded(ctx, [&]() -> umlos_status {
     Host& h = host_of(ctx);
     if (!h.has_driver()) {
-      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who + ": dispatch with no active driver");
+      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who() + ": dispatch with no active driver");
     }
-    if (primitive == nullptr) return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who + ": dispatch(NULL)");
+    if (primitive == nullptr) return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who() + ": dispatch(NULL)");
     std::vector<umlos_tensor_view> in(n_inputs), out(n_outputs);
     for (uint32_t i = 0; i < n_inputs; ++i) {
       if (umlos_status s = check_known(ctx, inputs[i], "dispatch input")) return s;
@@ -393,16 +417,16 @@ int32_t dist_dtype(int32_t distribution) {
 umlos_status check_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution) {
   if (stream < UMLOS_STREAM_INIT || stream > UMLOS_STREAM_MISC) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     ctx->who + ": rng draw from stream " + std::to_string(stream) +
+                     ctx->who() + ": rng draw from stream " + std::to_string(stream) +
                          " (expected init=1, cluster=2 or misc=3)");
   }
   if (dist_dtype(distribution) == 0) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     ctx->who + ": rng draw with distribution " + std::to_string(distribution) +
+                     ctx->who() + ": rng draw with distribution " + std::to_string(distribution) +
                          ", not a umlos_distribution");
   }
   if (ctx->kind != umlos_ctx::Kind::Operator) {
-    return set_error(ctx, UMLOS_CONTRACT_VIOLATION, ctx->who + ": only operators may draw random values");
+    return set_error(ctx, UMLOS_CONTRACT_VIOLATION, ctx->who() + ": only operators may draw random values");
   }
   return UMLOS_OK;
 }
@@ -415,7 +439,7 @@ umlos_status svc_rng_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution, 
     Tensor& t = *as_tensor(out);
     if (t.dtype != dist_dtype(distribution)) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who + ": rng_draw into a " + dtype_name(t.dtype) + " tensor, but the distribution yields " +
+                       ctx->who() + ": rng_draw into a " + dtype_name(t.dtype) + " tensor, but the distribution yields " +
                            dtype_name(dist_dtype(distribution)));
     }
     uint64_t d = h.rng().take(stream);
@@ -446,7 +470,7 @@ umlos_status svc_rng_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution, 
 umlos_status svc_rng_draw_host(umlos_ctx* ctx, int32_t stream, int32_t distribution, void* dst, uint64_t count) {
   return guarded(ctx, [&]() -> umlos_status {
     if (umlos_status s = check_draw(ctx, stream, distribution)) return s;
-    if (dst == nullptr && count > 0) return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who + ": rng_draw_host(NULL)");
+    if (dst == nullptr && count > 0) return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who() + ": rng_draw_host(NULL)");
     Host& h = host_of(ctx);
     uint64_t d = h.rng().take(stream);
     ctx->draws[stream] += 1;
@@ -574,7 +598,8 @@ void Host::activate_driver(const std::string& name) {
   inst->ctx = new umlos_ctx();
   inst->ctx->host = this;
   inst->ctx->kind = umlos_ctx::Kind::Driver;
-  inst->ctx->who = std::string("driver '") + d->name + "'";
+  inst->ctx->kind_word = "driver";
+  inst->ctx->name = d->name;
   inst->ctx->config = &impl_->driver_config;
   void* instance = nullptr;
   umlos_status s = d->create(&kServices, inst->ctx, &instance);
@@ -754,7 +779,7 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
   ctx.host = this;
   ctx.kind = umlos_ctx::Kind::Operator;
   ctx.op = op;
-  ctx.who = std::string("operator '") + op->name + "'";
+  ctx.name = op->name;
   ctx.config = &impl_->operator_config;
 
   // Inputs: the declared values that exist; required ones must.
@@ -764,19 +789,19 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
     auto it = values_.find(d.name);
     if (it == values_.end()) {
       if (d.flags & UMLOS_VALUE_OPTIONAL) continue;
-      throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who + ": required input '" + d.name +
+      throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + ": required input '" + d.name +
                                                   "' does not exist yet (no earlier operator produced it)");
     }
     const Tensor& t = *it->second;
     if (!decl_matches(d, t)) {
-      throw Failure(UMLOS_SHAPE_MISMATCH, ctx.who + ": input '" + d.name + "' is " + dtype_name(t.dtype) +
+      throw Failure(UMLOS_SHAPE_MISMATCH, ctx.who() + ": input '" + d.name + "' is " + dtype_name(t.dtype) +
                                               shape_string(t.shape) + ", declared " + dtype_name(d.dtype) + " " +
                                               decl_shape_string(d));
     }
-    ctx.inputs[d.name] = it->second;
-    ctx.known.insert(&t);
+    ctx.inputs.emplace_back(d.name, it->second);
+    ctx.known.push_back(&t);
     bool inout = (d.flags & UMLOS_VALUE_INOUT) && op->purity == UMLOS_STATEFUL;
-    if (inout) ctx.writable.insert(&t);
+    if (inout) ctx.writable.push_back(&t);
     if (op->purity == UMLOS_PURE) {
       HostTensor h = to_host(t);
       before[d.name] = sha256(h.data);
@@ -792,15 +817,15 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
   } catch (...) {
     // A C++ module must catch its own exceptions (the SDK does); if one gets
     // here the module broke the ABI contract.
-    throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who + ": an exception escaped the module boundary");
+    throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + ": an exception escaped the module boundary");
   }
   if (status != UMLOS_OK) {
     std::string msg = ctx.error_message.empty() ? std::string("(no message given)") : ctx.error_message;
     umlos_status code = ctx.error_code != UMLOS_OK ? ctx.error_code : status;
-    throw Failure(code, ctx.who + " failed: " + msg);
+    throw Failure(code, ctx.who() + " failed: " + msg);
   }
   if (ctx.error_code != UMLOS_OK) {
-    throw Failure(ctx.error_code, ctx.who + " returned OK after reporting an error: " + ctx.error_message);
+    throw Failure(ctx.error_code, ctx.who() + " returned OK after reporting an error: " + ctx.error_message);
   }
 
   CallReport report;
@@ -813,7 +838,7 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
   }
   if (!rng_ok) {
     std::ostringstream m;
-    m << ctx.who << ": declared exactly " << op->rng_draws << " draws from stream " << stream_name(op->rng_stream)
+    m << ctx.who() << ": declared exactly " << op->rng_draws << " draws from stream " << stream_name(op->rng_stream)
       << " but took";
     for (int s = 1; s < UMLOS_STREAM_COUNT; ++s) {
       uint64_t expected = (s == op->rng_stream) ? op->rng_draws : 0;
@@ -826,14 +851,14 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
   // Declared outputs: present, typed as declared, finite.
   for (uint32_t i = 0; i < op->n_outputs; ++i) {
     const umlos_value_decl& d = op->outputs[i];
-    auto it = ctx.staged.find(d.name);
-    if (it == ctx.staged.end()) {
+    const TensorPtr* staged = ctx.staged_value(d.name);
+    if (!staged) {
       if (d.flags & UMLOS_VALUE_OPTIONAL) continue;
-      throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who + ": declared output '" + d.name + "' was not produced");
+      throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + ": declared output '" + d.name + "' was not produced");
     }
-    const Tensor& t = *it->second;
+    const Tensor& t = **staged;
     if (!decl_matches(d, t)) {
-      throw Failure(UMLOS_SHAPE_MISMATCH, ctx.who + ": output '" + d.name + "' is " + dtype_name(t.dtype) +
+      throw Failure(UMLOS_SHAPE_MISMATCH, ctx.who() + ": output '" + d.name + "' is " + dtype_name(t.dtype) +
                                               shape_string(t.shape) + ", declared " + dtype_name(d.dtype) + " " +
                                               decl_shape_string(d));
     }
@@ -842,7 +867,7 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
       int64_t bad = first_nonfinite(h);
       if (bad >= 0) {
         throw Failure(UMLOS_CONTRACT_VIOLATION,
-                      ctx.who + ": output '" + d.name + "' is not finite: element " + std::to_string(bad) +
+                      ctx.who() + ": output '" + d.name + "' is not finite: element " + std::to_string(bad) +
                           " = " + std::to_string(element_as_double(h, static_cast<uint64_t>(bad))) +
                           " (minimal counterexample: that element; declare NONFINITE_OK if intended)");
       }
@@ -850,18 +875,18 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
   }
   // PURE: inputs untouched.
   for (auto& [name, digest] : before) {
-    HostTensor h = to_host(*ctx.inputs[name]);
+    HostTensor h = to_host(**ctx.input(name.c_str()));
     if (sha256(h.data) != digest) {
       throw Failure(UMLOS_CONTRACT_VIOLATION,
-                    ctx.who + " is declared PURE but changed its input '" + name + "'");
+                    ctx.who() + " is declared PURE but changed its input '" + name + "'");
     }
   }
   // Commit.
   for (uint32_t i = 0; i < op->n_outputs; ++i) {
     const umlos_value_decl& d = op->outputs[i];
-    auto it = ctx.staged.find(d.name);
-    if (it == ctx.staged.end()) continue;
-    values_[d.name] = it->second;
+    const TensorPtr* staged = ctx.staged_value(d.name);
+    if (!staged) continue;
+    values_[d.name] = *staged;
     persistent_[d.name] = (d.flags & UMLOS_VALUE_PERSISTENT) != 0;
   }
   return report;
@@ -873,12 +898,13 @@ void Host::run_invariants(int32_t point) {
     umlos_ctx ctx;
     ctx.host = this;
     ctx.kind = umlos_ctx::Kind::Invariant;
-    ctx.who = std::string("invariant '") + inv->name + "'";
+    ctx.kind_word = "invariant";
+    ctx.name = inv->name;
     ctx.config = &impl_->operator_config;
     umlos_status s = inv->check(&kServices, &ctx, inv->user_data);
     if (s != UMLOS_OK) {
       throw Failure(ctx.error_code != UMLOS_OK ? ctx.error_code : s,
-                    ctx.who + " violated: " + (ctx.error_message.empty() ? "(no message)" : ctx.error_message));
+                    ctx.who() + " violated: " + (ctx.error_message.empty() ? "(no message)" : ctx.error_message));
     }
   }
 }
@@ -888,12 +914,13 @@ void Host::plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_reque
   umlos_ctx ctx;
   ctx.host = this;
   ctx.kind = umlos_ctx::Kind::Strategy;
-  ctx.who = std::string("strategy '") + strategy->name + "'";
+  ctx.kind_word = "strategy";
+  ctx.name = strategy->name;
   ctx.config = &impl_->strategy_config;
   umlos_status s = strategy->plan(&kServices, &ctx, &request, &result);
   if (s != UMLOS_OK) {
     throw Failure(ctx.error_code != UMLOS_OK ? ctx.error_code : s,
-                  ctx.who + " failed: " + (ctx.error_message.empty() ? "(no message)" : ctx.error_message));
+                  ctx.who() + " failed: " + (ctx.error_message.empty() ? "(no message)" : ctx.error_message));
   }
 }
 
