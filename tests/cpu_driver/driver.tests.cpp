@@ -1,0 +1,209 @@
+// driver.tests.cpp — the cpu_driver module's descriptor, configuration,
+// buffers, rng_fill and error reporting, through the kernel's Host.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "cbor.hpp"
+#include "cpu_driver_support.hpp"
+#include "error.hpp"
+#include "umlos_philox.h"
+
+using namespace cpu_driver_test;
+namespace cbor = umlos::cbor;
+
+namespace {
+
+// Runs a dispatch that must fail; returns the Failure's code and message.
+umlos_status dispatch_error(umlos::Host& host, const std::string& prim, const std::vector<const umlos::Tensor*>& in,
+                            const std::vector<umlos::Tensor*>& out, const std::vector<umlos_attr>& attrs,
+                            std::string& message) {
+  try {
+    host.dispatch(prim, in, out, attrs);
+  } catch (const umlos::Failure& f) {
+    message = f.what();
+    return f.code();
+  }
+  message = "(no error)";
+  return UMLOS_OK;
+}
+
+}  // namespace
+
+TEST_CASE("cpu_driver describes itself, and its fingerprint ignores the thread count", "[cpu_driver]") {
+  auto one = make_host(1);
+  auto four = make_host(4);
+  const umlos_driver_desc* d = one->driver();
+  CHECK(std::string(d->name) == "cpu_driver");
+  CHECK(d->device_kind == UMLOS_DEVICE_CPU);
+  CHECK(d->capabilities == (UMLOS_CAP_F32 | UMLOS_CAP_F64 | UMLOS_CAP_RNG_FILL | UMLOS_CAP_BITWISE_F64 |
+                            UMLOS_CAP_MULTITHREADED));
+  CHECK(one->driver_description().find("1 thread") != std::string::npos);
+  CHECK(four->driver_description().find("4 threads") != std::string::npos);
+  umlos::Digest zero{};
+  CHECK(one->driver_fingerprint() != zero);
+  CHECK(one->driver_fingerprint() == four->driver_fingerprint());
+}
+
+TEST_CASE("cpu_driver refuses a thread count outside 1..256 with INVALID_ARGUMENT", "[cpu_driver]") {
+  umlos::Host host;
+  host.load(driver_path(), std::nullopt);
+  host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(0)}}));
+  try {
+    host.activate_driver("cpu_driver");
+    FAIL("threads = 0 was accepted");
+  } catch (const umlos::Failure& f) {
+    CHECK(f.code() == UMLOS_INVALID_ARGUMENT);
+    CHECK(std::string(f.what()).find("threads") != std::string::npos);
+    CHECK(std::string(f.what()).find("got 0") != std::string::npos);
+  }
+}
+
+TEST_CASE("cpu_driver buffers start zeroed and reads or writes past the end fail with OUT_OF_RANGE", "[cpu_driver]") {
+  auto host = make_host(1);
+  const umlos_driver_desc* d = host->driver();
+  auto t = empty(*host, UMLOS_DTYPE_F64, {5});
+  CHECK(download(*host, *t) == std::vector<double>(5, 0.0));
+  uint8_t bytes[16] = {0};
+  // Straight to the driver, past the kernel's own check, so the driver's is the one tested.
+  umlos_status s = d->buffer_read(host->driver_instance(), nullptr, t->buffer, 32, bytes, 16);
+  CHECK(s == UMLOS_OUT_OF_RANGE);
+  s = d->buffer_write(host->driver_instance(), nullptr, t->buffer, 41, bytes, 0);
+  CHECK(s == UMLOS_OUT_OF_RANGE);
+  s = d->buffer_write(host->driver_instance(), nullptr, t->buffer, 24, bytes, 16);
+  CHECK(s == UMLOS_OK);
+}
+
+TEST_CASE("rng_fill equals the abi/umlos_philox.h reference and the kernel's host draw for every distribution",
+          "[cpu_driver][rng]") {
+  const uint32_t key[2] = {0x12345678u, 0x9abcdef0u};
+  const int64_t n = 20001;  // odd: the last Box-Muller pair is split
+  struct Dist { int32_t dist; int32_t dtype; };
+  const Dist dists[] = {{UMLOS_DIST_U32, UMLOS_DTYPE_U32},
+                        {UMLOS_DIST_UNIFORM_F64, UMLOS_DTYPE_F64},
+                        {UMLOS_DIST_UNIFORM_F32, UMLOS_DTYPE_F32},
+                        {UMLOS_DIST_NORMAL_F64, UMLOS_DTYPE_F64},
+                        {UMLOS_DIST_NORMAL_F32, UMLOS_DTYPE_F32}};
+  for (int threads : {1, 4}) {
+    auto host = make_host(threads);
+    host->rng().set_key(key[0], key[1]);
+    for (const Dist& dd : dists) {
+      INFO("distribution " << dd.dist << ", " << threads << " threads");
+      auto t = empty(*host, dd.dtype, {n});
+      umlos_rng_request req{};
+      req.struct_size = sizeof req;
+      req.key[0] = key[0];
+      req.key[1] = key[1];
+      req.stream = UMLOS_STREAM_MISC;
+      req.distribution = dd.dist;
+      req.draw_index = 0x100000005ull;  // exercises the counter's high draw bits
+      umlos_tensor_view v = host->view_of(*t);
+      REQUIRE(host->driver()->rng_fill(host->driver_instance(), nullptr, &req, &v) == UMLOS_OK);
+      std::vector<uint8_t> got = raw_bytes(*host, *t);
+
+      std::vector<uint8_t> expected(got.size());
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t ui = static_cast<uint64_t>(i);
+        switch (dd.dist) {
+          case UMLOS_DIST_U32: { uint32_t x = umlos_draw_element_u32(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 4], &x, 4); break; }
+          case UMLOS_DIST_UNIFORM_F64: { double x = umlos_draw_element_uniform_f64(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 8], &x, 8); break; }
+          case UMLOS_DIST_UNIFORM_F32: { float x = umlos_draw_element_uniform_f32(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 4], &x, 4); break; }
+          case UMLOS_DIST_NORMAL_F64: { double x = umlos_draw_element_normal_f64(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 8], &x, 8); break; }
+          case UMLOS_DIST_NORMAL_F32: { float x = umlos_draw_element_normal_f32(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 4], &x, 4); break; }
+        }
+      }
+      CHECK(got == expected);
+
+      std::vector<uint8_t> kernel(got.size());
+      host->rng().fill_host(req.stream, req.draw_index, dd.dist, kernel.data(), n);
+      CHECK(got == kernel);
+    }
+  }
+}
+
+TEST_CASE("rng_fill refuses an output whose dtype does not match the distribution", "[cpu_driver][rng]") {
+  auto host = make_host(1);
+  auto t = empty(*host, UMLOS_DTYPE_F32, {8});
+  umlos_rng_request req{};
+  req.struct_size = sizeof req;
+  req.stream = UMLOS_STREAM_INIT;
+  req.distribution = UMLOS_DIST_NORMAL_F64;
+  umlos_tensor_view v = host->view_of(*t);
+  CHECK(host->driver()->rng_fill(host->driver_instance(), nullptr, &req, &v) == UMLOS_SHAPE_MISMATCH);
+}
+
+TEST_CASE("cpu_driver reports unknown primitives and dtypes as PRIMITIVE_UNSUPPORTED", "[cpu_driver][errors]") {
+  auto host = make_host(1);
+  auto f = upload(*host, UMLOS_DTYPE_F32, {2, 2}, {1, 2, 3, 4});
+  auto y = empty(*host, UMLOS_DTYPE_F32, {2, 2});
+  std::string msg;
+  CHECK(dispatch_error(*host, "conv2d", {f.get()}, {y.get()}, {}, msg) == UMLOS_PRIMITIVE_UNSUPPORTED);
+  CHECK(msg.find("conv2d") != std::string::npos);
+  auto i = upload(*host, UMLOS_DTYPE_I32, {2, 2}, {1, 2, 3, 4});
+  auto yi = empty(*host, UMLOS_DTYPE_I32, {2, 2});
+  CHECK(dispatch_error(*host, "relu", {i.get()}, {yi.get()}, {}, msg) == UMLOS_PRIMITIVE_UNSUPPORTED);
+  CHECK(msg.find("relu") != std::string::npos);
+  CHECK(msg.find("i32") != std::string::npos);
+}
+
+TEST_CASE("cpu_driver reports shape errors as SHAPE_MISMATCH naming primitive, operand, expected and actual",
+          "[cpu_driver][errors]") {
+  auto host = make_host(1);
+  auto a = upload(*host, UMLOS_DTYPE_F64, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto b = upload(*host, UMLOS_DTYPE_F64, {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto c = empty(*host, UMLOS_DTYPE_F64, {2, 2});
+  std::string msg;
+  CHECK(dispatch_error(*host, "matmul", {a.get(), b.get()}, {c.get()}, {}, msg) == UMLOS_SHAPE_MISMATCH);
+  CHECK(msg.find("matmul") != std::string::npos);
+  CHECK(msg.find("K = 3") != std::string::npos);
+  CHECK(msg.find("K = 4") != std::string::npos);
+
+  auto bt = upload(*host, UMLOS_DTYPE_F64, {3, 2}, {1, 2, 3, 4, 5, 6});
+  auto wrong = empty(*host, UMLOS_DTYPE_F64, {3, 2});
+  CHECK(dispatch_error(*host, "matmul", {a.get(), bt.get()}, {wrong.get()}, {}, msg) == UMLOS_SHAPE_MISMATCH);
+  CHECK(msg.find("output 0 'c'") != std::string::npos);
+  CHECK(msg.find("expected shape [2,2]") != std::string::npos);
+  CHECK(msg.find("got [3,2]") != std::string::npos);
+
+  auto v3 = upload(*host, UMLOS_DTYPE_F64, {3}, {1, 2, 3});
+  auto v4 = upload(*host, UMLOS_DTYPE_F64, {4}, {1, 2, 3, 4});
+  auto y = empty(*host, UMLOS_DTYPE_F64, {4});
+  CHECK(dispatch_error(*host, "add", {v3.get(), v4.get()}, {y.get()}, {}, msg) == UMLOS_SHAPE_MISMATCH);
+  CHECK(msg.find("do not broadcast") != std::string::npos);
+
+  auto f32 = upload(*host, UMLOS_DTYPE_F32, {4}, {1, 2, 3, 4});
+  CHECK(dispatch_error(*host, "add", {v4.get(), f32.get()}, {y.get()}, {}, msg) == UMLOS_SHAPE_MISMATCH);
+  CHECK(msg.find("input 1 'b'") != std::string::npos);
+  CHECK(msg.find("expected dtype f64, got f32") != std::string::npos);
+
+  CHECK(dispatch_error(*host, "add", {v4.get()}, {y.get()}, {}, msg) == UMLOS_SHAPE_MISMATCH);
+  CHECK(msg.find("expected 2 inputs") != std::string::npos);
+
+  auto logits = upload(*host, UMLOS_DTYPE_F64, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto labels = upload(*host, UMLOS_DTYPE_I64, {2}, {0, 3});
+  auto loss = empty(*host, UMLOS_DTYPE_F64, {});
+  CHECK(dispatch_error(*host, "cross_entropy", {logits.get(), labels.get()}, {loss.get()}, {}, msg) == UMLOS_OUT_OF_RANGE);
+  CHECK(msg.find("labels[1] = 3") != std::string::npos);
+
+  umlos_attr bad_axis = int_attr("axis", 2);
+  auto s = empty(*host, UMLOS_DTYPE_F64, {3});
+  CHECK(dispatch_error(*host, "sum", {a.get()}, {s.get()}, {bad_axis}, msg) == UMLOS_SHAPE_MISMATCH);
+  CHECK(msg.find("'axis' = 2") != std::string::npos);
+}
+
+TEST_CASE("fill, zero, copy and accumulate do what the executor needs", "[cpu_driver]") {
+  auto host = make_host(2);
+  auto a = empty(*host, UMLOS_DTYPE_F64, {3});
+  host->dispatch("fill", {}, {a.get()}, {float_attr("value", 2.5)});
+  CHECK(download(*host, *a) == std::vector<double>{2.5, 2.5, 2.5});
+  auto b = upload(*host, UMLOS_DTYPE_F64, {3}, {1, -2, 0.25});
+  host->dispatch("accumulate", {b.get()}, {a.get()});
+  CHECK(download(*host, *a) == std::vector<double>{3.5, 0.5, 2.75});
+  auto c = empty(*host, UMLOS_DTYPE_F64, {3});
+  host->dispatch("copy", {a.get()}, {c.get()});
+  CHECK(download(*host, *c) == std::vector<double>{3.5, 0.5, 2.75});
+  host->dispatch("zero", {}, {a.get()});
+  CHECK(download(*host, *a) == std::vector<double>{0, 0, 0});
+  auto ints = empty(*host, UMLOS_DTYPE_I64, {2});
+  host->dispatch("fill", {}, {ints.get()}, {int_attr("value", 7)});
+  CHECK(download(*host, *ints) == std::vector<double>{7, 7});
+}
