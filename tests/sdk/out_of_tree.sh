@@ -7,7 +7,11 @@
 #   4. `umlos hash` pins it, and the digest equals sha256sum's;
 #   5. `umlos conformance` passes (loads it through the verified loader and
 #      runs its test vectors under the kernel's contract checks);
-#   6. `umlos modules inspect` shows its operators and declarations.
+#   6. `umlos modules inspect` shows its operators and declarations;
+#   7. a shipped pinned manifest with the module added (path + the digest
+#      `umlos hash` printed) runs to completion with it loaded; the same
+#      manifest pointing at a copy with one byte flipped is refused with
+#      MODULE_HASH_MISMATCH (exit status 32) before anything runs.
 #
 # usage: out_of_tree.sh BUILD_DIR UMLOS_EXE SOURCE_DIR
 set -euo pipefail
@@ -63,6 +67,48 @@ printf '%s\n' "$inspect_out"
 for want in Example.Math.Scale_v1 Example.Random.AddNoise_v1; do
   grep -q "$want" <<<"$inspect_out" || fail "inspect does not list $want"
 done
+
+step "pin the module in a manifest, run it; a tampered copy is refused"
+base=""
+for name in default.yaml demo_walk.yaml; do
+  if [[ -f $build_dir/manifests/$name ]]; then base=$build_dir/manifests/$name; break; fi
+done
+[[ -n $base ]] || fail "no pinned manifest (default.yaml, demo_walk.yaml) in $build_dir/manifests"
+# Adds `- path: MODULE / sha256: DIGEST` as the first entry of `modules:`,
+# with the indentation the file already uses for that list.
+add_module() { # base out module digest
+  python3 - "$@" <<'PY'
+import re, sys
+base, out, module, digest = sys.argv[1:5]
+lines = open(base).read().split("\n")
+start = next(i for i, l in enumerate(lines) if re.match(r"^modules:\s*(#.*)?$", l))
+item = next(i for i in range(start + 1, len(lines)) if re.match(r"^\s*- ", lines[i]))
+indent = re.match(r"^(\s*)- ", lines[item]).group(1)
+entry = [f'{indent}- path: "{module}"', f"{indent}  sha256: {digest}"]
+open(out, "w").write("\n".join(lines[:item] + entry + lines[item:]))
+PY
+}
+add_module "$base" "$work/pinned.yaml" "$module" "$digest"
+"$umlos" run "$work/pinned.yaml" --run-dir "$work/run" --quiet ||
+  fail "the manifest pinning the out-of-tree module did not run (exit $?)"
+echo "ran $(basename "$base") with the out-of-tree module pinned at $digest"
+
+tampered=$work/tampered.so
+cp "$module" "$tampered"
+offset=$(($(stat -c %s "$tampered") / 2))
+byte=$(od -An -tu1 -j "$offset" -N1 "$tampered" | tr -d ' ')
+printf "\\$(printf '%03o' $((byte ^ 0xff)))" | dd of="$tampered" bs=1 seek="$offset" conv=notrunc status=none
+cmp -s "$module" "$tampered" && fail "flipping a byte did not change the copy"
+add_module "$base" "$work/tampered.yaml" "$tampered" "$digest"
+set +e
+"$umlos" run "$work/tampered.yaml" --run-dir "$work/run-tampered" --quiet 2>"$work/tampered.err"
+status=$?
+set -e
+cat "$work/tampered.err"
+((status == 32)) || fail "tampered module: expected exit status 32 (MODULE_HASH_MISMATCH), got $status"
+grep -q "MODULE_HASH_MISMATCH" "$work/tampered.err" || fail "tampered module: message does not name MODULE_HASH_MISMATCH"
+[[ ! -e $work/run-tampered/trace.jsonl ]] || [[ ! -s $work/run-tampered/trace.jsonl ]] ||
+  fail "tampered module: the run started (trace written)"
 
 echo
 echo "PASS: out-of-tree module built against the installed SDK, pinned, inspected and conformant"
