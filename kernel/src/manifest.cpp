@@ -282,8 +282,17 @@ class Parser {
         }
         return array;
       }
-      default: return scalar(node, path);
+      default:
+        // A digest is read from its text whatever it looks like (one of
+        // only decimal digits would otherwise be an out-of-range integer).
+        if (node.IsScalar() && is_digest_path(path)) return Value::text(node.Scalar());
+        return scalar(node, path);
     }
+  }
+
+  static bool is_digest_path(const std::string& path) {
+    static const std::regex digest(R"((modules\[[0-9]+\]\.sha256)|(datasets\[[0-9]+\]\.hash))");
+    return full_match(path, digest);
   }
 
   void check_collection_tag(const YAML::Node& node, const std::string& path,

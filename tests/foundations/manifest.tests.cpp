@@ -512,6 +512,14 @@ TEST_CASE("Malformed YAML is refused with yaml-cpp's position", "[manifest]") {
   CHECK_THAT(refusal("a: 1\n---\nb: 2\n"), Catch::Contains("expected one YAML document, found 2"));
 }
 
+TEST_CASE("A digest of decimal digits only is read as a digest, not as a number", "[manifest]") {
+  const std::string digits = "1234567890123456789012345678901234567890123456789012345678901234";
+  const umlos::Manifest m = parse(replace_once(valid_manifest(), kDigestA, digits));
+  CHECK(umlos::to_hex(m.modules[0].sha256) == digits);
+  const umlos::Manifest e = parse(replace_once(valid_manifest(), kDigestA, "1e" + std::string(62, '5')));
+  CHECK(umlos::to_hex(e.modules[0].sha256) == "1e" + std::string(62, '5'));
+}
+
 TEST_CASE("The literal 'unpinned' is accepted only when asked for", "[manifest]") {
   const std::string text = replace_once(valid_manifest(), kDigestA, "unpinned");
   refusal(text);
@@ -605,5 +613,40 @@ operators: {next_batch_op: Demo.Walk.Step_v1}
                                         (dir.path / "bad-out.yaml").string()),
                     umlos::Failure);
     CHECK_FALSE(fs::exists(dir.path / "bad-out.yaml"));
+  }
+}
+
+TEST_CASE("The annotated example in docs/manifest.md is a valid manifest", "[manifest]") {
+  const std::string doc = umlos::read_text_file(std::string(UMLOS_SOURCE_DIR) + "/docs/manifest.md");
+  const size_t begin = doc.find("```yaml\n");
+  REQUIRE(begin != std::string::npos);
+  const size_t end = doc.find("```\n", begin + 8);
+  REQUIRE(end != std::string::npos);
+  const std::string example = doc.substr(begin + 8, end - begin - 8);
+  const umlos::Manifest m =
+      umlos::parse_manifest(example, "docs/manifest.md", "/work/manifests", /*allow_unpinned=*/true);
+  CHECK(m.name == "demo");
+  CHECK(m.seed == 42);
+  REQUIRE(m.modules.size() == 2);
+  CHECK(m.modules[0].pinned);
+  CHECK_FALSE(m.modules[1].pinned);
+  CHECK(m.modules[0].resolved_path == "/work/build/modules/libumlos_core_ops.so");
+  CHECK(m.tmmu_strategy == "UML_OS.TMMU.PlanMemory_v2");
+  CHECK(umlos::lookup(m.config, "optimizer.lr")->as_double() == 1e-3);
+  CHECK(m.operator_for("loss_op") == "UML_OS.Objective.TotalLoss_v1");
+  // Every key in the example is documented in the schema table.
+  for (const auto& [path, mark] : m.marks) {
+    if (path.rfind("config.", 0) == 0 || path.rfind("driver.config.", 0) == 0 ||
+        path.rfind("operators.", 0) == 0)
+      continue;  // free-form or roles (listed separately)
+    std::string documented = path;
+    // modules[1].path -> modules[i].path
+    for (size_t open = documented.find('['); open != std::string::npos; open = documented.find('[', open + 1))
+      documented.replace(open, documented.find(']', open) - open + 1, "[i]");
+    if (documented.rfind("namespace.", 0) == 0) documented = "namespace.*";
+    if (documented.rfind("budgets.", 0) == 0) documented = "budgets.*";
+    if (documented == "modules[i]" || documented == "datasets[i]" || documented == "policy.rules[i]") continue;
+    INFO(path);
+    CHECK_THAT(doc, Catch::Contains("| `" + documented + "` |"));
   }
 }
