@@ -21,10 +21,12 @@ using umlos::TensorPtr;
 
 std::string driver_path() { return std::string(UMLOS_MODULE_DIR) + "/libumlos_cpu_driver.so"; }
 
-std::unique_ptr<Host> make_host(int threads) {
+std::unique_ptr<Host> make_host(int threads, int64_t block) {
   auto host = std::make_unique<Host>();
   host->load(driver_path(), std::nullopt);
-  host->set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
+  cbor::Value config = cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}});
+  if (block > 0) config.set("block", cbor::Value::integer(block));
+  host->set_driver_config(config);
   host->activate_driver("cpu_driver");
   return host;
 }

@@ -18,8 +18,8 @@ namespace cpu_driver_test {
 std::string driver_path();
 
 // A Host that loaded the driver module from UMLOS_MODULE_DIR and started it
-// with driver.config = {threads: threads}.
-std::unique_ptr<umlos::Host> make_host(int threads);
+// with driver.config = {threads: threads} (and block: block when > 0).
+std::unique_ptr<umlos::Host> make_host(int threads, int64_t block = 0);
 
 umlos_shape shape_of(const std::vector<int64_t>& dims);
 int64_t numel(const std::vector<int64_t>& dims);

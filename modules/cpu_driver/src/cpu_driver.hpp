@@ -114,7 +114,7 @@ struct Call {
   const umlos_attr* attrs = nullptr;  // borrowed for the call
   uint32_t n_attrs = 0;
   ThreadPool* pool = nullptr;
-  int64_t block = 256;  // matmul column tile (config "block"); never changes results
+  int64_t block = 64;  // matmul columns per cache pass (config "block"); never changes results
 
   std::string in_name(size_t i) const;
   std::string out_name(size_t i) const;

@@ -232,7 +232,7 @@ struct Buffer {
 struct Instance {
   const umlos_services* svc = nullptr;  // the kernel's, valid for the process
   unsigned threads = 1;
-  int64_t block = 256;
+  int64_t block = 64;
   ThreadPool* pool = nullptr;  // owned
 };
 
@@ -280,10 +280,10 @@ static umlos_status read_config_i64(const umlos_services* svc, umlos_ctx* ctx, c
 
 static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, void** out_instance) {
   if (!out_instance) return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cpu_driver: create: out_instance is NULL");
-  int64_t threads = 1, block = 256;
+  int64_t threads = 1, block = 64;
   umlos_status s = read_config_i64(svc, ctx, "threads", 1, 1, 256, &threads);
   if (s != UMLOS_OK) return s;
-  s = read_config_i64(svc, ctx, "block", 256, 8, 1 << 20, &block);
+  s = read_config_i64(svc, ctx, "block", 64, 4, 1 << 20, &block);
   if (s != UMLOS_OK) return s;
   Instance* inst = nullptr;
   s = guarded(svc, ctx, [&] {

@@ -16,36 +16,72 @@
 namespace cpu_driver {
 namespace {
 
+constexpr int64_t kTileRows = 4;  // rows of C computed together
+constexpr int64_t kTileCols = 4;  // columns of C computed together (one B panel)
+
+// acc[r][c] = sum over k in [0, kn) of a[r][k] * panel[k][c], a left fold from
+// +0.0 in ascending k: one 256-long chunk of the canonical sum. The 16
+// accumulators stay in registers; each loaded panel row serves four rows of A.
+inline void tile_chunk(const double* const a[kTileRows], const double* panel, int64_t kn,
+                       double acc[kTileRows][kTileCols]) {
+  double c00 = 0, c01 = 0, c02 = 0, c03 = 0, c10 = 0, c11 = 0, c12 = 0, c13 = 0;
+  double c20 = 0, c21 = 0, c22 = 0, c23 = 0, c30 = 0, c31 = 0, c32 = 0, c33 = 0;
+  const double *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+  for (int64_t k = 0; k < kn; ++k) {
+    const double* b = panel + k * kTileCols;
+    double b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+    double x0 = a0[k], x1 = a1[k], x2 = a2[k], x3 = a3[k];
+    c00 += x0 * b0; c01 += x0 * b1; c02 += x0 * b2; c03 += x0 * b3;
+    c10 += x1 * b0; c11 += x1 * b1; c12 += x1 * b2; c13 += x1 * b3;
+    c20 += x2 * b0; c21 += x2 * b1; c22 += x2 * b2; c23 += x2 * b3;
+    c30 += x3 * b0; c31 += x3 * b1; c32 += x3 * b2; c33 += x3 * b3;
+  }
+  acc[0][0] = c00; acc[0][1] = c01; acc[0][2] = c02; acc[0][3] = c03;
+  acc[1][0] = c10; acc[1][1] = c11; acc[1][2] = c12; acc[1][3] = c13;
+  acc[2][0] = c20; acc[2][1] = c21; acc[2][2] = c22; acc[2][3] = c23;
+  acc[3][0] = c30; acc[3][1] = c31; acc[3][2] = c32; acc[3][3] = c33;
+}
+
 // C[M,N] = A[M,K] * B[K,N], all binary64 row-major, canonical sums over k.
+// B is repacked into panels of kTileCols columns ([panel][k][col], zero
+// padded) so the kernel reads it contiguously. Threads own contiguous ranges
+// of 4-row groups; `block` columns of panels are swept per pass over a
+// thread's rows (cache blocking only: no sum changes order).
 void gemm_core(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const double* A, const double* B, double* C,
                int64_t block) {
-  constexpr int64_t kRowsTogether = 4;  // rows sharing each loaded row of B
-  int64_t row_groups = (M + kRowsTogether - 1) / kRowsTogether;
-  // Enough groups per thread that the split is worth it for small products.
-  int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, N * K * kRowsTogether));
+  if (M == 0 || N == 0) return;
+  int64_t panels = (N + kTileCols - 1) / kTileCols;
+  std::vector<double> packed(static_cast<size_t>(panels * K * kTileCols), 0.0);
+  pool.parallel_for(panels, 4, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < kTileCols && p * kTileCols + c < N; ++c)
+          packed[(p * K + k) * kTileCols + c] = B[k * N + p * kTileCols + c];
+  });
+  const std::vector<double> zero_row(static_cast<size_t>(K), 0.0);  // stands in for rows past M
+  int64_t row_groups = (M + kTileRows - 1) / kTileRows;
+  int64_t panels_per_pass = std::max<int64_t>(1, block / kTileCols);
+  // Enough work per range that a split pays for the wake-up.
+  int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, N * K * kTileRows));
   pool.parallel_for(row_groups, grain, [&](int64_t g0, int64_t g1) {
-    std::vector<double> part(static_cast<size_t>(kRowsTogether * block));
-    for (int64_t g = g0; g < g1; ++g) {
-      int64_t i0 = g * kRowsTogether, rows = std::min(kRowsTogether, M - i0);
-      for (int64_t jb = 0; jb < N; jb += block) {
-        int64_t jn = std::min(block, N - jb);
-        for (int64_t r = 0; r < rows; ++r) std::fill(C + (i0 + r) * N + jb, C + (i0 + r) * N + jb + jn, 0.0);
-        for (int64_t kc = 0; kc < K; kc += kSumChunk) {
-          int64_t kend = std::min(K, kc + kSumChunk);
-          std::fill(part.begin(), part.end(), 0.0);
-          for (int64_t k = kc; k < kend; ++k) {
-            const double* brow = B + k * N + jb;
-            for (int64_t r = 0; r < rows; ++r) {
-              double a = A[(i0 + r) * K + k];
-              double* p = part.data() + r * block;
-              for (int64_t j = 0; j < jn; ++j) p[j] += a * brow[j];
-            }
+    double acc[kTileRows][kTileCols];
+    for (int64_t pb = 0; pb < panels; pb += panels_per_pass) {
+      int64_t pend = std::min(panels, pb + panels_per_pass);
+      for (int64_t g = g0; g < g1; ++g) {
+        int64_t i0 = g * kTileRows, rows = std::min(kTileRows, M - i0);
+        for (int64_t p = pb; p < pend; ++p) {
+          int64_t j0 = p * kTileCols, cols = std::min(kTileCols, N - j0);
+          double total[kTileRows][kTileCols] = {};
+          for (int64_t kc = 0; kc < K; kc += kSumChunk) {
+            int64_t kn = std::min(kSumChunk, K - kc);
+            const double* a[kTileRows];
+            for (int64_t r = 0; r < kTileRows; ++r) a[r] = (r < rows ? A + (i0 + r) * K : zero_row.data()) + kc;
+            tile_chunk(a, packed.data() + (p * K + kc) * kTileCols, kn, acc);
+            for (int64_t r = 0; r < kTileRows; ++r)
+              for (int64_t c = 0; c < kTileCols; ++c) total[r][c] += acc[r][c];
           }
-          for (int64_t r = 0; r < rows; ++r) {
-            double* crow = C + (i0 + r) * N + jb;
-            const double* p = part.data() + r * block;
-            for (int64_t j = 0; j < jn; ++j) crow[j] += p[j];
-          }
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) C[(i0 + r) * N + j0 + c] = total[r][c];
         }
       }
     }
