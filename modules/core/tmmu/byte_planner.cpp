@@ -38,7 +38,10 @@ struct Component {
 };
 
 // Greedy placement in a given order with an interval index over time
-// buckets; reused across runs of one component (no per-placement allocation).
+// buckets; each bucket keeps its placed blocks sorted by offset, so a query
+// merges a few sorted lists instead of sorting the conflicts (the cost of a
+// placement is linear in the blocks it can collide with). Reused across the
+// runs of one component: no per-placement allocation.
 class Packer {
  public:
   explicit Packer(const Component& c) : c_(c) {
@@ -49,7 +52,6 @@ class Packer {
     width_ = static_cast<uint32_t>(std::max<uint64_t>(1, (span_sum + 2 * m - 1) / (2 * m)));
     buckets_.resize(c.n_points / width_ + 1);
     stamp_.assign(m, 0);
-    placed_.assign(m, 0);
   }
 
   // Places items in `order`; returns max(offset + size), or kNone as soon as
@@ -57,52 +59,83 @@ class Packer {
   uint64_t run(const std::vector<uint32_t>& order, bool best_fit, uint64_t cutoff,
                std::vector<uint64_t>& off, uint64_t& work) {
     for (auto& b : buckets_) b.clear();
-    std::fill(placed_.begin(), placed_.end(), 0);
     uint64_t top = 0;
     for (uint32_t i : order) {
-      ++query_;
-      blocks_.clear();
-      const uint32_t b0 = c_.cb[i] / width_, b1 = c_.ce[i] / width_;
-      for (uint32_t b = b0; b <= b1; ++b) {
-        for (uint32_t j : buckets_[b]) {
-          if (stamp_[j] == query_) continue;
-          stamp_[j] = query_;
-          if (c_.cb[j] <= c_.ce[i] && c_.cb[i] <= c_.ce[j])
-            blocks_.push_back({off[j], off[j] + c_.size[j]});
-        }
+      if (++query_ == 0) {  // stamp wrap-around: reset once every 2^32 queries
+        std::fill(stamp_.begin(), stamp_.end(), 0);
+        query_ = 1;
       }
-      work += 1 + blocks_.size();
-      std::sort(blocks_.begin(), blocks_.end());
+      const uint32_t b0 = c_.cb[i] / width_, b1 = c_.ce[i] / width_;
+      const uint32_t ib = c_.cb[i], ie = c_.ce[i];
       const uint64_t s = c_.size[i], a = c_.align[i];
-      uint64_t cursor = 0, chosen = kNone, best_gap = kNone;
-      for (const auto& bl : blocks_) {
-        if (bl.first > cursor) {
+      uint64_t cursor = 0, chosen = kNone, best_gap = kNone, seen = 0;
+      bool done = false;
+      // Visits blocks in ascending offset order (ties: any order is fine, the
+      // gap scan only depends on the multiset of blocks seen so far).
+      auto visit = [&](const Block& bl) {
+        if (stamp_[bl.id] == query_) return;
+        stamp_[bl.id] = query_;
+        if (!(c_.cb[bl.id] <= ie && ib <= c_.ce[bl.id])) return;
+        ++seen;
+        if (bl.offset > cursor) {
           const uint64_t cand = (cursor + a - 1) & ~(a - 1);
-          if (cand + s <= bl.first) {
-            const uint64_t gap = bl.first - cursor;  // leading gap included (cursor starts at 0)
-            if (!best_fit) { chosen = cand; break; }
-            if (gap < best_gap) { best_gap = gap; chosen = cand; if (gap == s) break; }
+          if (cand + s <= bl.offset) {
+            const uint64_t gap = bl.offset - cursor;  // leading gap included (cursor starts at 0)
+            if (!best_fit) { chosen = cand; done = true; return; }
+            if (gap < best_gap) { best_gap = gap; chosen = cand; if (gap == s) done = true; }
           }
         }
-        cursor = std::max(cursor, bl.second);
+        cursor = std::max(cursor, bl.end);
+      };
+      const uint32_t nb = b1 - b0 + 1;
+      if (nb == 1) {
+        for (const Block& bl : buckets_[b0]) { visit(bl); if (done) break; }
+      } else if (nb <= 8) {
+        size_t pos[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        while (!done) {
+          uint32_t pick = UINT32_MAX;
+          uint64_t best_off = kNone;
+          for (uint32_t k = 0; k < nb; ++k) {
+            const auto& v = buckets_[b0 + k];
+            if (pos[k] < v.size() && v[pos[k]].offset < best_off) { best_off = v[pos[k]].offset; pick = k; }
+          }
+          if (pick == UINT32_MAX) break;
+          visit(buckets_[b0 + pick][pos[pick]++]);
+        }
+      } else {
+        gathered_.clear();
+        for (uint32_t b = b0; b <= b1; ++b) gathered_.insert(gathered_.end(), buckets_[b].begin(), buckets_[b].end());
+        std::sort(gathered_.begin(), gathered_.end(),
+                  [](const Block& x, const Block& y) { return x.offset != y.offset ? x.offset < y.offset : x.id < y.id; });
+        for (const Block& bl : gathered_) { visit(bl); if (done) break; }
       }
+      work += 1 + seen;
       if (chosen == kNone) chosen = (cursor + a - 1) & ~(a - 1);
       off[i] = chosen;
       top = std::max(top, chosen + s);
       if (top > cutoff) return kNone;
-      for (uint32_t b = b0; b <= b1; ++b) buckets_[b].push_back(i);
+      const Block nbk{chosen, chosen + s, i};
+      for (uint32_t b = b0; b <= b1; ++b) {
+        auto& v = buckets_[b];
+        v.insert(std::upper_bound(v.begin(), v.end(), nbk,
+                                  [](const Block& x, const Block& y) { return x.offset < y.offset; }),
+                 nbk);
+      }
     }
     return top;
   }
 
  private:
+  struct Block {
+    uint64_t offset, end;
+    uint32_t id;
+  };
   const Component& c_;
   uint32_t width_ = 1;
-  std::vector<std::vector<uint32_t>> buckets_;
+  std::vector<std::vector<Block>> buckets_;
   std::vector<uint32_t> stamp_;
-  std::vector<uint8_t> placed_;
   uint32_t query_ = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> blocks_;
+  std::vector<Block> gathered_;
 };
 
 // Splits arena items into components at cut lines (time points that no
@@ -231,9 +264,10 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
   orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) {
     return c.cb[x] != c.cb[y] ? c.cb[x] < c.cb[y] : S[x] > S[y]; }));
 
+  if (!opt.baseline.empty()) orders.resize(1);
   const uint64_t work_start = work;
   for (const auto& order : orders) {
-    for (int fit = 0; fit < 2; ++fit) {
+    for (int fit = 0; fit < (opt.baseline.empty() ? 2 : 1); ++fit) {
       uint64_t top = packer.run(order, fit == 0, best.top == kNone ? kNone - 1 : best.top - 1, off, work);
       if (top != kNone && top < best.top) {
         best.top = top;
@@ -243,7 +277,7 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
       if (best.top == c.lower_bound) return best;
     }
   }
-  if (opt.quality == 0) return best;
+  if (opt.quality == 0 || !opt.baseline.empty()) return best;
 
   // Refinement: iterated greedy within a work budget. Even rounds promote
   // the items that touch the peak to the front of the incumbent order; odd
@@ -333,7 +367,7 @@ void plan_bytes(const umlos_plan_request& request, const PlanOptions& options,
     }
     plan.footprint = footprint_of(ar, plan.offsets);
     // The slot plan is a candidate too: never more bytes than spec 001's.
-    if (slot_plan.footprint < plan.footprint) {
+    if (options.baseline.empty() && slot_plan.footprint < plan.footprint) {
       plan.offsets = slot_plan.offsets;
       plan.footprint = slot_plan.footprint;
     }

@@ -39,9 +39,14 @@ struct PlanOptions {
   // Byte planner: explicit work budget (placements + search nodes) per
   // arena; 0 = derived from quality.
   uint64_t work_budget = 0;
+  // Byte planner: "greedy_by_size" runs only one greedy-by-size best-fit
+  // pass (no portfolio, refinement or slot fallback): the baseline that
+  // bench/ and the tests compare against. Empty = the full pipeline.
+  std::string baseline;
 };
 
-// Parses request->options (keys: memory_bytes_budget, quality, work_budget).
+// Parses request->options (keys: memory_bytes_budget, quality, work_budget,
+// baseline).
 // Unknown keys or wrong kinds throw PlanError(INVALID_ARGUMENT).
 PlanOptions parse_options(const umlos_plan_request& request);
 
