@@ -1,0 +1,141 @@
+// edge_cases.tests.cpp — exact summation order of matmul and layer_norm,
+// zero-size operands, NaN ordering in sort, and gradients of
+// broadcast operands summed in canonical order.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+
+#include "cpu_driver_support.hpp"
+#include "error.hpp"
+
+using namespace cpu_driver_test;
+
+namespace {
+
+// The canonical sum of docs/primitives.md, written out independently.
+double canonical(const std::vector<double>& terms) {
+  double total = 0.0;
+  for (size_t c0 = 0; c0 < terms.size(); c0 += 256) {
+    double chunk = 0.0;
+    for (size_t i = c0; i < std::min(terms.size(), c0 + 256); ++i) chunk += terms[i];
+    total += chunk;
+  }
+  return total;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+std::vector<double> spread_values(Rand& rng, size_t n) {
+  std::vector<double> v(n);
+  for (double& x : v) x = rng.uniform(-1, 1) * std::ldexp(1.0, static_cast<int>(rng.next() % 30) - 15);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("matmul inner products are canonical 256-chunk binary64 sums, bit for bit", "[cpu_driver][determinism]") {
+  auto host = make_host(4);
+  Rand rng(77);
+  const int64_t M = 5, K = 1000, N = 7;
+  std::vector<double> a = spread_values(rng, M * K), b = spread_values(rng, K * N);
+  auto ta = upload(*host, UMLOS_DTYPE_F64, {M, K}, a);
+  auto tb = upload(*host, UMLOS_DTYPE_F64, {K, N}, b);
+  auto tc = empty(*host, UMLOS_DTYPE_F64, {M, N});
+  host->dispatch("matmul", {ta.get(), tb.get()}, {tc.get()});
+  std::vector<double> c = download(*host, *tc);
+  int naive_differs = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      std::vector<double> terms;
+      double naive = 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        terms.push_back(a[i * K + k] * b[k * N + j]);
+        naive += terms.back();
+      }
+      INFO("c[" << i << "][" << j << "]");
+      CHECK(same_bits(c[i * N + j], canonical(terms)));
+      naive_differs += !same_bits(naive, canonical(terms));
+    }
+  CHECK(naive_differs > 0);  // the order matters for these values: the check has teeth
+}
+
+TEST_CASE("a broadcast operand's gradient is the canonical sum over the broadcast axis", "[cpu_driver][determinism]") {
+  auto host = make_host(2);
+  Rand rng(5);
+  const int64_t R = 700, D = 3;
+  std::vector<double> x = spread_values(rng, R * D), bias = spread_values(rng, D), dy = spread_values(rng, R * D);
+  auto tx = upload(*host, UMLOS_DTYPE_F64, {R, D}, x);
+  auto tbias = upload(*host, UMLOS_DTYPE_F64, {D}, bias);
+  auto tdy = upload(*host, UMLOS_DTYPE_F64, {R, D}, dy);
+  auto dx = empty(*host, UMLOS_DTYPE_F64, {R, D});
+  auto dbias = empty(*host, UMLOS_DTYPE_F64, {D});
+  host->dispatch("bias_add_grad", {tx.get(), tbias.get(), tdy.get()}, {dx.get(), dbias.get()});
+  std::vector<double> got = download(*host, *dbias);
+  for (int64_t j = 0; j < D; ++j) {
+    std::vector<double> column;
+    for (int64_t r = 0; r < R; ++r) column.push_back(dy[r * D + j]);
+    CHECK(same_bits(got[j], canonical(column)));
+  }
+  CHECK(download(*host, *dx) == dy);
+}
+
+TEST_CASE("zero-size operands give empty or zero results, never garbage", "[cpu_driver]") {
+  auto host = make_host(2);
+  // [2,0] x [0,3]: an empty inner dimension makes every element an empty sum, +0.0.
+  auto a = empty(*host, UMLOS_DTYPE_F64, {2, 0});
+  auto b = empty(*host, UMLOS_DTYPE_F64, {0, 3});
+  auto c = empty(*host, UMLOS_DTYPE_F64, {2, 3});
+  host->dispatch("fill", {}, {c.get()}, {float_attr("value", 7.0)});
+  host->dispatch("matmul", {a.get(), b.get()}, {c.get()});
+  CHECK(download(*host, *c) == std::vector<double>(6, 0.0));
+  // [0,3] x [3,2] -> [0,2]
+  auto a0 = empty(*host, UMLOS_DTYPE_F32, {0, 3});
+  auto b0 = empty(*host, UMLOS_DTYPE_F32, {3, 2});
+  auto c0 = empty(*host, UMLOS_DTYPE_F32, {0, 2});
+  host->dispatch("matmul", {a0.get(), b0.get()}, {c0.get()});
+  // Sum of nothing is +0.0; the mean of nothing is refused.
+  auto none = empty(*host, UMLOS_DTYPE_F64, {0});
+  auto s = empty(*host, UMLOS_DTYPE_F64, {});
+  host->dispatch("fill", {}, {s.get()}, {float_attr("value", 7.0)});
+  host->dispatch("sum", {none.get()}, {s.get()});
+  CHECK(download(*host, *s)[0] == 0.0);
+  try {
+    host->dispatch("mean", {none.get()}, {s.get()});
+    FAIL("mean of an empty tensor was accepted");
+  } catch (const umlos::Failure& f) {
+    CHECK(f.code() == UMLOS_SHAPE_MISMATCH);
+  }
+}
+
+TEST_CASE("sort puts NaNs last in both directions and keeps ties in their original order", "[cpu_driver]") {
+  auto host = make_host(1);
+  const double nan = std::nan("");
+  auto x = upload(*host, UMLOS_DTYPE_F64, {6}, {3, nan, 1, 2, 1, -4});
+  auto y = empty(*host, UMLOS_DTYPE_F64, {6});
+  auto idx = empty(*host, UMLOS_DTYPE_I64, {6});
+  host->dispatch("sort", {x.get()}, {y.get(), idx.get()});
+  std::vector<double> ys = download(*host, *y);
+  CHECK(std::vector<double>(ys.begin(), ys.end() - 1) == std::vector<double>{-4, 1, 1, 2, 3});
+  CHECK(std::isnan(ys.back()));
+  CHECK(download(*host, *idx) == std::vector<double>{5, 2, 4, 3, 0, 1});
+  host->dispatch("sort", {x.get()}, {y.get(), idx.get()}, {int_attr("descending", 1)});
+  ys = download(*host, *y);
+  CHECK(std::vector<double>(ys.begin(), ys.end() - 1) == std::vector<double>{3, 2, 1, 1, -4});
+  CHECK(std::isnan(ys.back()));
+  CHECK(download(*host, *idx) == std::vector<double>{0, 3, 2, 4, 5, 1});
+}
+
+TEST_CASE("softmax and cross_entropy stay finite for logits of magnitude 1e4", "[cpu_driver]") {
+  auto host = make_host(1);
+  auto logits = upload(*host, UMLOS_DTYPE_F32, {2, 3}, {1e4, -1e4, 0, 5e3, 5e3, -5e3});
+  auto labels = upload(*host, UMLOS_DTYPE_I32, {2}, {1, 0});
+  auto loss = empty(*host, UMLOS_DTYPE_F32, {});
+  host->dispatch("cross_entropy", {logits.get(), labels.get()}, {loss.get()});
+  // row 0: lse = 1e4, loss = 2e4; row 1: lse = 5e3 + log 2, loss = log 2
+  CHECK(download(*host, *loss)[0] == Approx((2e4 + std::log(2.0)) / 2).epsilon(1e-7));
+  auto p = empty(*host, UMLOS_DTYPE_F32, {2, 3});
+  host->dispatch("softmax", {logits.get()}, {p.get()});
+  std::vector<double> pv = download(*host, *p);
+  for (double v : pv) CHECK(std::isfinite(v));
+  CHECK(pv[3] == Approx(0.5));
+}
