@@ -94,7 +94,10 @@ manifest_dir=$(dirname "$base")
 pinned_manifest=$manifest_dir/.sdk-test-$$-pinned.yaml
 tampered_manifest=$manifest_dir/.sdk-test-$$-tampered.yaml
 trap 'rm -rf "$work" "$pinned_manifest" "$tampered_manifest"' EXIT
-add_module "$base" "$pinned_manifest" "$module" "$digest"
+# Re-pin the shipped modules first, so that the test does not depend on the
+# build having refreshed build/manifests after the last module change.
+"$umlos" manifest pin "$base" -o "$pinned_manifest"
+add_module "$pinned_manifest" "$pinned_manifest" "$module" "$digest"
 "$umlos" run "$pinned_manifest" --run-dir "$work/run" --quiet ||
   fail "the manifest pinning the out-of-tree module did not run (exit $?)"
 header=$(head -n1 "$work/run/trace.jsonl")
@@ -109,7 +112,8 @@ offset=$(($(stat -c %s "$tampered") / 2))
 byte=$(od -An -tu1 -j "$offset" -N1 "$tampered" | tr -d ' ')
 printf "\\$(printf '%03o' $((byte ^ 0xff)))" | dd of="$tampered" bs=1 seek="$offset" conv=notrunc status=none
 cmp -s "$module" "$tampered" && fail "flipping a byte did not change the copy"
-add_module "$base" "$tampered_manifest" "$tampered" "$digest"
+"$umlos" manifest pin "$base" -o "$tampered_manifest"
+add_module "$tampered_manifest" "$tampered_manifest" "$tampered" "$digest"
 set +e
 "$umlos" run "$tampered_manifest" --run-dir "$work/run-tampered" --quiet 2>"$work/tampered.err"
 status=$?
