@@ -225,6 +225,17 @@ inline const char* dtype_name(int32_t dtype) noexcept {
   }
 }
 
+// "none", "init", "cluster", "misc" (spec 004 0.B), or "invalid".
+inline const char* stream_name(int32_t stream) noexcept {
+  switch (stream) {
+    case UMLOS_STREAM_NONE: return "none";
+    case UMLOS_STREAM_INIT: return "init";
+    case UMLOS_STREAM_CLUSTER: return "cluster";
+    case UMLOS_STREAM_MISC: return "misc";
+    default: return "invalid";
+  }
+}
+
 // The dtype a draw of `distribution` produces (abi/umlos_philox.h), or 0.
 inline constexpr int32_t distribution_dtype(int32_t distribution) noexcept {
   switch (distribution) {
@@ -489,7 +500,7 @@ class Context {
   void draw(int32_t stream, int32_t distribution, umlos_tensor* out) const {
     check(svc(&umlos_services::rng_draw, UMLOS_STRUCT_SIZE(umlos_services, rng_draw), "rng_draw")(
               ctx_, stream, distribution, out),
-          "rng_draw(stream ", stream, ", distribution ", distribution, ")");
+          "rng_draw(stream ", stream_name(stream), ", distribution ", distribution, ")");
   }
   // The same draw delivered to the host: `count` values. T must be the
   // distribution's element type (uint32_t, double or float).
@@ -502,7 +513,7 @@ class Context {
     std::vector<T> out(count);
     check(svc(&umlos_services::rng_draw_host, UMLOS_STRUCT_SIZE(umlos_services, rng_draw_host),
               "rng_draw_host")(ctx_, stream, distribution, out.data(), count),
-          "rng_draw_host(stream ", stream, ", distribution ", distribution, ", ", count, ")");
+          "rng_draw_host(stream ", stream_name(stream), ", distribution ", distribution, ", ", count, ")");
     return out;
   }
 
@@ -1013,7 +1024,7 @@ class Module {
       throw DeclarationError(cat(where, ": RNG stream ", op.rng_stream_, " does not exist"));
     if ((op.rng_stream_ == UMLOS_STREAM_NONE) != (op.rng_draws_ == 0))
       throw DeclarationError(cat(where, ": RNG declaration \"exactly ", op.rng_draws_,
-                                 " draws from stream ", op.rng_stream_,
+                                 " draws from stream ", stream_name(op.rng_stream_),
                                  "\" is inconsistent (stream none iff 0 draws)"));
     if (!op.body_) throw DeclarationError(where + ": no body (call .run(...))");
 
