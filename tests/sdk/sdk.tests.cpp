@@ -357,6 +357,32 @@ TEST_CASE("An SDK module lays out its declarations as ABI descriptors", "[sdk]")
   CHECK(noise->test_vectors == nullptr);
 }
 
+TEST_CASE("Test-vector config keys take their ABI kind from the C++ type", "[sdk]") {
+  sdk::Module module = sdk::Module("m", "1").add(
+      sdk::Operator("Test.Sdk.Config_v1").pure().output("y", UMLOS_DTYPE_F64).run([](sdk::Context&) {}).test(
+          sdk::TestVector("kinds")
+              .config("int", 5)
+              .config("long long", 6LL)
+              .config("byte", uint8_t{7})
+              .config("float", 0.25f)
+              .config("double", -1.5)
+              .config("literal", "text")
+              .config("string", std::string("more"))));
+  const umlos_test_vector& v = module.desc()->operators[0]->test_vectors[0];
+  REQUIRE(v.n_config == 7);
+  const int32_t kinds[7] = {UMLOS_ATTR_INT,   UMLOS_ATTR_INT,    UMLOS_ATTR_INT,   UMLOS_ATTR_FLOAT,
+                            UMLOS_ATTR_FLOAT, UMLOS_ATTR_STRING, UMLOS_ATTR_STRING};
+  for (int i = 0; i < 7; ++i) CHECK(v.config[i].kind == kinds[i]);
+  CHECK(v.config[0].i == 5);
+  CHECK(v.config[1].i == 6);
+  CHECK(v.config[2].i == 7);
+  CHECK(v.config[3].f == 0.25);
+  CHECK(v.config[4].f == -1.5);
+  CHECK(std::string(v.config[5].s) == "text");
+  CHECK(std::string(v.config[6].s) == "more");
+  CHECK(v.config[0].s == nullptr);
+}
+
 TEST_CASE("SDK descriptors keep their addresses when the Module object moves", "[sdk]") {
   sdk::Module first = sdk::Module("m", "1").add(scale_op());
   const umlos_module_desc* desc = first.desc();

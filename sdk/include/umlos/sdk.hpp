@@ -696,9 +696,15 @@ class TestVector {
     return *this;
   }
   // Config keys seen by the operator during this case (services->config_*).
-  TestVector& config(std::string key, double v) { return add_config(std::move(key), UMLOS_ATTR_FLOAT, 0, v, {}); }
-  TestVector& config(std::string key, int64_t v) { return add_config(std::move(key), UMLOS_ATTR_INT, v, 0, {}); }
-  TestVector& config(std::string key, int v) { return config(std::move(key), static_cast<int64_t>(v)); }
+  // Any integer type is an INT key, any floating-point type a FLOAT key.
+  template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+  TestVector& config(std::string key, T v) {
+    return add_config(std::move(key), UMLOS_ATTR_INT, static_cast<int64_t>(v), 0, {});
+  }
+  template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+  TestVector& config(std::string key, T v) {
+    return add_config(std::move(key), UMLOS_ATTR_FLOAT, 0, static_cast<double>(v), {});
+  }
   TestVector& config(std::string key, std::string v) {
     return add_config(std::move(key), UMLOS_ATTR_STRING, 0, 0, std::move(v));
   }
