@@ -7,7 +7,9 @@
 #   4. `umlos hash` pins it, and the digest equals sha256sum's;
 #   5. `umlos conformance` passes (loads it through the verified loader and
 #      runs its test vectors under the kernel's contract checks);
-#   6. `umlos modules inspect` shows its operators and declarations;
+#   6. `umlos modules inspect` shows its operators and declarations; a C-only
+#      project builds tests/c_module/c_example.c against the same package,
+#      and find_package(UMLOS 2) is refused (the version is the ABI's);
 #   7. a shipped pinned manifest with the module added (path + the digest
 #      `umlos hash` printed) runs to completion with it loaded; the same
 #      manifest pointing at a copy with one byte flipped is refused with
@@ -67,6 +69,35 @@ printf '%s\n' "$inspect_out"
 for want in Example.Math.Scale_v1 Example.Random.AddNoise_v1; do
   grep -q "$want" <<<"$inspect_out" || fail "inspect does not list $want"
 done
+
+step "a C-only project (LANGUAGES C) builds the C module against the same package"
+mkdir -p "$work/c_module"
+cp "$source_dir/tests/c_module/c_example.c" "$work/c_module/"
+cat >"$work/c_module/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.18)
+project(c_ops LANGUAGES C)
+set(CMAKE_C_STANDARD 11)
+find_package(UMLOS 1 REQUIRED)
+umlos_add_module(c_ops SOURCES c_example.c)
+CMAKE
+cmake -S "$work/c_module" -B "$work/c_module/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix"
+cmake --build "$work/c_module/build"
+"$umlos" conformance "$work/c_module/build/libc_ops.so"
+
+step "find_package refuses another ABI major"
+mkdir -p "$work/major2"
+cat >"$work/major2/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.18)
+project(major2 LANGUAGES NONE)
+find_package(UMLOS 2 QUIET)
+if(UMLOS_FOUND)
+  message(FATAL_ERROR "find_package(UMLOS 2) accepted SDK ${UMLOS_VERSION}")
+endif()
+find_package(UMLOS 1.0 REQUIRED)
+message(STATUS "UMLOS ${UMLOS_VERSION}: ABI ${UMLOS_ABI_MAJOR}.${UMLOS_ABI_MINOR}")
+CMAKE
+cmake -S "$work/major2" -B "$work/major2/build" -DCMAKE_PREFIX_PATH="$prefix"
 
 step "pin the module in a manifest, run it; a tampered copy is refused"
 base=""
