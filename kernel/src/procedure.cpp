@@ -98,6 +98,20 @@ Digest generic_state_fingerprint(const Host& host) {
   return h.finish();
 }
 
+// What the RNG master key is derived from: the canonical manifest without
+// its execution environment (`driver`, `modules`), so that the random values
+// of a run depend on the experiment and its seed but not on which driver,
+// how many driver threads, or which module build executes it
+// (docs/spec-notes.md, 0.B).
+Digest experiment_hash(const Manifest& m) {
+  std::vector<std::pair<cbor::Value, cbor::Value>> kept;
+  for (const auto& [k, v] : m.canonical.as_map()) {
+    if (k.kind() == cbor::Value::Kind::Text && (k.as_text() == "driver" || k.as_text() == "modules")) continue;
+    kept.emplace_back(k, v);
+  }
+  return sha256(cbor::encode(cbor::Value::map(std::move(kept))));
+}
+
 std::string text_or(const cbor::Value& map, const char* key, const std::string& fallback) {
   const cbor::Value* v = map.find(key);
   return (v && v->kind() == cbor::Value::Kind::Text) ? v->as_text() : fallback;
@@ -242,7 +256,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     fs::remove(fs::path(rs.run_dir) / "failure.json", ec);
 
     rs.host.set_replay_token(manifest.replay_token);
-    rs.host.rng().seed_from_manifest(manifest.manifest_hash);
+    rs.host.rng().seed_from_manifest(experiment_hash(manifest));
     rs.host.set_operator_config(manifest.config);
     rs.host.set_driver_config(manifest.driver_config);
     rs.host.set_strategy_config(manifest.tmmu_config);

@@ -13,9 +13,9 @@ namespace umlos {
 
 class Rng {
  public:
-  // master key = first 8 bytes of SHA-256("UML_OS.Philox.MasterKey" || manifest_hash)
+  // master key = first 8 bytes of SHA-256("UML_OS.Philox.MasterKey" || experiment_hash)
   // read as two big-endian uint32 words.
-  void seed_from_manifest(const Digest& manifest_hash);
+  void seed_from_manifest(const Digest& experiment_hash);
   void set_key(uint32_t k0, uint32_t k1) { key_ = {k0, k1}; }
   const std::array<uint32_t, 2>& key() const { return key_; }
 
