@@ -42,6 +42,9 @@ TEST_CASE("cpu_driver describes itself, and its fingerprint ignores the thread c
   umlos::Digest zero{};
   CHECK(one->driver_fingerprint() != zero);
   CHECK(one->driver_fingerprint() == four->driver_fingerprint());
+  auto baseline = make_host(1, 0, 0);
+  CHECK(baseline->driver_description().find("sse2 kernels") != std::string::npos);
+  CHECK(baseline->driver_fingerprint() == one->driver_fingerprint());
 }
 
 TEST_CASE("cpu_driver refuses a thread count outside 1..256 with INVALID_ARGUMENT", "[cpu_driver]") {

@@ -107,6 +107,14 @@ TEST_CASE("An operator that draws more than it declares aborts the run with RNG_
   CHECK(recs.back()["status"] == "failed");
 }
 
+TEST_CASE("An operator that draws fewer values than it declares is stopped the same way", "[runner][rng]") {
+  Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_few_draws")},
+                            "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
+              "few-draws");
+  CHECK(r.exit_status == exit_code_for(UMLOS_RNG_CONSUMPTION_VIOLATION));
+  CHECK_THAT(r.failure()["message"].get<std::string>(), Catch::Contains("expected delta 1, actual 0"));
+}
+
 TEST_CASE("The same operator drawing exactly what it declares runs cleanly", "[runner][rng]") {
   Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_well_behaved")},
                             "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),

@@ -42,8 +42,11 @@ done
 config=$(find "$prefix" -name UMLOSConfig.cmake -print -quit)
 [[ -n $config ]] || fail "installed SDK lacks UMLOSConfig.cmake"
 
-step "copy sdk/template (as a third party would) and build it out of tree"
-cp -r "$source_dir/sdk/template" "$work/my_module"
+[[ -f $prefix/share/umlos/template/CMakeLists.txt && -f $prefix/share/doc/UMLOS/sdk.md ]] ||
+  fail "installed SDK lacks share/umlos/template or share/doc/UMLOS/sdk.md"
+
+step "copy the installed template (as a third party would) and build it out of tree"
+cp -r "$prefix/share/umlos/template" "$work/my_module"
 cmake -S "$work/my_module" -B "$work/my_module/build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
 cmake --build "$work/my_module/build"
