@@ -49,9 +49,9 @@
 //  - const umlos_services* (Context::services(), sdk::services()): kernel-
 //    owned, valid for the whole process.
 //  - umlos_ctx* (Context::raw()): kernel-owned, valid for the current call.
-//  - Strings given to the builders (Operator, TestVector, Module, Attr in
-//    declarations) are copied into the Module's storage; Attr objects passed
-//    to dispatch() only borrow their key/string for that call.
+//  - Strings and values given to the builders (Operator, TestVector, Module)
+//    are copied into the Module's storage; Attr objects passed to dispatch()
+//    only borrow their key/string for that call.
 //  - Vectors returned by read()/draw_host()/shape() are the caller's copies.
 //
 // Threading: a Context is used on the thread the kernel called the operator
