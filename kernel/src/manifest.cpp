@@ -326,11 +326,11 @@ class Parser {
     return node.IsScalar() || node.IsNull() ? scalar(node, path) : Value::null();
   }
 
-  std::string text(const Entry& e, const std::string& path, bool allow_empty = false) const {
+  std::string text(const Entry& e, const std::string& path) const {
     const Value v = scalar_or_null(e.value, path);
     if (!e.value.IsScalar() || v.kind() != Value::Kind::Text)
       fail_at(mark_of(e), path, "expected a string, found " + found(e.value, v));
-    if (!allow_empty && v.as_text().empty())
+    if (v.as_text().empty())
       fail_at(mark_of(e), path, "expected a non-empty string, found ''");
     return v.as_text();
   }
@@ -523,7 +523,7 @@ class Parser {
     m_.driver_config = Value::map();
     if (d.count("config")) {
       free_map(d.at("config"), "driver.config");
-      m_.driver_config = convert_quiet(d.at("config").value, "driver.config");
+      m_.driver_config = convert(d.at("config").value, "driver.config");
     }
   }
 
@@ -532,12 +532,9 @@ class Parser {
     m_.tmmu_strategy = text(t.at("strategy"), "tmmu.strategy");
     if (t.count("config")) {
       free_map(t.at("config"), "tmmu.config");
-      m_.tmmu_config = convert_quiet(t.at("config").value, "tmmu.config");
+      m_.tmmu_config = convert(t.at("config").value, "tmmu.config");
     }
   }
-
-  // The same conversion again (marks are already recorded).
-  Value convert_quiet(const YAML::Node& node, const std::string& path) { return convert(node, path); }
 
   void operators(const Entry& e) {
     static const std::regex operator_name(R"([A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+_v[0-9]+)");
