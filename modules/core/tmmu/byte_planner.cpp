@@ -16,6 +16,10 @@ namespace umlos_tmmu {
 namespace {
 
 constexpr uint64_t kNone = UINT64_MAX;
+// Default work budgets (work unit = one placement or one block examined;
+// roughly 2-10 ns each on a 2020s core, but only the count matters).
+constexpr uint64_t kPortfolioBudget = 60000000;  // portfolio after its first pass
+constexpr uint64_t kRefineBudget = 4000000;      // iterated greedy
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -51,31 +55,28 @@ class Packer {
     // Bucket width so that registrations stay O(m): sum(span/W + 1) <= ~3m.
     width_ = static_cast<uint32_t>(std::max<uint64_t>(1, (span_sum + 2 * m - 1) / (2 * m)));
     buckets_.resize(c.n_points / width_ + 1);
-    stamp_.assign(m, 0);
   }
 
   // Places items in `order`; returns max(offset + size), or kNone as soon as
   // that exceeds `cutoff` (the run cannot beat the incumbent).
+  // Also gives up (kNone) once `work` passes `work_limit`.
   uint64_t run(const std::vector<uint32_t>& order, bool best_fit, uint64_t cutoff,
-               std::vector<uint64_t>& off, uint64_t& work) {
+               std::vector<uint64_t>& off, uint64_t& work, uint64_t work_limit = kNone) {
     for (auto& b : buckets_) b.clear();
     uint64_t top = 0;
     for (uint32_t i : order) {
-      if (++query_ == 0) {  // stamp wrap-around: reset once every 2^32 queries
-        std::fill(stamp_.begin(), stamp_.end(), 0);
-        query_ = 1;
-      }
       const uint32_t b0 = c_.cb[i] / width_, b1 = c_.ce[i] / width_;
       const uint32_t ib = c_.cb[i], ie = c_.ce[i];
       const uint64_t s = c_.size[i], a = c_.align[i];
       uint64_t cursor = 0, chosen = kNone, best_gap = kNone, seen = 0;
       bool done = false;
-      // Visits blocks in ascending offset order (ties: any order is fine, the
-      // gap scan only depends on the multiset of blocks seen so far).
+      uint32_t last_id = UINT32_MAX;
+      // Visits blocks in ascending (offset, id) order; a block registered in
+      // several buckets arrives as consecutive duplicates and is seen once.
       auto visit = [&](const Block& bl) {
-        if (stamp_[bl.id] == query_) return;
-        stamp_[bl.id] = query_;
-        if (!(c_.cb[bl.id] <= ie && ib <= c_.ce[bl.id])) return;
+        if (bl.id == last_id) return;
+        last_id = bl.id;
+        if (!(bl.cb <= ie && ib <= bl.ce)) return;
         ++seen;
         if (bl.offset > cursor) {
           const uint64_t cand = (cursor + a - 1) & ~(a - 1);
@@ -90,36 +91,33 @@ class Packer {
       const uint32_t nb = b1 - b0 + 1;
       if (nb == 1) {
         for (const Block& bl : buckets_[b0]) { visit(bl); if (done) break; }
-      } else if (nb <= 8) {
-        size_t pos[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        while (!done) {
-          uint32_t pick = UINT32_MAX;
-          uint64_t best_off = kNone;
-          for (uint32_t k = 0; k < nb; ++k) {
-            const auto& v = buckets_[b0 + k];
-            if (pos[k] < v.size() && v[pos[k]].offset < best_off) { best_off = v[pos[k]].offset; pick = k; }
-          }
-          if (pick == UINT32_MAX) break;
-          visit(buckets_[b0 + pick][pos[pick]++]);
-        }
       } else {
-        gathered_.clear();
-        for (uint32_t b = b0; b <= b1; ++b) gathered_.insert(gathered_.end(), buckets_[b].begin(), buckets_[b].end());
-        std::sort(gathered_.begin(), gathered_.end(),
-                  [](const Block& x, const Block& y) { return x.offset != y.offset ? x.offset < y.offset : x.id < y.id; });
-        for (const Block& bl : gathered_) { visit(bl); if (done) break; }
+        // k-way merge of the buckets' sorted lists with a binary heap.
+        heap_.clear();
+        for (uint32_t b = b0; b <= b1; ++b)
+          if (!buckets_[b].empty()) heap_.push_back({b, 0});
+        auto later = [&](const Cursor& x, const Cursor& y) {
+          return before(buckets_[y.bucket][y.pos], buckets_[x.bucket][x.pos]);
+        };
+        std::make_heap(heap_.begin(), heap_.end(), later);
+        while (!heap_.empty() && !done) {
+          std::pop_heap(heap_.begin(), heap_.end(), later);
+          Cursor& cur = heap_.back();
+          visit(buckets_[cur.bucket][cur.pos]);
+          if (++cur.pos < buckets_[cur.bucket].size()) std::push_heap(heap_.begin(), heap_.end(), later);
+          else heap_.pop_back();
+        }
       }
       work += 1 + seen;
+      if (work > work_limit) return kNone;
       if (chosen == kNone) chosen = (cursor + a - 1) & ~(a - 1);
       off[i] = chosen;
       top = std::max(top, chosen + s);
       if (top > cutoff) return kNone;
-      const Block nbk{chosen, chosen + s, i};
+      const Block nbk{chosen, chosen + s, i, ib, ie};
       for (uint32_t b = b0; b <= b1; ++b) {
         auto& v = buckets_[b];
-        v.insert(std::upper_bound(v.begin(), v.end(), nbk,
-                                  [](const Block& x, const Block& y) { return x.offset < y.offset; }),
-                 nbk);
+        v.insert(std::upper_bound(v.begin(), v.end(), nbk, before), nbk);
       }
     }
     return top;
@@ -128,14 +126,19 @@ class Packer {
  private:
   struct Block {
     uint64_t offset, end;
-    uint32_t id;
+    uint32_t id, cb, ce;  // the interval is copied in: no random access per visit
   };
+  struct Cursor {
+    uint32_t bucket;
+    size_t pos;
+  };
+  static bool before(const Block& x, const Block& y) {
+    return x.offset != y.offset ? x.offset < y.offset : x.id < y.id;
+  }
   const Component& c_;
   uint32_t width_ = 1;
   std::vector<std::vector<Block>> buckets_;
-  std::vector<uint32_t> stamp_;
-  uint32_t query_ = 0;
-  std::vector<Block> gathered_;
+  std::vector<Cursor> heap_;
 };
 
 // Splits arena items into components at cut lines (time points that no
@@ -265,17 +268,26 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
     return c.cb[x] != c.cb[y] ? c.cb[x] < c.cb[y] : S[x] > S[y]; }));
 
   if (!opt.baseline.empty()) orders.resize(1);
+  // The first pass (greedy by size, best fit) always completes; the other
+  // portfolio members share a work budget so that instances with thousands
+  // of tensors live at once stay within seconds (quality=high: unbounded).
   const uint64_t work_start = work;
-  for (const auto& order : orders) {
+  uint64_t portfolio_limit = kNone;
+  for (size_t r = 0; r < orders.size(); ++r) {
     for (int fit = 0; fit < (opt.baseline.empty() ? 2 : 1); ++fit) {
-      uint64_t top = packer.run(order, fit == 0, best.top == kNone ? kNone - 1 : best.top - 1, off, work);
+      const uint64_t cutoff = best.top == kNone ? kNone - 1 : best.top - 1;
+      uint64_t top = packer.run(orders[r], fit == 0, cutoff, off, work, portfolio_limit);
       if (top != kNone && top < best.top) {
         best.top = top;
         best.offsets = off;
-        best_order = order;
+        best_order = orders[r];
       }
       if (best.top == c.lower_bound) return best;
+      if (r == 0 && fit == 0 && opt.quality < 2)
+        portfolio_limit = work + std::max<uint64_t>(kPortfolioBudget, 0);
+      if (work >= portfolio_limit) break;
     }
+    if (work >= portfolio_limit) break;
   }
   if (opt.quality == 0 || !opt.baseline.empty()) return best;
 
@@ -287,9 +299,9 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
   const uint64_t portfolio_work = work - work_start;
   uint64_t budget = opt.work_budget;
   if (budget == 0)
-    budget = opt.quality >= 2 ? std::max<uint64_t>(400 * portfolio_work, 400000000ull)
-                              : std::min<uint64_t>(std::max<uint64_t>(4 * portfolio_work, 3000000ull),
-                                                   24 * portfolio_work);
+    budget = opt.quality >= 2 ? std::max<uint64_t>(40 * portfolio_work, 100000000ull)
+                              : std::min<uint64_t>(std::max<uint64_t>(4 * portfolio_work, 1000000ull),
+                                                   kRefineBudget);
   uint64_t seed = 0x5EEDull ^ m;
   for (size_t k = 0; k < m; ++k) {
     uint64_t h = S[k] ^ (uint64_t(c.cb[k]) << 32) ^ c.ce[k];
