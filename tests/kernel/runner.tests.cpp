@@ -151,3 +151,15 @@ TEST_CASE("A module whose pin does not match stops the run before bootstrap comp
   CHECK(r.exit_status == exit_code_for(UMLOS_MODULE_HASH_MISMATCH));
   CHECK(r.failure()["failure_code"] == "MODULE_HASH_MISMATCH");
 }
+
+TEST_CASE("A module's invariant runs every iteration and its violation carries the counterexample", "[runner][contract]") {
+  std::string text = walk_manifest(kWalkModules, kWalkOperators, 50);
+  text.replace(text.find("walk: {"), 7, "walk: {max_norm: 0.8, ");
+  Run r = run(text, "invariant");
+  CHECK(r.exit_status == exit_code_for(UMLOS_CONTRACT_VIOLATION));
+  json f = r.failure();
+  CHECK(f["failure_code"] == "CONTRACT_VIOLATION");
+  std::string msg = f["message"];
+  CHECK_THAT(msg, Catch::Contains("UML_OS.Demo.PositionBounded") && Catch::Contains("exceeds walk.max_norm = 0.8"));
+  CHECK(f["t"].get<int>() > 1);  // it held for the first steps
+}

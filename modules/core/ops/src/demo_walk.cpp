@@ -79,6 +79,20 @@ void spread_probe(sdk::Context& c) {
   c.write(c.output("sil_mean", UMLOS_DTYPE_F64, {}), std::vector<double>{acc / 31.0});
 }
 
+// Invariant (spec 004 I.E style), run by the kernel after every action:
+// the walk stays inside a ball of radius walk.max_norm. The counterexample
+// is the step and the offending norm.
+void position_bounded(sdk::Context& c) {
+  const double bound = c.config<double>("walk.max_norm", 1e6);
+  const umlos_tensor* pos = c.optional_input("walk.position");
+  if (!pos) return;
+  const double norm = std::sqrt(sum_squares(c.read<double>(pos)));
+  if (!(norm <= bound)) {
+    throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "t=", c.iteration(), ": |walk.position| = ", norm,
+                     " exceeds walk.max_norm = ", bound);
+  }
+}
+
 sdk::Module describe() {
   return sdk::Module("umlos_core", "0.1.0")
       .add(sdk::Operator("UML_OS.Demo.RandomWalkStep_v1")
@@ -121,7 +135,8 @@ sdk::Module describe() {
                .output("sil_mean", UMLOS_DTYPE_F64, sdk::Dims{})
                .run(spread_probe)
                .test(sdk::TestVector("zero position gives zero").input<double>("walk.position", {3}, {0, 0, 0})
-                         .expect<double>("sil_mean", {}, {0.0})));
+                         .expect<double>("sil_mean", {}, {0.0})))
+      .invariant("UML_OS.Demo.PositionBounded", UMLOS_CHECK_AFTER_ACTION, position_bounded);
 }
 
 }  // namespace
