@@ -197,7 +197,7 @@ umlos_status guarded(umlos_ctx* ctx, F&& fn) {
 umlos_status check_known(umlos_ctx* ctx, const umlos_tensor* t, const char* what) {
   if (t == nullptr || !ctx->is_known(as_tensor(t))) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     ctx->who() + ": " + what + ": tensor handle is NULL or not valid in this call");
+                     what + ": tensor handle is NULL or not valid in this call");
   }
   return UMLOS_OK;
 }
@@ -206,7 +206,7 @@ umlos_status check_writable(umlos_ctx* ctx, const umlos_tensor* t, const char* w
   if (umlos_status s = check_known(ctx, t, what)) return s;
   if (!ctx->is_writable(as_tensor(t))) {
     return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                     ctx->who() + ": " + what +
+                     what +
                          ": writes a tensor it may not write (only outputs, temporaries and "
                          "inputs declared INOUT by a STATEFUL operator are writable)");
   }
@@ -237,7 +237,7 @@ umlos_status svc_config_f64(umlos_ctx* ctx, const char* key, double* out) {
     auto k = v->kind();
     if (k != cbor::Value::Kind::Float && k != cbor::Value::Kind::UInt && k != cbor::Value::Kind::NegInt) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who() + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       "config key '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a number");
     }
     *out = v->as_double();
@@ -252,7 +252,7 @@ umlos_status svc_config_i64(umlos_ctx* ctx, const char* key, int64_t* out) {
     if ((v->kind() != cbor::Value::Kind::UInt && v->kind() != cbor::Value::Kind::NegInt) ||
         !v->fits_int64()) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who() + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       "config key '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a 64-bit integer");
     }
     *out = v->as_int64();
@@ -266,7 +266,7 @@ umlos_status svc_config_str(umlos_ctx* ctx, const char* key, const char** out, s
     if (!v) return UMLOS_NOT_FOUND;
     if (v->kind() != cbor::Value::Kind::Text) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who() + ": config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       "config key '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a string");
     }
     *out = v->as_text().c_str();
@@ -278,7 +278,7 @@ umlos_status svc_config_str(umlos_ctx* ctx, const char* key, const char** out, s
 umlos_status svc_value_get(umlos_ctx* ctx, const char* name, umlos_tensor** out) {
   return guarded(ctx, [&]() -> umlos_status {
     if (name == nullptr || out == nullptr) {
-      return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who() + ": value_get with NULL name or out");
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT, "value_get with NULL name or out");
     }
     if (ctx->kind == umlos_ctx::Kind::Invariant) {
       // Invariant checks may read any value of the run state.
@@ -290,11 +290,11 @@ umlos_status svc_value_get(umlos_ctx* ctx, const char* name, umlos_tensor** out)
       return UMLOS_OK;
     }
     if (ctx->kind != umlos_ctx::Kind::Operator || ctx->op == nullptr) {
-      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who() + ": value_get outside an operator call");
+      return set_error(ctx, UMLOS_FAILED_PRECONDITION, "value_get outside an operator call");
     }
     if (!find_decl(ctx->op->inputs, ctx->op->n_inputs, name)) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                       ctx->who() + ": reads value '" + name + "' which it does not declare as an input");
+                       "reads value '" + name + "' which it does not declare as an input");
     }
     const TensorPtr* in = ctx->input(name);
     if (!in) return UMLOS_NOT_FOUND;
@@ -315,17 +315,17 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
                               umlos_tensor** out) {
   return guarded(ctx, [&]() -> umlos_status {
     if (ctx->kind != umlos_ctx::Kind::Operator || ctx->op == nullptr) {
-      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who() + ": value_create outside an operator call");
+      return set_error(ctx, UMLOS_FAILED_PRECONDITION, "value_create outside an operator call");
     }
     if (name == nullptr || out == nullptr || !shape_ok(shape) || dtype_size(dtype) == 0) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who() + ": value_create('" + (name ? name : "(null)") +
+                       "value_create('" + (name ? name : "(null)") +
                            "'): NULL argument, invalid dtype or invalid shape");
     }
     const umlos_value_decl* decl = find_decl(ctx->op->outputs, ctx->op->n_outputs, name);
     if (!decl) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                       ctx->who() + ": creates value '" + name + "' which it does not declare as an output");
+                       "creates value '" + name + "' which it does not declare as an output");
     }
     TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
     ctx->known.push_back(t.get());
@@ -339,7 +339,7 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
 umlos_status svc_tensor_temp(umlos_ctx* ctx, int32_t dtype, const umlos_shape* shape, umlos_tensor** out) {
   return guarded(ctx, [&]() -> umlos_status {
     if (out == nullptr || !shape_ok(shape) || dtype_size(dtype) == 0) {
-      return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who() + ": tensor_temp: invalid dtype or shape");
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT, "tensor_temp: invalid dtype or shape");
     }
     TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
     ctx->known.push_back(t.get());
@@ -381,9 +381,9 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
   return guarded(ctx, [&]() -> umlos_status {
     Host& h = host_of(ctx);
     if (!h.has_driver()) {
-      return set_error(ctx, UMLOS_FAILED_PRECONDITION, ctx->who() + ": dispatch with no active driver");
+      return set_error(ctx, UMLOS_FAILED_PRECONDITION, "dispatch with no active driver");
     }
-    if (primitive == nullptr) return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who() + ": dispatch(NULL)");
+    if (primitive == nullptr) return set_error(ctx, UMLOS_INVALID_ARGUMENT, "dispatch(NULL)");
     std::vector<umlos_tensor_view> in(n_inputs), out(n_outputs);
     for (uint32_t i = 0; i < n_inputs; ++i) {
       if (umlos_status s = check_known(ctx, inputs[i], "dispatch input")) return s;
@@ -417,16 +417,16 @@ int32_t dist_dtype(int32_t distribution) {
 umlos_status check_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution) {
   if (stream < UMLOS_STREAM_INIT || stream > UMLOS_STREAM_MISC) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     ctx->who() + ": rng draw from stream " + std::to_string(stream) +
+                     "rng draw from stream " + std::to_string(stream) +
                          " (expected init=1, cluster=2 or misc=3)");
   }
   if (dist_dtype(distribution) == 0) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     ctx->who() + ": rng draw with distribution " + std::to_string(distribution) +
+                     "rng draw with distribution " + std::to_string(distribution) +
                          ", not a umlos_distribution");
   }
   if (ctx->kind != umlos_ctx::Kind::Operator) {
-    return set_error(ctx, UMLOS_CONTRACT_VIOLATION, ctx->who() + ": only operators may draw random values");
+    return set_error(ctx, UMLOS_CONTRACT_VIOLATION, "only operators may draw random values");
   }
   return UMLOS_OK;
 }
@@ -439,7 +439,7 @@ umlos_status svc_rng_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution, 
     Tensor& t = *as_tensor(out);
     if (t.dtype != dist_dtype(distribution)) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       ctx->who() + ": rng_draw into a " + dtype_name(t.dtype) + " tensor, but the distribution yields " +
+                       "rng_draw into a " + dtype_name(t.dtype) + " tensor, but the distribution yields " +
                            dtype_name(dist_dtype(distribution)));
     }
     uint64_t d = h.rng().take(stream);
@@ -470,7 +470,7 @@ umlos_status svc_rng_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution, 
 umlos_status svc_rng_draw_host(umlos_ctx* ctx, int32_t stream, int32_t distribution, void* dst, uint64_t count) {
   return guarded(ctx, [&]() -> umlos_status {
     if (umlos_status s = check_draw(ctx, stream, distribution)) return s;
-    if (dst == nullptr && count > 0) return set_error(ctx, UMLOS_INVALID_ARGUMENT, ctx->who() + ": rng_draw_host(NULL)");
+    if (dst == nullptr && count > 0) return set_error(ctx, UMLOS_INVALID_ARGUMENT, "rng_draw_host(NULL)");
     Host& h = host_of(ctx);
     uint64_t d = h.rng().take(stream);
     ctx->draws[stream] += 1;

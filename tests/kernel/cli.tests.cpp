@@ -86,6 +86,10 @@ TEST_CASE("umlos conformance passes the shipped core module and fails the misbeh
   CHECK(crash.exit_status != 0);
   CHECK_THAT(crash.output, Catch::Contains("signal 6"));
 
+  CommandResult pure = run_umlos("conformance '" + module_path("test_pure_write") + "'");
+  CHECK(pure.exit_status != 0);
+  CHECK_THAT(pure.output, Catch::Contains("CONTRACT_VIOLATION") && Catch::Contains("may not write"));
+
   CommandResult c_module = run_umlos("conformance '" + module_path("test_well_behaved") + "'");
   INFO(c_module.output);
   CHECK(c_module.exit_status == 0);

@@ -10,6 +10,10 @@
 
 static const umlos_services *g_svc;
 
+static const umlos_value_decl k_in[] = {
+    {"seed_value", UMLOS_DTYPE_F64, 0, {0}, UMLOS_VALUE_OPTIONAL, 0},
+};
+
 static const umlos_value_decl k_out[] = {
     {"value", UMLOS_DTYPE_F64, 0, {0}, 0, 0},
 };
@@ -23,7 +27,7 @@ static umlos_status draw_op(const umlos_services *svc, umlos_ctx *ctx, void *use
   (void)user;
   memset(&scalar, 0, sizeof scalar);
   v[0] = 0.5;
-#if !defined(VARIANT_FEW_DRAWS)
+#if !defined(VARIANT_FEW_DRAWS) && !defined(VARIANT_PURE_WRITE)
   s = svc->rng_draw_host(ctx, UMLOS_STREAM_MISC, UMLOS_DIST_UNIFORM_F64, v, 4);
   if (s) return s;
 #endif
@@ -34,6 +38,16 @@ static umlos_status draw_op(const umlos_services *svc, umlos_ctx *ctx, void *use
 #if defined(VARIANT_ABORT)
   abort();
 #endif
+#if defined(VARIANT_PURE_WRITE)
+  {
+    /* A PURE operator writing into its input: the kernel must refuse. */
+    umlos_tensor *in = NULL;
+    if (svc->value_get(ctx, "seed_value", &in) == UMLOS_OK) {
+      s = svc->tensor_write(ctx, in, 0, v, sizeof(double));
+      if (s) return s;
+    }
+  }
+#endif
   s = svc->value_create(ctx, "value", UMLOS_DTYPE_F64, &scalar, &out);
   if (s) return s;
 #if defined(VARIANT_NAN_OUTPUT)
@@ -42,8 +56,12 @@ static umlos_status draw_op(const umlos_services *svc, umlos_ctx *ctx, void *use
   return svc->tensor_write(ctx, out, 0, v, sizeof(double));
 }
 
+static const double k_seed_value = 1.0;
+static const umlos_tensor_data k_vector_inputs[] = {
+    {"seed_value", UMLOS_DTYPE_F64, 0, NULL, &k_seed_value, sizeof(double)},
+};
 static const umlos_test_vector k_vectors[] = {
-    {sizeof(umlos_test_vector), "one call", NULL, 0, 0, NULL, 0.0, 0.0, NULL, 0, 0, 1},
+    {sizeof(umlos_test_vector), "one call", k_vector_inputs, 1, 0, NULL, 0.0, 0.0, NULL, 0, 0, 1},
 };
 
 static umlos_operator_desc k_op = {
@@ -56,10 +74,12 @@ static umlos_operator_desc k_op = {
     "Test.Misbehaving.Draw_v1",
 #endif
     "draws and writes one value",
-    UMLOS_STATEFUL,
-    UMLOS_STREAM_MISC,
-    1,
-    0, NULL,
+#if defined(VARIANT_PURE_WRITE)
+    UMLOS_PURE, UMLOS_STREAM_NONE, 0,
+#else
+    UMLOS_STATEFUL, UMLOS_STREAM_MISC, 1,
+#endif
+    1, k_in,
     k_out, 1,
     1,
     draw_op, NULL, k_vectors};
