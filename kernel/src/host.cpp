@@ -197,7 +197,7 @@ umlos_status guarded(umlos_ctx* ctx, F&& fn) {
 umlos_status check_known(umlos_ctx* ctx, const umlos_tensor* t, const char* what) {
   if (t == nullptr || !ctx->is_known(as_tensor(t))) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     what + ": tensor handle is NULL or not valid in this call");
+                     std::string(what) + ": tensor handle is NULL or not valid in this call");
   }
   return UMLOS_OK;
 }
@@ -206,7 +206,7 @@ umlos_status check_writable(umlos_ctx* ctx, const umlos_tensor* t, const char* w
   if (umlos_status s = check_known(ctx, t, what)) return s;
   if (!ctx->is_writable(as_tensor(t))) {
     return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                     what +
+                     std::string(what) +
                          ": writes a tensor it may not write (only outputs, temporaries and "
                          "inputs declared INOUT by a STATEFUL operator are writable)");
   }
@@ -237,7 +237,7 @@ umlos_status svc_config_f64(umlos_ctx* ctx, const char* key, double* out) {
     auto k = v->kind();
     if (k != cbor::Value::Kind::Float && k != cbor::Value::Kind::UInt && k != cbor::Value::Kind::NegInt) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       "config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       std::string("config key")+" '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a number");
     }
     *out = v->as_double();
@@ -252,7 +252,7 @@ umlos_status svc_config_i64(umlos_ctx* ctx, const char* key, int64_t* out) {
     if ((v->kind() != cbor::Value::Kind::UInt && v->kind() != cbor::Value::Kind::NegInt) ||
         !v->fits_int64()) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       "config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       std::string("config key")+" '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a 64-bit integer");
     }
     *out = v->as_int64();
@@ -266,7 +266,7 @@ umlos_status svc_config_str(umlos_ctx* ctx, const char* key, const char** out, s
     if (!v) return UMLOS_NOT_FOUND;
     if (v->kind() != cbor::Value::Kind::Text) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       "config key '" + key + "' is " + cbor::diagnostic(*v) +
+                       std::string("config key")+" '" + key + "' is " + cbor::diagnostic(*v) +
                            ", expected a string");
     }
     *out = v->as_text().c_str();
@@ -294,7 +294,7 @@ umlos_status svc_value_get(umlos_ctx* ctx, const char* name, umlos_tensor** out)
     }
     if (!find_decl(ctx->op->inputs, ctx->op->n_inputs, name)) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                       "reads value '" + name + "' which it does not declare as an input");
+                       std::string("reads value")+" '" + name + "' which it does not declare as an input");
     }
     const TensorPtr* in = ctx->input(name);
     if (!in) return UMLOS_NOT_FOUND;
@@ -319,13 +319,13 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
     }
     if (name == nullptr || out == nullptr || !shape_ok(shape) || dtype_size(dtype) == 0) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       "value_create('" + (name ? name : "(null)") +
+                       std::string("value_create")+"('" + (name ? name : "(null)") +
                            "'): NULL argument, invalid dtype or invalid shape");
     }
     const umlos_value_decl* decl = find_decl(ctx->op->outputs, ctx->op->n_outputs, name);
     if (!decl) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                       "creates value '" + name + "' which it does not declare as an output");
+                       std::string("creates value")+" '" + name + "' which it does not declare as an output");
     }
     TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
     ctx->known.push_back(t.get());
@@ -439,7 +439,7 @@ umlos_status svc_rng_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution, 
     Tensor& t = *as_tensor(out);
     if (t.dtype != dist_dtype(distribution)) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       "rng_draw into a " + dtype_name(t.dtype) + " tensor, but the distribution yields " +
+                       std::string("rng_draw into a")+" " + dtype_name(t.dtype) + " tensor, but the distribution yields " +
                            dtype_name(dist_dtype(distribution)));
     }
     uint64_t d = h.rng().take(stream);
