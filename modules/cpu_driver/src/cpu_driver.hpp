@@ -115,6 +115,7 @@ struct Call {
   uint32_t n_attrs = 0;
   ThreadPool* pool = nullptr;
   int64_t block = 64;  // matmul columns per cache pass (config "block"); never changes results
+  bool simd = true;    // wider vector kernels where the CPU has them (config "simd"); never changes results
 
   std::string in_name(size_t i) const;
   std::string out_name(size_t i) const;

@@ -233,6 +233,7 @@ struct Instance {
   const umlos_services* svc = nullptr;  // the kernel's, valid for the process
   unsigned threads = 1;
   int64_t block = 64;
+  bool simd = true;
   ThreadPool* pool = nullptr;  // owned
 };
 
@@ -280,10 +281,12 @@ static umlos_status read_config_i64(const umlos_services* svc, umlos_ctx* ctx, c
 
 static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, void** out_instance) {
   if (!out_instance) return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cpu_driver: create: out_instance is NULL");
-  int64_t threads = 1, block = 64;
+  int64_t threads = 1, block = 64, simd = 1;
   umlos_status s = read_config_i64(svc, ctx, "threads", 1, 1, 256, &threads);
   if (s != UMLOS_OK) return s;
   s = read_config_i64(svc, ctx, "block", 64, 4, 1 << 20, &block);
+  if (s != UMLOS_OK) return s;
+  s = read_config_i64(svc, ctx, "simd", 1, 0, 1, &simd);
   if (s != UMLOS_OK) return s;
   Instance* inst = nullptr;
   s = guarded(svc, ctx, [&] {
@@ -291,6 +294,7 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
     inst->svc = svc;
     inst->threads = static_cast<unsigned>(threads);
     inst->block = block;
+    inst->simd = simd != 0;
     inst->pool = new ThreadPool(inst->threads);
   });
   if (s != UMLOS_OK) {
@@ -318,14 +322,20 @@ static umlos_status driver_describe(void* instance, char* out, size_t capacity) 
 #else
   const char* arch = "unknown-arch";
 #endif
-  std::snprintf(out, capacity, "cpu %s, %u thread%s, matmul block %lld", arch, inst ? inst->threads : 0u,
-                inst && inst->threads == 1 ? "" : "s", inst ? static_cast<long long>(inst->block) : 0LL);
+#if defined(__x86_64__)
+  const char* simd = inst && inst->simd && __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
+#else
+  const char* simd = "baseline";
+#endif
+  std::snprintf(out, capacity, "cpu %s, %u thread%s, matmul block %lld, %s kernels", arch, inst ? inst->threads : 0u,
+                inst && inst->threads == 1 ? "" : "s", inst ? static_cast<long long>(inst->block) : 0LL, simd);
   return UMLOS_OK;
 }
 
 // What can change results: this driver's arithmetic (version string), the
 // compiler, the flags it ran with and the libm doing the transcendentals.
-// Not the thread count or block size: results do not depend on them.
+// Not the thread count, block size or vector width: results do not depend
+// on them (tests/cpu_driver check it bit for bit).
 static umlos_status driver_fingerprint(void* instance, uint8_t out_sha256[32]) {
   auto* inst = static_cast<Instance*>(instance);
   std::ostringstream what;
@@ -441,6 +451,7 @@ static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* 
     c.n_attrs = attrs ? n_attrs : 0;
     c.pool = inst->pool;
     c.block = inst->block;
+    c.simd = inst->simd;
     if ((n_inputs && !inputs) || (n_outputs && !outputs)) fail(UMLOS_INVALID_ARGUMENT, name + ": NULL operand array");
     for (uint32_t i = 0; i < n_inputs; ++i) c.in.push_back(to_operand(name, c.in_name(i), inputs[i]));
     for (uint32_t i = 0; i < n_outputs; ++i) c.out.push_back(to_operand(name, c.out_name(i), outputs[i]));
