@@ -262,8 +262,10 @@ plan::IntervalSet mixed_workload(uint64_t n_tensors, uint64_t seed) {
     for (int b = 0; b < blocks; ++b) x = transformer_block(g, x, N, T, d, 4, 4 * d, p + "t" + std::to_string(b));
     g.op(p + "head", {x}, N * 10 * kF32, d * 10 * kF32);
     emit(g, true, base, p, s, false, alias);
-    // The next micro-batch starts while this one's backward runs (1F1B).
-    base += static_cast<int64_t>(g.ops.size()) + static_cast<int64_t>(rng() % g.ops.size());
+    // Later micro-batches start while this one is still in flight
+    // (pipelined: about four overlap at any step).
+    const int64_t K = static_cast<int64_t>(g.ops.size());
+    base += K / 3 + static_cast<int64_t>(rng() % static_cast<uint64_t>(K / 3 + 1));
   }
   finish(s);
   return s;

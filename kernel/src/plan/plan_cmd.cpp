@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -63,6 +65,12 @@ PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
   result.offsets = r.offsets.data();
   result.slots = r.slots.data();
   result.arena_footprint = r.arena_footprint.data();
+  auto thread_cpu_ns = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  const uint64_t c0 = thread_cpu_ns();
   const auto t0 = std::chrono::steady_clock::now();
   try {
     host.plan(s, in.request, result);
@@ -70,6 +78,7 @@ PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
     throw Failure(f.code(), set.source + ": " + with_ids(f.what(), set));
   }
   const auto t1 = std::chrono::steady_clock::now();
+  r.allocation_cpu_ns = thread_cpu_ns() - c0;
   r.allocation_time_ns =
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
   r.work_units = result.work_units;

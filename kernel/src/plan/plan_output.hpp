@@ -20,7 +20,8 @@ struct PlanReport {
   std::vector<uint64_t> slots;  // UMLOS_PLAN_NO_SLOT for byte plans
   std::vector<uint64_t> arena_footprint;
   uint64_t work_units = 0;
-  uint64_t allocation_time_ns = 0;  // measured by the caller; never hashed
+  uint64_t allocation_time_ns = 0;  // wall clock of plan(), measured by the caller; never hashed
+  uint64_t allocation_cpu_ns = 0;   // CPU time of the calling thread in plan(); never hashed
   std::vector<ArenaMetrics> metrics;
   uint64_t footprint_bytes() const;
   uint64_t lower_bound_bytes() const;
