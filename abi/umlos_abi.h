@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 0
+#define UMLOS_ABI_MINOR 1
 
 #define UMLOS_MODULE_ENTRY_SYMBOL "umlos_module_entry"
 
@@ -188,6 +188,9 @@ enum umlos_distribution {
   UMLOS_DIST_MAX_ENUM = 0x7fffffff
 };
 
+struct umlos_plan_request; /* abi/umlos_tmmu.h */
+struct umlos_plan_result;  /* abi/umlos_tmmu.h */
+
 /* ------------------------------------------------------------ services */
 
 enum umlos_log_level {
@@ -283,9 +286,29 @@ typedef struct umlos_services {
   int64_t (*iteration)(umlos_ctx *ctx);
   /* The 32-byte replay token; `out` is caller-owned, 32 bytes. */
   void (*replay_token)(umlos_ctx *ctx, uint8_t out[32]);
+
+  /* --- 1.1: placement (spec 001 ApplyPlan_v1) --- */
+
+  /* A tensor of `dtype`/`shape` occupying bytes [byte_offset, byte_offset +
+   * size) of `base` (e.g. a tensor_temp of dtype U8 used as an arena, with
+   * offsets from plan_memory). Shares base's memory; writable exactly when
+   * base is; valid until the call returns. OUT_OF_RANGE if it does not fit,
+   * ALIGNMENT_VIOLATION if byte_offset is not a multiple of the element size. */
+  umlos_status (*tensor_view)(umlos_ctx *ctx, umlos_tensor *base,
+                              uint64_t byte_offset, int32_t dtype,
+                              const umlos_shape *shape, umlos_tensor **out);
+  /* Plan memory with the manifest's TMMU strategy (`tmmu.strategy`). The
+   * kernel checks the plan independently (no overlap of live tensors within
+   * an arena, alignment, capacity) and the memory budget
+   * (`budgets.memory_bytes`: QUOTA_EXCEEDED) before returning it. Request
+   * and result arrays are the caller's (see abi/umlos_tmmu.h). */
+  umlos_status (*plan_memory)(umlos_ctx *ctx,
+                              const struct umlos_plan_request *request,
+                              struct umlos_plan_result *result);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
+#define UMLOS_SERVICES_SIZE_V1_1 UMLOS_STRUCT_SIZE(umlos_services, plan_memory)
 
 /* ------------------------------------------------------------- operators */
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "manifest.hpp"
+#include "plan/checker.hpp"
 #include "sha256.hpp"
 
 // The opaque context of abi/umlos_abi.h. One per operator call (created and
@@ -30,6 +31,7 @@ struct umlos_ctx {
   std::vector<std::pair<const char*, umlos::TensorPtr>> inputs;  // declared inputs present
   std::vector<std::pair<const char*, umlos::TensorPtr>> staged;  // outputs created by this call
   std::vector<umlos::TensorPtr> temps;
+  std::vector<umlos::TensorPtr> views;         // tensor_view results, released with the call
   std::vector<const umlos::Tensor*> known;     // handles this call may use
   std::vector<const umlos::Tensor*> writable;  // handles this call may write
   uint64_t draws[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
@@ -154,7 +156,7 @@ DriverInstance::~DriverInstance() {
 }
 
 Tensor::~Tensor() {
-  if (driver && buffer) driver->desc->buffer_free(driver->instance, buffer);
+  if (!base && driver && buffer) driver->desc->buffer_free(driver->instance, buffer);
 }
 
 // --------------------------------------------------------- C service table
@@ -487,6 +489,41 @@ void svc_replay_token(umlos_ctx* ctx, uint8_t out[32]) {
   std::memcpy(out, d.data(), 32);
 }
 
+umlos_status svc_tensor_view(umlos_ctx* ctx, umlos_tensor* base, uint64_t byte_offset, int32_t dtype,
+                             const umlos_shape* shape, umlos_tensor** out) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (umlos_status s = check_known(ctx, base, "tensor_view")) return s;
+    if (out == nullptr || !shape_ok(shape) || dtype_size(dtype) == 0) {
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT, "tensor_view: invalid dtype or shape");
+    }
+    Tensor* b = as_tensor(base);
+    // Find the owning pointer so the view keeps the storage alive.
+    TensorPtr owner;
+    for (auto& [n, t] : ctx->inputs) if (t.get() == b) owner = t;
+    for (auto& [n, t] : ctx->staged) if (t.get() == b) owner = t;
+    for (auto& t : ctx->temps) if (t.get() == b) owner = t;
+    for (auto& t : ctx->views) if (t.get() == b) owner = t;
+    if (!owner) return set_error(ctx, UMLOS_INVALID_ARGUMENT, "tensor_view: base is not a tensor of this call");
+    TensorPtr v = host_of(ctx).make_view(owner, byte_offset, dtype, *shape);
+    ctx->views.push_back(v);
+    ctx->known.push_back(v.get());
+    if (ctx->is_writable(b)) ctx->writable.push_back(v.get());
+    *out = as_handle(v.get());
+    return UMLOS_OK;
+  });
+}
+
+umlos_status svc_plan_memory(umlos_ctx* ctx, const umlos_plan_request* request, umlos_plan_result* result) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (!request || !result || request->struct_size < UMLOS_PLAN_REQUEST_SIZE_V1_0 ||
+        result->struct_size < UMLOS_PLAN_RESULT_SIZE_V1_0) {
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT, "plan_memory: NULL or undersized request/result");
+    }
+    host_of(ctx).plan_checked(*request, *result);
+    return UMLOS_OK;
+  });
+}
+
 const umlos_services kServices = {
     sizeof(umlos_services), UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR,
     svc_log, svc_error,
@@ -495,6 +532,7 @@ const umlos_services kServices = {
     svc_tensor_read, svc_tensor_write, svc_dispatch,
     svc_rng_draw, svc_rng_draw_host,
     svc_iteration, svc_replay_token,
+    svc_tensor_view, svc_plan_memory,
 };
 
 }  // namespace
@@ -708,6 +746,32 @@ umlos_tensor_view Host::view_of(const Tensor& t) const {
   return v;
 }
 
+TensorPtr Host::make_view(const TensorPtr& base, uint64_t byte_offset, int32_t dtype, const umlos_shape& shape) {
+  if (dtype_size(dtype) == 0 || shape.rank > UMLOS_MAX_RANK) {
+    throw Failure(UMLOS_INVALID_ARGUMENT, "tensor view: invalid dtype or rank");
+  }
+  if (byte_offset % dtype_size(dtype) != 0) {
+    throw Failure(UMLOS_ALIGNMENT_VIOLATION, "tensor view at byte offset " + std::to_string(byte_offset) +
+                                                 " is not aligned to its " + dtype_name(dtype) + " elements");
+  }
+  auto v = std::make_shared<Tensor>();
+  v->dtype = dtype;
+  v->shape = shape;
+  for (uint32_t i = shape.rank; i < UMLOS_MAX_RANK; ++i) v->shape.dims[i] = 0;
+  v->shape.reserved = 0;
+  v->bytes = element_count(shape) * dtype_size(dtype);
+  if (byte_offset > base->bytes || v->bytes > base->bytes - byte_offset) {
+    throw Failure(UMLOS_OUT_OF_RANGE, "tensor view of " + std::to_string(v->bytes) + " bytes at offset " +
+                                          std::to_string(byte_offset) + " does not fit its base of " +
+                                          std::to_string(base->bytes) + " bytes");
+  }
+  v->buffer = base->buffer;
+  v->byte_offset = base->byte_offset + byte_offset;
+  v->driver = base->driver;
+  v->base = base->base ? base->base : base;
+  return v;
+}
+
 void Host::dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
                     const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs) {
   require_driver(driver_);
@@ -905,6 +969,34 @@ void Host::run_invariants(int32_t point) {
     if (s != UMLOS_OK) {
       throw Failure(ctx.error_code != UMLOS_OK ? ctx.error_code : s,
                     ctx.who() + " violated: " + (ctx.error_message.empty() ? "(no message)" : ctx.error_message));
+    }
+  }
+}
+
+void Host::set_active_strategy(const std::string& name) {
+  active_strategy_ = find_strategy(name);
+  if (!active_strategy_) throw Failure(UMLOS_NOT_FOUND, "TMMU strategy '" + name + "' is offered by no loaded module");
+}
+
+void Host::plan_checked(const umlos_plan_request& request, umlos_plan_result& result) {
+  if (!active_strategy_) {
+    throw Failure(UMLOS_FAILED_PRECONDITION,
+                  "plan_memory: the manifest names no TMMU strategy (add tmmu: {strategy: ...})");
+  }
+  plan(active_strategy_, request, result);
+  plan::check_plan(request, result, plan::CheckOptions{});
+  if (memory_budget_) {
+    uint64_t total = 0;
+    for (uint32_t a = 0; a < request.n_arenas; ++a) {
+      if (result.arena_footprint[a] > UINT64_MAX - total) {
+        throw Failure(UMLOS_ALLOCATION_OVERFLOW, "plan_memory: arena footprints overflow uint64");
+      }
+      total += result.arena_footprint[a];
+    }
+    if (total > memory_budget_) {
+      throw Failure(UMLOS_QUOTA_EXCEEDED, "the memory plan needs " + std::to_string(total) +
+                                              " bytes, over budgets.memory_bytes = " + std::to_string(memory_budget_) +
+                                              " (nothing was allocated)");
     }
   }
 }

@@ -34,14 +34,17 @@ struct DriverInstance {
   ~DriverInstance();
 };
 
-// A tensor: kernel-owned, backed by one buffer of the driver that made it.
+// A tensor: kernel-owned, backed by one buffer of the driver that made it,
+// or a view into another tensor's buffer (`base` set: then the buffer is
+// base's and is freed with base, never by the view).
 struct Tensor {
   int32_t dtype = 0;
   umlos_shape shape{};
   uint64_t bytes = 0;
-  umlos_buffer* buffer = nullptr;  // freed through `driver` in ~Tensor
+  umlos_buffer* buffer = nullptr;  // freed through `driver` in ~Tensor unless a view
   uint64_t byte_offset = 0;
   std::shared_ptr<DriverInstance> driver;
+  std::shared_ptr<Tensor> base;  // non-null for views: keeps the storage alive
   ~Tensor();
 };
 using TensorPtr = std::shared_ptr<Tensor>;
@@ -103,6 +106,9 @@ class Host {
   void dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
                 const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs = {});
   umlos_tensor_view view_of(const Tensor& t) const;
+  // A typed view of bytes [byte_offset, byte_offset + size) of `base`
+  // (ApplyPlan_v1: tensors placed at planned offsets inside one arena).
+  TensorPtr make_view(const TensorPtr& base, uint64_t byte_offset, int32_t dtype, const umlos_shape& shape);
 
   // ---- RNG
   Rng& rng() { return rng_; }
@@ -130,6 +136,12 @@ class Host {
   // ---- planning: calls a strategy under a kernel context
   void plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request,
             umlos_plan_result& result);
+  // The strategy services->plan_memory uses (the manifest's tmmu.strategy),
+  // and the memory budget it enforces (budgets.memory_bytes; 0 = none).
+  void set_active_strategy(const std::string& name);
+  void set_memory_budget(uint64_t bytes) { memory_budget_ = bytes; }
+  // plan() with the active strategy, then the kernel's checker and budget.
+  void plan_checked(const umlos_plan_request& request, umlos_plan_result& result);
 
   int64_t iteration() const { return t_; }
   void set_iteration(int64_t t) { t_ = t; }
@@ -149,6 +161,8 @@ class Host {
   std::map<std::string, bool> persistent_;
   int64_t t_ = 0;
   Digest replay_token_{};
+  const umlos_tmmu_strategy_desc* active_strategy_ = nullptr;
+  uint64_t memory_budget_ = 0;
 };
 
 }  // namespace umlos

@@ -275,6 +275,11 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
                     manifest.where("tmmu.strategy") + ": key 'tmmu.strategy' names '" + manifest.tmmu_strategy +
                         "', which no module of the manifest offers");
     }
+    if (!manifest.tmmu_strategy.empty()) rs.host.set_active_strategy(manifest.tmmu_strategy);
+    if (const cbor::Value* mb = lookup(manifest.canonical, "budgets.memory_bytes");
+        mb && mb->kind() == cbor::Value::Kind::UInt) {
+      rs.host.set_memory_budget(mb->as_uint());
+    }
     rs.host.activate_driver(manifest.driver_name);
 
     const int64_t max_steps = config_int(manifest, "max_steps", 100);

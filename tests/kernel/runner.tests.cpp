@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.hpp"
+#include "host.hpp"
 #include "procedure.hpp"
 #include "test_support.hpp"
 
@@ -162,4 +163,31 @@ TEST_CASE("A module's invariant runs every iteration and its violation carries t
   std::string msg = f["message"];
   CHECK_THAT(msg, Catch::Contains("UML_OS.Demo.PositionBounded") && Catch::Contains("exceeds walk.max_norm = 0.8"));
   CHECK(f["t"].get<int>() > 1);  // it held for the first steps
+}
+
+TEST_CASE("An operator places tensors at the offsets of the manifest's TMMU plan inside one arena", "[runner][tmmu][abi]") {
+  std::vector<std::string> mods = {module_path("umlos_cpu_driver"), module_path("umlos_tmmu"), module_path("test_placement")};
+  std::string text = walk_manifest(mods, "  next_batch_op: Test.Placement.PlanAndPlace_v1\n", 2);
+  text += "tmmu: {strategy: UML_OS.TMMU.PlanMemory_v2}\n";
+  Run ok = run(text, "placement");
+  CHECK(ok.exit_status == 0);
+
+  // The slot planner needs two 32-byte slots at alignment 64: 96 bytes > 64.
+  Run quota = run(text + "budgets: {memory_bytes: 64}\n", "placement-quota");
+  CHECK(quota.exit_status == exit_code_for(UMLOS_QUOTA_EXCEEDED));
+  CHECK_THAT(quota.failure()["message"].get<std::string>(), Catch::Contains("budgets.memory_bytes = 64"));
+
+  // Without tmmu.strategy the service explains what is missing.
+  Run none = run(walk_manifest(mods, "  next_batch_op: Test.Placement.PlanAndPlace_v1\n", 2), "placement-none");
+  CHECK(none.exit_status == exit_code_for(UMLOS_FAILED_PRECONDITION));
+  CHECK_THAT(none.failure()["message"].get<std::string>(), Catch::Contains("tmmu"));
+}
+
+TEST_CASE("A module built for an older ABI minor loads and negotiates that minor", "[loader][abi]") {
+  umlos::Host host;
+  const umlos::LoadedModule& m = host.load(module_path("test_placement_v10"), std::nullopt);
+  CHECK(m.desc->abi_minor == 0);
+  CHECK(m.negotiated_minor == 0);
+  umlos::Host host2;
+  CHECK(host2.load(module_path("test_placement"), std::nullopt).negotiated_minor == 1);
 }
