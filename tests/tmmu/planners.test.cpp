@@ -3,6 +3,8 @@
 // the kernel checker (kernel/src/plan/checker.cpp).
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -12,7 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include <zlib.h>
+
+#include "cbor.hpp"
 #include "error.hpp"
+#include "fsutil.hpp"
 #include "plan/checker.hpp"
 #include "plan/intervals.hpp"
 #include "plan/plan_cmd.hpp"
@@ -410,4 +416,42 @@ TEST_CASE("A missing strategy name is NOT_FOUND naming the module", "[tmmu]") {
   add(s, "a", 1, 0, 0);
   const std::string msg = failure_message([&] { run_strategy(s, kModule, "UML_OS.TMMU.Nope_v1", {}); });
   CHECK(msg.find("libumlos_tmmu.so") != std::string::npos);
+}
+
+TEST_CASE("Gzip-compressed interval JSON is read like the plain file", "[tmmu][intervals]") {
+  const std::string text = R"({"format": "umlos.intervals.v1", "alignment": 64,
+    "tensors": [{"id": "a", "size": 100, "begin": 0, "end": 3}, {"id": "b", "size": 50, "begin": 2, "end": 5}]})";
+  const std::string path = std::string(UMLOS_BINARY_DIR) + "/tmmu_gz_test.json.gz";
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
+  gzclose(f);
+  IntervalSet gz = read_intervals(path);
+  IntervalSet plain = parse_intervals_json(text, "plain");
+  REQUIRE(gz.tensors.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(gz.tensors[i].id == plain.tensors[i].id);
+    CHECK(gz.tensors[i].size == plain.tensors[i].size);
+    CHECK(gz.tensors[i].end == plain.tensors[i].end);
+  }
+  PlanReport r = run_strategy(gz, kModule, kByte, {});
+  CHECK(r.arena_footprint[1] == 192);  // 128 + 64: a and b share steps 2..3
+  // A truncated gzip stream is DATA_LOSS naming the file.
+  std::vector<uint8_t> bytes = umlos::read_file(path);
+  bytes.resize(bytes.size() / 2);
+  const std::string cut = std::string(UMLOS_BINARY_DIR) + "/tmmu_gz_cut.json.gz";
+  umlos::write_file_atomic(cut, bytes);
+  CHECK(failure_code([&] { read_intervals(cut); }) == UMLOS_DATA_LOSS);
+}
+
+TEST_CASE("The checkpoint form is strict deterministic CBOR carrying the plan hash", "[tmmu]") {
+  IntervalSet s = random_graph(5, 60);
+  PlanReport r = run_strategy(s, kModule, kSlot, {});
+  const std::vector<uint8_t> bytes = checkpoint_cbor(s, r);
+  const umlos::cbor::Value v = umlos::cbor::decode(bytes);  // strict: throws on non-canonical input
+  const Digest h = plan_hash(s, r);
+  REQUIRE(v.find("plan_hash") != nullptr);
+  CHECK(v.find("plan_hash")->as_bytes() == std::vector<uint8_t>(h.begin(), h.end()));
+  CHECK(v.find("logical_slot_assignment")->as_array().size() == s.tensors.size());
+  CHECK(checkpoint_cbor(s, r) == bytes);
 }
