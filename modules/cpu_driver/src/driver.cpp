@@ -323,6 +323,7 @@ static umlos_status driver_describe(void* instance, char* out, size_t capacity) 
   const char* arch = "unknown-arch";
 #endif
 #if defined(__x86_64__)
+  __builtin_cpu_init();
   const char* simd = inst && inst->simd && __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
 #else
   const char* simd = "baseline";

@@ -100,6 +100,7 @@ using TileChunkFn = void (*)(const double* const[kTileRows], const double*, int6
 
 TileChunkFn pick_tile_chunk(bool allow_simd) {
 #if defined(__x86_64__)
+  __builtin_cpu_init();  // idempotent; makes the check safe however early it runs
   if (allow_simd && __builtin_cpu_supports("avx2")) return tile_chunk_avx2;
 #endif
   (void)allow_simd;
