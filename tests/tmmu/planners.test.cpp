@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
@@ -19,6 +20,7 @@
 #include "cbor.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
+#include "plan/apply.hpp"
 #include "plan/checker.hpp"
 #include "plan/intervals.hpp"
 #include "plan/plan_cmd.hpp"
@@ -454,4 +456,65 @@ TEST_CASE("The checkpoint form is strict deterministic CBOR carrying the plan ha
   CHECK(v.find("plan_hash")->as_bytes() == std::vector<uint8_t>(h.begin(), h.end()));
   CHECK(v.find("logical_slot_assignment")->as_array().size() == s.tensors.size());
   CHECK(checkpoint_cbor(s, r) == bytes);
+}
+
+TEST_CASE("Applied plans keep every live tensor's bytes intact through execution", "[tmmu][apply]") {
+  // Executes the plan on host arenas: at each step, tensors born then are
+  // filled with their own pattern; every live tensor must still hold its
+  // pattern at every step of its interval (a collision would clobber it).
+  for (const std::string& strat : {kSlot, kByte}) {
+    IntervalSet s = random_graph(21, 250);
+    for (auto& t : s.tensors) t.size = std::min<uint64_t>(t.size, 20000);  // keep the arenas small
+    PlanReport r = run_strategy(s, kModule, strat, {});
+    HostArenas h = apply_plan(s, r);
+    for (size_t i = 0; i < s.tensors.size(); ++i)  // ZeroTensor_v1 ran on every tensor
+      REQUIRE(std::all_of(h.data(i), h.data(i) + s.tensors[i].size, [](uint8_t b) { return b == 0; }));
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (const auto& t : s.tensors) { t0 = std::min(t0, t.begin); t1 = std::max(t1, t.end); }
+    auto expected = [&](size_t i) {
+      std::vector<uint8_t> v(s.tensors[i].size);
+      HostArenas one;
+      one.buffers.assign(1, std::vector<uint8_t>(v.size()));
+      one.tensors.assign(1, {0, 0, v.size()});
+      debug_fill_tensor(one, 0, 1000 + i, ExecutionMode::kStandard);
+      return one.buffers[0];
+    };
+    std::vector<std::vector<uint8_t>> pattern(s.tensors.size());
+    for (size_t i = 0; i < s.tensors.size(); ++i) pattern[i] = expected(i);
+    size_t checked = 0;
+    for (int64_t step = t0; step <= t1; ++step) {
+      for (size_t i = 0; i < s.tensors.size(); ++i)
+        if (s.tensors[i].begin == step && !s.arenas[s.tensors[i].arena].persistent)
+          debug_fill_tensor(h, i, 1000 + i, ExecutionMode::kStandard);
+        else if (step == t0 && s.arenas[s.tensors[i].arena].persistent)
+          debug_fill_tensor(h, i, 1000 + i, ExecutionMode::kStandard);
+      for (size_t i = 0; i < s.tensors.size(); ++i) {
+        const bool live = s.arenas[s.tensors[i].arena].persistent || (s.tensors[i].begin <= step && step <= s.tensors[i].end);
+        if (!live) continue;
+        INFO(strat << ": tensor " << s.tensors[i].id << " at step " << step);
+        REQUIRE(std::memcmp(h.data(i), pattern[i].data(), pattern[i].size()) == 0);
+        ++checked;
+      }
+    }
+    CHECK(checked > s.tensors.size());
+  }
+}
+
+TEST_CASE("DebugFillTensor_v1 is refused in confidential and regulated modes, ZeroTensor_v1 writes zeros", "[tmmu][apply]") {
+  IntervalSet s = one_arena(64);
+  add(s, "a", 100, 0, 1);
+  PlanReport r = run_strategy(s, kModule, kByte, {});
+  HostArenas h = apply_plan(s, r);
+  debug_fill_tensor(h, 0, 7, ExecutionMode::kStandard);
+  CHECK(h.data(0)[0] != 0);
+  for (ExecutionMode m : {ExecutionMode::kConfidential, ExecutionMode::kRegulated}) {
+    const std::vector<uint8_t> before(h.data(0), h.data(0) + 100);
+    CHECK(failure_code([&] { debug_fill_tensor(h, 0, 8, m); }) == UMLOS_PERMISSION_DENIED);
+    CHECK(std::vector<uint8_t>(h.data(0), h.data(0) + 100) == before);
+  }
+  zero_tensor(h, 0);
+  for (int b = 0; b < 100; ++b) CHECK(h.data(0)[b] == 0);
+  PlanReport bad = r;
+  bad.offsets[0] = 64;  // [64, 164) beyond the 128-byte arena
+  CHECK(failure_code([&] { apply_plan(s, bad); }) == UMLOS_ADDRESS_COLLISION);
 }
