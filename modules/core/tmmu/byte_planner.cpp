@@ -18,7 +18,8 @@ namespace {
 constexpr uint64_t kNone = UINT64_MAX;
 // Default work budgets (work unit = one placement or one block examined;
 // roughly 2-10 ns each on a 2020s core, but only the count matters).
-constexpr uint64_t kPortfolioBudget = 60000000;  // portfolio after its first pass
+constexpr uint64_t kPortfolioBudget = 60000000;  // portfolio after its first pass: at most
+constexpr uint64_t kPortfolioFloor = 2000000;    // ... and at least this much
 constexpr uint64_t kRefineBudget = 4000000;      // iterated greedy
 
 uint64_t splitmix64(uint64_t& state) {
@@ -63,6 +64,7 @@ class Packer {
   uint64_t run(const std::vector<uint32_t>& order, bool best_fit, uint64_t cutoff,
                std::vector<uint64_t>& off, uint64_t& work, uint64_t work_limit = kNone) {
     for (auto& b : buckets_) b.clear();
+    work += buckets_.size();  // clearing the index is work too
     uint64_t top = 0;
     for (uint32_t i : order) {
       const uint32_t b0 = c_.cb[i] / width_, b1 = c_.ce[i] / width_;
@@ -283,8 +285,12 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
         best_order = orders[r];
       }
       if (best.top == c.lower_bound) return best;
-      if (r == 0 && fit == 0 && opt.quality < 2)
-        portfolio_limit = work + std::max<uint64_t>(kPortfolioBudget, 0);
+      if (r == 0 && fit == 0 && opt.quality < 2) {
+        // The rest of the portfolio may cost twice the first pass (at least
+        // kPortfolioFloor, at most kPortfolioBudget work units).
+        const uint64_t first_pass = work - work_start;
+        portfolio_limit = work + std::min(kPortfolioBudget, std::max(kPortfolioFloor, 2 * first_pass));
+      }
       if (work >= portfolio_limit) break;
     }
     if (work >= portfolio_limit) break;
@@ -329,6 +335,10 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
       }
       order = order_by(m, [&](uint32_t x, uint32_t y) { return key[x] > key[y]; });
     }
+    // Building the order is work too: m per promotion, m log m per sort.
+    uint64_t log2m = 1;
+    while ((uint64_t{1} << log2m) < m) ++log2m;
+    work += (round % 2 == 0) ? m : m * log2m;
     uint64_t top = packer.run(order, true, cur_top, off, work);
     if (top != kNone) {
       cur_top = top;
