@@ -181,8 +181,8 @@ enum umlos_rng_stream {
 /* What a draw yields per element; abi/umlos_philox.h defines each exactly. */
 enum umlos_distribution {
   UMLOS_DIST_U32 = 1,         /* raw 32-bit words; tensor dtype U32 */
-  UMLOS_DIST_UNIFORM_F64 = 2, /* (0,1), 53 bits; dtype F64 */
-  UMLOS_DIST_UNIFORM_F32 = 3, /* (0,1), 24 bits; dtype F32 */
+  UMLOS_DIST_UNIFORM_F64 = 2, /* (0,1), 52 bits; dtype F64 */
+  UMLOS_DIST_UNIFORM_F32 = 3, /* (0,1), 23 bits; dtype F32 */
   UMLOS_DIST_NORMAL_F64 = 4,  /* N(0,1), Box-Muller; dtype F64 */
   UMLOS_DIST_NORMAL_F32 = 5,  /* NORMAL_F64 rounded to binary32; dtype F32 */
   UMLOS_DIST_MAX_ENUM = 0x7fffffff

@@ -90,15 +90,18 @@ UMLOS_PHILOX_QUALIFIER void umlos_draw_block(const uint32_t key[2],
   umlos_philox4x32(ctr, key, 10u, out);
 }
 
-/* Two words -> uniform double in (0,1): 53 bits, midpoint-shifted. */
+/* Two words -> uniform double strictly inside (0,1): the top 52 bits,
+ * midpoint-shifted. (53 bits would round the largest value up to 1.0:
+ * (2^53 - 0.5) is not a binary64 number.) */
 UMLOS_PHILOX_QUALIFIER double umlos_u01_f64(uint32_t hi, uint32_t lo) {
-  uint64_t bits = (((uint64_t)hi << 32) | lo) >> 11;
-  return ((double)bits + 0.5) * (1.0 / 9007199254740992.0); /* 2^-53 */
+  uint64_t bits = (((uint64_t)hi << 32) | lo) >> 12;
+  return ((double)bits + 0.5) * (1.0 / 4503599627370496.0); /* 2^-52 */
 }
 
-/* One word -> uniform float in (0,1): 24 bits, midpoint-shifted. */
+/* One word -> uniform float strictly inside (0,1): the top 23 bits,
+ * midpoint-shifted (24 bits would round the largest value up to 1.0f). */
 UMLOS_PHILOX_QUALIFIER float umlos_u01_f32(uint32_t w) {
-  return ((float)(w >> 8) + 0.5f) * (1.0f / 16777216.0f); /* 2^-24 */
+  return ((float)(w >> 9) + 0.5f) * (1.0f / 8388608.0f); /* 2^-23 */
 }
 
 /* Natural logarithm of x in (0, 1], from + - * / only (no libm), accurate

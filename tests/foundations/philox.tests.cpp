@@ -34,10 +34,10 @@ Block block_by_layout(const uint32_t key[2], uint32_t stream, uint64_t d, uint64
   return out;
 }
 
-// 53 random bits, midpoint-shifted, as the header documents.
+// 52 random bits, midpoint-shifted, as the header documents.
 double u01_f64_reference(uint32_t hi, uint32_t lo) {
-  const uint64_t bits = ((static_cast<uint64_t>(hi) << 32) | lo) >> 11;
-  return (static_cast<double>(bits) + 0.5) / 9007199254740992.0;
+  const uint64_t bits = ((static_cast<uint64_t>(hi) << 32) | lo) >> 12;
+  return (static_cast<double>(bits) + 0.5) / 4503599627370496.0;
 }
 
 }  // namespace
@@ -90,7 +90,7 @@ TEST_CASE("Element i of a draw comes from the documented counter layout", "[phil
         const Block b4 = block_by_layout(key, stream, d, i / 4);
         CHECK(umlos_draw_element_u32(key, stream, d, i) == b4.w[i % 4]);
         const float f32 = umlos_draw_element_uniform_f32(key, stream, d, i);
-        CHECK(f32 == (static_cast<float>(b4.w[i % 4] >> 8) + 0.5f) / 16777216.0f);
+        CHECK(f32 == (static_cast<float>(b4.w[i % 4] >> 9) + 0.5f) / 8388608.0f);
 
         const Block b2 = block_by_layout(key, stream, d, i / 2);
         const double f64 = umlos_draw_element_uniform_f64(key, stream, d, i);
@@ -152,13 +152,10 @@ TEST_CASE("Uniform draws lie strictly inside (0,1) and average one half", "[phil
   CHECK(umlos_u01_f32(0) > 0.0f);
 }
 
-// Known defect, reported to the ABI owner: with round-to-nearest,
-// (2^24 - 1) + 0.5 is not a binary32 and rounds up to 2^24, so the largest
-// words map to exactly 1.0f (probability 2^-24 per element); likewise the
-// top 53-bit value maps to 1.0. Tagged [!shouldfail] so that the suite stays
-// green until abi/umlos_philox.h is fixed, and turns red (this case then
-// "unexpectedly passes") to remind whoever fixes it to drop the tag.
-TEST_CASE("The largest Philox words still map strictly below 1", "[philox][!shouldfail]") {
+// Regression: with 24 (53) bits, (2^24 - 1) + 0.5 is not a binary32 (and
+// 2^53 - 0.5 not a binary64), so the largest words rounded up to exactly 1.
+// The mapping now keeps 23 (52) bits.
+TEST_CASE("The largest Philox words still map strictly below 1", "[philox]") {
   CHECK(umlos_u01_f32(0xffffffffu) < 1.0f);
   CHECK(umlos_u01_f32(0xffffff00u) < 1.0f);
   CHECK(umlos_u01_f64(0xffffffffu, 0xffffffffu) < 1.0);
