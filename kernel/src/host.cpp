@@ -62,9 +62,12 @@ namespace umlos {
 
 // Message given to services->error() with a NULL ctx (module entry time).
 static std::string g_load_error;
-std::string take_load_error_message() {
+static umlos_status g_load_error_code = UMLOS_OK;
+std::string take_load_error_message(umlos_status* code) {
   std::string s = std::move(g_load_error);
   g_load_error.clear();
+  if (code) *code = g_load_error_code;
+  g_load_error_code = UMLOS_OK;
   return s;
 }
 
@@ -174,6 +177,7 @@ umlos_tensor* as_handle(umlos::Tensor* t) { return reinterpret_cast<umlos_tensor
 umlos_status set_error(umlos_ctx* ctx, umlos_status code, const std::string& message) {
   if (ctx == nullptr) {
     g_load_error = message;
+    g_load_error_code = code;
     return code;
   }
   // Keep the first error of a call: later ones are usually consequences.

@@ -277,7 +277,7 @@ void validate_module(const std::string& path, const umlos_module_desc* m) {
 
 // Defined in host.cpp: the message a module gave services->error() while its
 // entry ran (ctx == NULL), and a way to clear it.
-std::string take_load_error_message();
+std::string take_load_error_message(umlos_status* code);
 
 Digest hash_module_file(const std::string& path) {
   Digest d{};
@@ -325,11 +325,14 @@ LoadedModule load_module(const std::string& path, const std::optional<Digest>& e
       &handle->library.get<const umlos_module_desc*(const umlos_services*)>(UMLOS_MODULE_ENTRY_SYMBOL);
   handle->memfd = guard.release();
 
-  take_load_error_message();
+  take_load_error_message(nullptr);
   const umlos_module_desc* desc = entry(services);
   if (desc == nullptr) {
-    std::string why = take_load_error_message();
-    throw Failure(UMLOS_MODULE_LOAD_FAILED,
+    // The module's own code when it gave one (e.g. an SDK declaration error
+    // is MODULE_DESCRIPTOR_INVALID), else MODULE_LOAD_FAILED.
+    umlos_status code = UMLOS_OK;
+    std::string why = take_load_error_message(&code);
+    throw Failure(code != UMLOS_OK ? code : UMLOS_MODULE_LOAD_FAILED,
                   "module '" + path + "': its entry returned no descriptor" +
                       (why.empty() ? std::string(" and gave no reason") : ": " + why));
   }

@@ -55,11 +55,11 @@ TEST_CASE("Flipping one byte of a pinned module makes the kernel refuse it, nami
   CHECK_THAT(msg, Catch::Contains(to_hex(pin)) && Catch::Contains(to_hex(actual)) && Catch::Contains(copy));
 }
 
-TEST_CASE("A module that refuses in its entry is never registered, and a pin mismatch stops it before the entry runs",
+TEST_CASE("A module that refuses in its entry is not registered and its own code and reason are reported; a pin mismatch stops it before the entry runs",
           "[loader]") {
   std::string path = module_path("test_refuse");
   std::string msg;
-  CHECK(load_error(path, std::nullopt, &msg) == UMLOS_MODULE_LOAD_FAILED);
+  CHECK(load_error(path, std::nullopt, &msg) == UMLOS_UNAVAILABLE);
   CHECK_THAT(msg, Catch::Contains("no widget attached"));
   // With a wrong pin the entry never runs, so its reason never appears.
   Digest wrong{};
