@@ -619,6 +619,26 @@ class Context {
     return out;
   }
 
+  // ---- ABI 1.1: placement (UNIMPLEMENTED against a 1.0 kernel)
+
+  // A typed tensor at `byte_offset` inside `base` (e.g. a U8 temp used as an
+  // arena). Kernel-owned, valid until the call returns; writable iff base is.
+  umlos_tensor* view(umlos_tensor* base, uint64_t byte_offset, int32_t dtype, const Shape& shape) const {
+    umlos_shape s = to_abi_shape(shape);
+    umlos_tensor* t = nullptr;
+    check(svc(&umlos_services::tensor_view, UMLOS_STRUCT_SIZE(umlos_services, tensor_view), "tensor_view")(
+              ctx_, base, byte_offset, dtype, &s, &t),
+          "tensor_view(offset ", byte_offset, ")");
+    return t;
+  }
+  // Plans with the manifest's TMMU strategy; the kernel checks the plan and
+  // the memory budget. Request and result arrays are the caller's.
+  void plan_memory(const umlos_plan_request& request, umlos_plan_result& result) const {
+    check(svc(&umlos_services::plan_memory, UMLOS_STRUCT_SIZE(umlos_services, plan_memory), "plan_memory")(
+              ctx_, &request, &result),
+          "plan_memory");
+  }
+
  private:
   // The service slot `member`, checked to exist in the kernel's table (its
   // struct_size covers it) and to be non-NULL: Error(UNIMPLEMENTED) otherwise.
