@@ -53,8 +53,10 @@ class Packer {
     const size_t m = c.size.size();
     uint64_t span_sum = 0;
     for (size_t i = 0; i < m; ++i) span_sum += c.ce[i] - c.cb[i] + 1;
-    // Bucket width so that registrations stay O(m): sum(span/W + 1) <= ~3m.
-    width_ = static_cast<uint32_t>(std::max<uint64_t>(1, (span_sum + 2 * m - 1) / (2 * m)));
+    // Bucket width: 16 x the mean span (measured: Y_1 one pass 1.9 s at 16x,
+    // 38 s at half the mean span). Wide buckets mean most queries scan one
+    // or two sorted lists; registrations stay O(m).
+    width_ = static_cast<uint32_t>(std::max<uint64_t>(1, (16 * span_sum + m - 1) / m));
     buckets_.resize(c.n_points / width_ + 1);
   }
 
