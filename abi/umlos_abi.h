@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 1
+#define UMLOS_ABI_MINOR 2
 
 #define UMLOS_MODULE_ENTRY_SYMBOL "umlos_module_entry"
 
@@ -305,10 +305,22 @@ typedef struct umlos_services {
   umlos_status (*plan_memory)(umlos_ctx *ctx,
                               const struct umlos_plan_request *request,
                               struct umlos_plan_result *result);
+
+  /* --- 1.2: structured configuration --- */
+
+  /* The configuration subtree at dotted `key` (NULL or "" = the whole map
+   * the config_* services read) as RFC 8949 core deterministic CBOR: how a
+   * module receives structured input such as a ModelIR graph written in the
+   * manifest. *out is kernel-owned, valid until the process exits.
+   * UMLOS_NOT_FOUND when the key is absent. sdk/include/umlos/cbor.hpp
+   * decodes it. */
+  umlos_status (*config_cbor)(umlos_ctx *ctx, const char *key,
+                              const uint8_t **out, size_t *out_len);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
 #define UMLOS_SERVICES_SIZE_V1_1 UMLOS_STRUCT_SIZE(umlos_services, plan_memory)
+#define UMLOS_SERVICES_SIZE_V1_2 UMLOS_STRUCT_SIZE(umlos_services, config_cbor)
 
 /* ------------------------------------------------------------- operators */
 

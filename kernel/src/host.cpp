@@ -528,6 +528,22 @@ umlos_status svc_plan_memory(umlos_ctx* ctx, const umlos_plan_request* request, 
   });
 }
 
+umlos_status svc_config_cbor(umlos_ctx* ctx, const char* key, const uint8_t** out, size_t* out_len) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (!out || !out_len) return set_error(ctx, UMLOS_INVALID_ARGUMENT, "config_cbor: NULL out or out_len");
+    if (!ctx || !ctx->config) return UMLOS_NOT_FOUND;
+    const cbor::Value* v = (key == nullptr || key[0] == '\0') ? ctx->config : lookup(*ctx->config, key);
+    if (!v) return UMLOS_NOT_FOUND;
+    // Interned by content for the life of the process (std::set nodes never
+    // move), so the pointer handed out stays valid, as the ABI promises.
+    static std::set<std::vector<uint8_t>> interned;
+    const std::vector<uint8_t>* slot = &*interned.insert(cbor::encode(*v)).first;
+    *out = slot->data();
+    *out_len = slot->size();
+    return UMLOS_OK;
+  });
+}
+
 const umlos_services kServices = {
     sizeof(umlos_services), UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR,
     svc_log, svc_error,
@@ -537,6 +553,7 @@ const umlos_services kServices = {
     svc_rng_draw, svc_rng_draw_host,
     svc_iteration, svc_replay_token,
     svc_tensor_view, svc_plan_memory,
+    svc_config_cbor,
 };
 
 }  // namespace

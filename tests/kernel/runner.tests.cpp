@@ -191,3 +191,20 @@ TEST_CASE("A module built for an older ABI minor loads and negotiates that minor
   umlos::Host host2;
   CHECK(host2.load(module_path("test_placement"), std::nullopt).negotiated_minor == 1);
 }
+
+TEST_CASE("An operator reads a structured config subtree as canonical CBOR and decodes it with the SDK", "[runner][abi][sdk]") {
+  std::vector<std::string> mods = {module_path("umlos_cpu_driver"), module_path("test_config_tree")};
+  std::string text = walk_manifest(mods, "  next_batch_op: Test.Config.Summarize_v1\n", 1);
+  text += "  graph:\n    scale: 0.5\n    nodes: [{id: 1}, {id: 5}, {id: 10}]\n    edges: [[1, 5], [5, 10]]\n";
+  Run r = run(text, "config-tree");
+  REQUIRE(r.exit_status == 0);
+  std::vector<json> recs = records(r.trace());
+  CHECK(recs[1]["loss_total"].get<double>() == 16.0);  // (1 + 5 + 10) * 2 edges * 0.5
+
+  // A malformed tree is the operator's clear failure, not a crash.
+  std::string bad = walk_manifest(mods, "  next_batch_op: Test.Config.Summarize_v1\n", 1) +
+                    "  graph: {scale: 1, nodes: [{name: x}], edges: []}\n";
+  Run b = run(bad, "config-tree-bad");
+  CHECK(b.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK_THAT(b.failure()["message"].get<std::string>(), Catch::Contains("missing key 'id'"));
+}
