@@ -27,6 +27,15 @@ std::string executable_dir() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
+std::string default_module_path(const std::string& file) {
+  const fs::path dir = executable_dir();
+  const fs::path build_tree = dir / "modules" / file;
+  if (fs::exists(build_tree)) return build_tree.string();
+  const fs::path installed = dir / ".." / "lib" / "umlos" / "modules" / file;
+  if (fs::exists(installed)) return fs::weakly_canonical(installed).string();
+  return build_tree.string();  // the message will name this path
+}
+
 namespace {
 
 const char* purity_name(int32_t p) {

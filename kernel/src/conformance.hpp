@@ -33,4 +33,8 @@ int inspect_module(const std::string& file, bool json);
 // Folder holding the running `umlos` executable (from /proc/self/exe).
 std::string executable_dir();
 
+// Where a shipped module lies relative to the running `umlos`: the build
+// tree's <dir>/modules/FILE, else an installation's <dir>/../lib/umlos/modules/FILE.
+std::string default_module_path(const std::string& file);
+
 }  // namespace umlos

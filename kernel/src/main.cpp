@@ -178,10 +178,10 @@ int cmd_modules(const std::vector<std::string>& args) {
 int cmd_conformance(const std::vector<std::string>& args) {
   po::options_description desc("umlos conformance options");
   ConformanceOptions opt;
-  opt.driver_module = executable_dir() + "/modules/libumlos_cpu_driver.so";
+  opt.driver_module = default_module_path("libumlos_cpu_driver.so");
   desc.add_options()("modules", po::value<std::vector<std::string>>(&opt.modules)->required(), "module files")(
       "driver-module", po::value<std::string>(&opt.driver_module),
-      "reference driver module (default: modules/libumlos_cpu_driver.so beside umlos)")(
+      "reference driver module (default: libumlos_cpu_driver.so in modules/ beside umlos, or in ../lib/umlos/modules/)")(
       "driver", po::value<std::string>(&opt.driver_name), "driver name (default cpu_driver)")(
       "allow-missing-vectors", po::bool_switch(&opt.allow_missing_vectors),
       "report operators without test vectors as SKIP instead of FAIL")(

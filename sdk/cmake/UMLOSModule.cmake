@@ -1,4 +1,4 @@
-# umlos_add_module(<target> SOURCES <src>... [LINK <libs>...] [OUTPUT_NAME <name>])
+# umlos_add_module(<target> SOURCES <src>... [LINK <libs>...] [OUTPUT_NAME <name>] [INSTALL])
 #
 # The one way to build a UML_OS module, in tree and out of tree
 # (find_package(UMLOS) provides it too). It makes a MODULE library that:
@@ -22,7 +22,7 @@ if(CMAKE_VERSION VERSION_LESS 3.17)
 endif()
 
 function(umlos_add_module target)
-  cmake_parse_arguments(ARG "" "OUTPUT_NAME" "SOURCES;LINK" ${ARGN})
+  cmake_parse_arguments(ARG "INSTALL" "OUTPUT_NAME" "SOURCES;LINK" ${ARGN})
   set(_UMLOS_MODULE_CMAKE_DIR ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "umlos_add_module(${target}): SOURCES is required")
@@ -46,6 +46,12 @@ function(umlos_add_module target)
   if(UMLOS_MODULE_OUTPUT_DIR)
     set_target_properties(${target} PROPERTIES
       LIBRARY_OUTPUT_DIRECTORY ${UMLOS_MODULE_OUTPUT_DIR})
+  endif()
+  # INSTALL: ship the module beside an installed `umlos`
+  # (<prefix>/lib/umlos/modules, where the command looks by default).
+  if(ARG_INSTALL)
+    include(GNUInstallDirs)
+    install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/umlos/modules COMPONENT modules)
   endif()
   # C and C++ only: CUDA sources get their own flags (nvcc -fmad=false).
   target_compile_options(${target} PRIVATE

@@ -14,20 +14,13 @@
 
 #include "error.hpp"
 #include "fsutil.hpp"
+#include "conformance.hpp"
 #include "host.hpp"
 
 namespace umlos {
 namespace plan {
 
-std::string default_module_path() {
-  std::string exe;
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n > 0) exe.assign(buf, static_cast<size_t>(n));
-  const size_t slash = exe.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : exe.substr(0, slash);
-  return dir + "/modules/libumlos_tmmu.so";
-}
+std::string default_module_path() { return umlos::default_module_path("libumlos_tmmu.so"); }
 
 static std::string with_ids(const std::string& message, const IntervalSet& set) {
   static const std::regex tensor_ref("tensor #([0-9]+)");
