@@ -339,7 +339,11 @@ enum umlos_purity {
 #define UMLOS_VALUE_NONFINITE_OK 0x8u /* output may hold NaN/Inf */
 
 /* A declared input or output (frozen element layout). `name` is static.
- * dims beyond `rank` are ignored; UMLOS_DIM_ANY matches any extent. */
+ * dims beyond `rank` are ignored; UMLOS_DIM_ANY matches any extent.
+ * Since 1.2 a name ending in ".*" declares a family: every value whose name
+ * starts with the part before "*" (inputs: all that exist, none required;
+ * outputs: any number, none required). For operators whose value names come
+ * from data, such as a ModelIR graph. */
 typedef struct umlos_value_decl {
   const char *name;
   int32_t dtype;  /* UMLOS_DTYPE_ANY or a dtype */

@@ -28,8 +28,8 @@ struct umlos_ctx {
   std::string error_message;
   // Operator calls only. Small vectors, not maps: a call touches a handful
   // of values, and the per-call cost is a measured figure (bench/README.md).
-  std::vector<std::pair<const char*, umlos::TensorPtr>> inputs;  // declared inputs present
-  std::vector<std::pair<const char*, umlos::TensorPtr>> staged;  // outputs created by this call
+  std::vector<std::pair<std::string, umlos::TensorPtr>> inputs;  // declared inputs present
+  std::vector<std::pair<std::string, umlos::TensorPtr>> staged;  // outputs created by this call
   std::vector<umlos::TensorPtr> temps;
   std::vector<umlos::TensorPtr> views;         // tensor_view results, released with the call
   std::vector<const umlos::Tensor*> known;     // handles this call may use
@@ -43,17 +43,17 @@ struct umlos_ctx {
     return std::find(writable.begin(), writable.end(), t) != writable.end();
   }
   const umlos::TensorPtr* input(const char* n) const {
-    for (auto& [k, v] : inputs) if (std::strcmp(k, n) == 0) return &v;
+    for (auto& [k, v] : inputs) if (k == n) return &v;
     return nullptr;
   }
   void stage(const char* n, umlos::TensorPtr t) {
     for (auto& [k, v] : staged) {
-      if (std::strcmp(k, n) == 0) { v = std::move(t); return; }
+      if (k == n) { v = std::move(t); return; }
     }
     staged.emplace_back(n, std::move(t));
   }
   const umlos::TensorPtr* staged_value(const char* n) const {
-    for (auto& [k, v] : staged) if (std::strcmp(k, n) == 0) return &v;
+    for (auto& [k, v] : staged) if (k == n) return &v;
     return nullptr;
   }
 };
@@ -146,9 +146,28 @@ static const char* stream_name(int32_t s) {
   }
 }
 
+// A declared name ending in ".*" is a family: it matches every value whose
+// name starts with the part before the "*" ("model.param.*" matches
+// "model.param.W1"). Operators whose value names come from data (the ModelIR
+// executor) declare families; everything else declares exact names.
+static bool is_family(const char* decl_name) {
+  size_t n = std::strlen(decl_name);
+  return n >= 2 && decl_name[n - 1] == '*' && decl_name[n - 2] == '.';
+}
+
+static bool decl_name_matches(const char* decl_name, const char* name) {
+  if (!is_family(decl_name)) return std::strcmp(decl_name, name) == 0;
+  size_t prefix = std::strlen(decl_name) - 1;  // keep the '.'
+  return std::strncmp(decl_name, name, prefix) == 0 && name[prefix] != '\0';
+}
+
+// The exact declaration of `name`, else the first family that matches.
 static const umlos_value_decl* find_decl(const umlos_value_decl* decls, uint32_t n, const char* name) {
   for (uint32_t i = 0; i < n; ++i) {
     if (std::strcmp(decls[i].name, name) == 0) return &decls[i];
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (is_family(decls[i].name) && decl_name_matches(decls[i].name, name)) return &decls[i];
   }
   return nullptr;
 }
@@ -336,7 +355,7 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
     TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
     ctx->known.push_back(t.get());
     ctx->writable.push_back(t.get());
-    ctx->stage(decl->name, t);
+    ctx->stage(name, t);
     *out = as_handle(t.get());
     return UMLOS_OK;
   });
@@ -869,28 +888,38 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
 
   // Inputs: the declared values that exist; required ones must.
   std::map<std::string, Digest> before;
+  auto take_input = [&](const umlos_value_decl& d, const std::string& name, const TensorPtr& value) {
+    const Tensor& t = *value;
+    if (!decl_matches(d, t)) {
+      throw Failure(UMLOS_SHAPE_MISMATCH, ctx.who() + ": input '" + name + "' is " + dtype_name(t.dtype) +
+                                              shape_string(t.shape) + ", declared " + dtype_name(d.dtype) + " " +
+                                              decl_shape_string(d));
+    }
+    ctx.inputs.emplace_back(name, value);
+    ctx.known.push_back(&t);
+    bool inout = (d.flags & UMLOS_VALUE_INOUT) && op->purity == UMLOS_STATEFUL;
+    if (inout) ctx.writable.push_back(&t);
+    if (op->purity == UMLOS_PURE) {
+      HostTensor h = to_host(t);
+      before[name] = sha256(h.data);
+    }
+  };
   for (uint32_t i = 0; i < op->n_inputs; ++i) {
     const umlos_value_decl& d = op->inputs[i];
+    if (is_family(d.name)) {  // every existing member, none required
+      std::string prefix(d.name, std::strlen(d.name) - 1);
+      for (auto it = values_.lower_bound(prefix); it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+        if (it->first.size() > prefix.size() && !ctx.input(it->first.c_str())) take_input(d, it->first, it->second);
+      }
+      continue;
+    }
     auto it = values_.find(d.name);
     if (it == values_.end()) {
       if (d.flags & UMLOS_VALUE_OPTIONAL) continue;
       throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + ": required input '" + d.name +
                                                   "' does not exist yet (no earlier operator produced it)");
     }
-    const Tensor& t = *it->second;
-    if (!decl_matches(d, t)) {
-      throw Failure(UMLOS_SHAPE_MISMATCH, ctx.who() + ": input '" + d.name + "' is " + dtype_name(t.dtype) +
-                                              shape_string(t.shape) + ", declared " + dtype_name(d.dtype) + " " +
-                                              decl_shape_string(d));
-    }
-    ctx.inputs.emplace_back(d.name, it->second);
-    ctx.known.push_back(&t);
-    bool inout = (d.flags & UMLOS_VALUE_INOUT) && op->purity == UMLOS_STATEFUL;
-    if (inout) ctx.writable.push_back(&t);
-    if (op->purity == UMLOS_PURE) {
-      HostTensor h = to_host(t);
-      before[d.name] = sha256(h.data);
-    }
+    take_input(d, d.name, it->second);
   }
 
   uint64_t offsets_before[UMLOS_STREAM_COUNT];
@@ -933,17 +962,18 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
     throw Failure(UMLOS_RNG_CONSUMPTION_VIOLATION, m.str());
   }
 
-  // Declared outputs: present, typed as declared, finite.
+  // Declared outputs: present (exact names), typed as declared, finite.
   for (uint32_t i = 0; i < op->n_outputs; ++i) {
     const umlos_value_decl& d = op->outputs[i];
-    const TensorPtr* staged = ctx.staged_value(d.name);
-    if (!staged) {
-      if (d.flags & UMLOS_VALUE_OPTIONAL) continue;
+    if (!is_family(d.name) && !ctx.staged_value(d.name) && !(d.flags & UMLOS_VALUE_OPTIONAL)) {
       throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + ": declared output '" + d.name + "' was not produced");
     }
-    const Tensor& t = **staged;
+  }
+  for (const auto& [name, value] : ctx.staged) {
+    const umlos_value_decl& d = *find_decl(op->outputs, op->n_outputs, name.c_str());
+    const Tensor& t = *value;
     if (!decl_matches(d, t)) {
-      throw Failure(UMLOS_SHAPE_MISMATCH, ctx.who() + ": output '" + d.name + "' is " + dtype_name(t.dtype) +
+      throw Failure(UMLOS_SHAPE_MISMATCH, ctx.who() + ": output '" + name + "' is " + dtype_name(t.dtype) +
                                               shape_string(t.shape) + ", declared " + dtype_name(d.dtype) + " " +
                                               decl_shape_string(d));
     }
@@ -952,7 +982,7 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
       int64_t bad = first_nonfinite(h);
       if (bad >= 0) {
         throw Failure(UMLOS_CONTRACT_VIOLATION,
-                      ctx.who() + ": output '" + d.name + "' is not finite: element " + std::to_string(bad) +
+                      ctx.who() + ": output '" + name + "' is not finite: element " + std::to_string(bad) +
                           " = " + std::to_string(element_as_double(h, static_cast<uint64_t>(bad))) +
                           " (minimal counterexample: that element; declare NONFINITE_OK if intended)");
       }
@@ -967,12 +997,10 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
     }
   }
   // Commit.
-  for (uint32_t i = 0; i < op->n_outputs; ++i) {
-    const umlos_value_decl& d = op->outputs[i];
-    const TensorPtr* staged = ctx.staged_value(d.name);
-    if (!staged) continue;
-    values_[d.name] = *staged;
-    persistent_[d.name] = (d.flags & UMLOS_VALUE_PERSISTENT) != 0;
+  for (const auto& [name, value] : ctx.staged) {
+    const umlos_value_decl& d = *find_decl(op->outputs, op->n_outputs, name.c_str());
+    values_[name] = value;
+    persistent_[name] = (d.flags & UMLOS_VALUE_PERSISTENT) != 0;
   }
   return report;
 }

@@ -158,6 +158,11 @@ void validate_value_decls(const std::string& path, const std::string& op,
     std::string where = "operator '" + op + "' " + which + "[" + std::to_string(i) + "]";
     if (d.name == nullptr || d.name[0] == '\0') bad_descriptor(path, where + ": name is NULL or empty");
     if (!seen.insert(d.name).second) bad_descriptor(path, where + ": duplicate name '" + d.name + "'");
+    const char* star = std::strchr(d.name, '*');
+    size_t len = std::strlen(d.name);
+    if (star && !(star == d.name + len - 1 && len >= 3 && d.name[len - 2] == '.')) {
+      bad_descriptor(path, where + ": name '" + d.name + "' may contain '*' only as a final \".*\" (a value family)");
+    }
     if (d.dtype < UMLOS_DTYPE_ANY || d.dtype > UMLOS_DTYPE_U64) {
       bad_descriptor(path, where + ": dtype " + std::to_string(d.dtype) + " is not a umlos_dtype");
     }

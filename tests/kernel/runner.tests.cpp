@@ -208,3 +208,17 @@ TEST_CASE("An operator reads a structured config subtree as canonical CBOR and d
   CHECK(b.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));
   CHECK_THAT(b.failure()["message"].get<std::string>(), Catch::Contains("missing key 'id'"));
 }
+
+TEST_CASE("Value families let an operator read and write names that come from data, and nothing outside them",
+          "[runner][contract]") {
+  std::vector<std::string> mods = {module_path("umlos_cpu_driver"), module_path("test_config_tree")};
+  std::string ops = "  next_batch_op: Test.Family.Make_v1\n  forward_op: Test.Family.Double_v1\n";
+  Run r = run(walk_manifest(mods, ops, 2) + "  family: [a, b, c]\n", "family");
+  REQUIRE(r.exit_status == 0);
+  std::vector<json> recs = records(r.trace());
+  CHECK(recs[1]["loss_total"].get<double>() == 132.0);  // 2 * (1+10 + 2+20 + 3+30)
+
+  // A member the producer never made is absent for the consumer.
+  Run missing = run(walk_manifest(mods, "  forward_op: Test.Family.Double_v1\n", 1) + "  family: [a]\n", "family-missing");
+  CHECK(missing.exit_status == exit_code_for(UMLOS_NOT_FOUND));
+}

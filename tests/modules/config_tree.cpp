@@ -20,13 +20,55 @@ void summarize(sdk::Context& c) {
           std::vector<double>{static_cast<double>(id_sum) * edges * scale});
 }
 
+// Value families ("fam.in.*"): names come from the manifest, as the
+// ModelIR executor's tensor names will come from its graph.
+std::vector<std::string> family_names(sdk::Context& c) {
+  std::vector<std::string> names;
+  if (std::optional<sdk::cbor::Value> v = sdk::cbor::config_tree(c, "family"))
+    for (const sdk::cbor::Value& n : v->items()) names.push_back(n.as_text());
+  return names;
+}
+
+void family_make(sdk::Context& c) {
+  double x = 1.0;
+  for (const std::string& n : family_names(c)) {
+    c.write(c.output(("fam.in." + n).c_str(), UMLOS_DTYPE_F64, {2}), std::vector<double>{x, 10 * x});
+    x += 1.0;
+  }
+}
+
+void family_double(sdk::Context& c) {
+  double total = 0.0;
+  for (const std::string& n : family_names(c)) {
+    std::vector<double> v = c.read<double>(c.input(("fam.in." + n).c_str()));
+    for (double& e : v) {
+      e *= 2.0;
+      total += e;
+    }
+    c.write(c.output(("fam.out." + n).c_str(), UMLOS_DTYPE_F64, {2}), v);
+  }
+  c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), std::vector<double>{total});
+}
+
 sdk::Module describe() {
   return sdk::Module("test_config_tree", "1")
       .add(sdk::Operator("Test.Config.Summarize_v1")
                .summary("reads config.graph as a tree")
                .pure()
                .output("loss_total", UMLOS_DTYPE_F64, sdk::Dims{})
-               .run(summarize));
+               .run(summarize))
+      .add(sdk::Operator("Test.Family.Make_v1")
+               .summary("creates fam.in.<name> for each name of config.family")
+               .pure()
+               .output("fam.in.*", UMLOS_DTYPE_F64, sdk::Dims{2}, UMLOS_VALUE_PERSISTENT)
+               .run(family_make))
+      .add(sdk::Operator("Test.Family.Double_v1")
+               .summary("fam.out.<name> = 2 * fam.in.<name>; loss_total = their sum")
+               .pure()
+               .input("fam.in.*", UMLOS_DTYPE_F64, sdk::Dims{2})
+               .output("fam.out.*", UMLOS_DTYPE_F64, sdk::Dims{2})
+               .output("loss_total", UMLOS_DTYPE_F64, sdk::Dims{})
+               .run(family_double));
 }
 
 }  // namespace
