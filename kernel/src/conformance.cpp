@@ -12,9 +12,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "error.hpp"
 #include "host.hpp"
+#include "manifest.hpp"
 #include "plan/checker.hpp"
 
 namespace umlos {
@@ -67,6 +69,7 @@ const char* device_kind_name(int32_t k) {
 // Test-vector config attrs ("a.b" = 3) -> nested CBOR map.
 cbor::Value config_from_attrs(const umlos_attr* attrs, uint32_t n) {
   json tree = json::object();
+  std::vector<std::pair<std::string, std::string>> structured;  // dotted key -> YAML text
   for (uint32_t i = 0; i < n; ++i) {
     const umlos_attr& a = attrs[i];
     if (!a.key) continue;
@@ -76,6 +79,13 @@ cbor::Value config_from_attrs(const umlos_attr* attrs, uint32_t n) {
     while ((pos = key.find('.')) != std::string::npos) {
       node = &(*node)[key.substr(0, pos)];
       key = key.substr(pos + 1);
+    }
+    if (a.kind == UMLOS_ATTR_STRING && key.size() > 5 && key.compare(key.size() - 5, 5, ":yaml") == 0) {
+      // "model.ir:yaml": the string is a YAML document, typed exactly as
+      // manifest config is (so structured config can be given in a vector).
+      (*node)[key.substr(0, key.size() - 5)] = json::object();  // placeholder, replaced below
+      structured.emplace_back(std::string(a.key).substr(0, std::strlen(a.key) - 5), a.s ? a.s : "");
+      continue;
     }
     if (a.kind == UMLOS_ATTR_INT) (*node)[key] = a.i;
     else if (a.kind == UMLOS_ATTR_FLOAT) (*node)[key] = a.f;
@@ -91,7 +101,30 @@ cbor::Value config_from_attrs(const umlos_attr* attrs, uint32_t n) {
     if (j.is_number_float()) return cbor::Value::floating(j.get<double>());
     return cbor::Value::text(j.get<std::string>());
   };
-  return conv(tree);
+  cbor::Value out = conv(tree);
+  for (const auto& [dotted, yaml] : structured) {
+    // Parse through the manifest reader (one YAML typing for everything).
+    std::string text = "umlos_manifest: 1\nname: vector\nmodules:\n  - {path: x, sha256: unpinned}\n"
+                       "driver: {name: x}\noperators: {}\nconfig:\n  value:\n";
+    std::stringstream lines(yaml);
+    std::string line;
+    while (std::getline(lines, line)) text += "    " + line + "\n";
+    cbor::Value value = *parse_manifest(text, "test-vector config '" + dotted + ":yaml'", ".", true).config.find("value");
+    // Place it at its dotted key.
+    std::function<void(cbor::Value&, const std::string&)> place = [&](cbor::Value& map, const std::string& key) {
+      size_t dot = key.find('.');
+      std::string head = key.substr(0, dot);
+      for (auto& [k, v] : map.as_map()) {
+        if (k.as_text() == head) {
+          if (dot == std::string::npos) v = value;
+          else place(v, key.substr(dot + 1));
+          return;
+        }
+      }
+    };
+    place(out, dotted);
+  }
+  return out;
 }
 
 Digest seed_hash(uint64_t seed) {

@@ -247,7 +247,18 @@ void svc_log(umlos_ctx* ctx, int32_t level, const char* message) {
 
 umlos_status svc_error(umlos_ctx* ctx, umlos_status code, const char* message) {
   if (code == UMLOS_OK) code = UMLOS_INTERNAL;  // an "error" with OK is itself a bug
-  return set_error(ctx, code, message ? message : "(no message)");
+  std::string text = message ? message : "(no message)";
+  if (ctx != nullptr && ctx->error_code != UMLOS_OK && text.find(ctx->error_message) == std::string::npos) {
+    // A module adding context to a failure a service already recorded
+    // ("node 5 (matmul): ..."): keep both, the module's words first.
+    text += " [" + ctx->error_message + "]";
+  }
+  if (ctx != nullptr) {
+    ctx->error_code = code;
+    ctx->error_message = std::move(text);
+    return code;
+  }
+  return set_error(ctx, code, text);
 }
 
 const cbor::Value* config_lookup(umlos_ctx* ctx, const char* key) {

@@ -1128,9 +1128,15 @@ class Module {
   umlos_test_vector declare_test(const std::string& where, const Operator& op, const TestVector& t) {
     const std::string tw = where + ", test vector \"" + t.name_ + "\"";
     if (t.name_.empty()) throw DeclarationError(where + ": a test vector with an empty name");
+    // Exact names, or a family "prefix.*" (ABI 1.2) covering the name.
     auto declared = [](const std::vector<Operator::Value>& list, const std::string& name) {
-      for (const Operator::Value& v : list)
+      for (const Operator::Value& v : list) {
         if (v.name == name) return true;
+        const size_t n = v.name.size();
+        if (n >= 2 && v.name.compare(n - 2, 2, ".*") == 0 && name.size() > n - 1 &&
+            name.compare(0, n - 1, v.name, 0, n - 1) == 0)
+          return true;
+      }
       return false;
     };
     for (const TestVector::Tensor& x : t.inputs_)
