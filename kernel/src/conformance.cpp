@@ -103,13 +103,7 @@ cbor::Value config_from_attrs(const umlos_attr* attrs, uint32_t n) {
   };
   cbor::Value out = conv(tree);
   for (const auto& [dotted, yaml] : structured) {
-    // Parse through the manifest reader (one YAML typing for everything).
-    std::string text = "umlos_manifest: 1\nname: vector\nmodules:\n  - {path: x, sha256: unpinned}\n"
-                       "driver: {name: x}\noperators: {}\nconfig:\n  value:\n";
-    std::stringstream lines(yaml);
-    std::string line;
-    while (std::getline(lines, line)) text += "    " + line + "\n";
-    cbor::Value value = *parse_manifest(text, "test-vector config '" + dotted + ":yaml'", ".", true).config.find("value");
+    cbor::Value value = parse_yaml_value(yaml, "test-vector config '" + dotted + ":yaml'");
     // Place it at its dotted key.
     std::function<void(cbor::Value&, const std::string&)> place = [&](cbor::Value& map, const std::string& key) {
       size_t dot = key.find('.');

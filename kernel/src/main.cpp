@@ -9,6 +9,7 @@
 //   umlos conformance FILE...                run every operator's test vectors
 //   umlos rng philox --key K0,K1 --counter C0,C1,C2,C3 [--rounds R]
 //   umlos plan FILE ...                      TMMU planning (docs/tmmu.md)
+//   umlos exec IR [--mode M] [--json]        one ModelIR graph through the executor
 //
 // Exit statuses: 0 success, 2 usage error, otherwise exit_code_for(failure
 // code) as listed in docs/exit-codes.md.
@@ -21,6 +22,7 @@
 
 #include "conformance.hpp"
 #include "error.hpp"
+#include "exec_cmd.hpp"
 #include "fsutil.hpp"
 #include "loader.hpp"
 #include "manifest.hpp"
@@ -54,7 +56,9 @@ const char* kTopHelp =
     "  conformance FILE...               run every operator's test vectors under the kernel\n"
     "  rng philox --key K0,K1 --counter C0,C1,C2,C3 [--rounds R]\n"
     "                                    the Philox4x32 block function (hex words)\n"
-    "  plan FILE                         plan tensor memory with a TMMU strategy module\n";
+    "  plan FILE                         plan tensor memory with a TMMU strategy module\n"
+    "  exec IR [--mode forward|backward|inference] [--json]\n"
+    "                                    run one ModelIR graph through the executor module\n";
 
 // Parses `args` against `desc` (+ positionals); prints help and returns
 // false when --help was given. Throws po::error on bad usage.
@@ -193,6 +197,26 @@ int cmd_conformance(const std::vector<std::string>& args) {
   return run_conformance(opt);
 }
 
+int cmd_exec(const std::vector<std::string>& args) {
+  po::options_description desc("umlos exec options");
+  ExecOptions o;
+  o.driver_module = default_module_path("libumlos_cpu_driver.so");
+  o.executor_module = default_module_path("libumlos_executor.so");
+  desc.add_options()("ir", po::value<std::string>(&o.ir_file)->required(), "ModelIR graph (YAML or JSON)")(
+      "mode", po::value<std::string>(&o.mode), "forward (default), backward or inference")(
+      "seed", po::value<uint64_t>(&o.seed), "seed of the init-stream draws for inputs and parameters (0)")(
+      "threads", po::value<int64_t>(&o.threads), "driver threads (1)")(
+      "driver-module", po::value<std::string>(&o.driver_module), "driver module (default: shipped cpu_driver)")(
+      "driver", po::value<std::string>(&o.driver_name), "driver name (cpu_driver)")(
+      "executor-module", po::value<std::string>(&o.executor_module), "executor module (default: shipped)")(
+      "json", po::bool_switch(&o.json), "print outputs and gradients as JSON");
+  po::positional_options_description pos;
+  pos.add("ir", 1);
+  po::variables_map vm;
+  if (!parse(args, desc, pos, vm, "umlos exec IR [--mode forward|backward|inference] [--seed S] [--json]")) return 0;
+  return run_exec(o);
+}
+
 std::vector<uint32_t> parse_words(const std::string& text, size_t count, const char* what) {
   std::vector<uint32_t> out;
   std::stringstream ss(text);
@@ -256,6 +280,7 @@ int main(int argc, char** argv) {
     if (command == "modules") return cmd_modules(rest);
     if (command == "conformance") return cmd_conformance(rest);
     if (command == "rng") return cmd_rng(rest);
+    if (command == "exec") return cmd_exec(rest);
 #ifdef UMLOS_HAVE_PLAN
     if (command == "plan") return umlos::cmd_plan(rest);
 #endif

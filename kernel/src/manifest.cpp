@@ -766,4 +766,23 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
   write_file_atomic(out_file, out);
 }
 
+cbor::Value parse_yaml_value(const std::string& yaml_text, const std::string& label) {
+  // Embedded as the single config value of a minimal manifest, so one reader
+  // (and one YAML typing) serves manifests, IR files and test vectors.
+  std::string text =
+      "umlos_manifest: 1\nname: value\nmodules:\n  - {path: x, sha256: unpinned}\n"
+      "driver: {name: x}\noperators: {}\nconfig:\n  value:\n";
+  size_t start = 0;
+  while (start <= yaml_text.size()) {
+    size_t end = yaml_text.find('\n', start);
+    if (end == std::string::npos) end = yaml_text.size();
+    text += "    " + yaml_text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  Manifest m = parse_manifest(text, label, ".", true);
+  const cbor::Value* v = m.config.find("value");
+  if (!v || v->is_null()) throw Failure(UMLOS_MANIFEST_INVALID, label + ": the document is empty");
+  return *v;
+}
+
 }  // namespace umlos

@@ -85,6 +85,11 @@ Manifest parse_manifest(const std::string& yaml_text, const std::string& file,
 // layout are kept. Throws MODULE_NOT_FOUND for a missing module file.
 void pin_manifest(const std::string& in_file, const std::string& out_file);
 
+// A standalone YAML (or JSON) document typed exactly as manifest `config:`
+// values are (docs/manifest.md): for IR files and structured test-vector
+// config. Errors are MANIFEST_INVALID naming `label`.
+cbor::Value parse_yaml_value(const std::string& yaml_text, const std::string& label);
+
 // Dotted lookup in a CBOR map tree ("optimizer.lr"); nullptr when absent.
 const cbor::Value* lookup(const cbor::Value& root, std::string_view dotted);
 

@@ -9,6 +9,7 @@
 #include "host.hpp"
 #include "manifest.hpp"
 #include "test_support.hpp"
+#include <nlohmann/json.hpp>
 
 using namespace umlos;
 using namespace umlos_test;
@@ -169,4 +170,21 @@ TEST_CASE("IR errors name the node: cycles, dangling inputs, unknown primitives,
   CHECK(code_of(head + "        - {node_id: 2, instr: matmul, inputs: [x, W], output: {id: p, shape: [4, 5]}}\n", &msg) ==
         UMLOS_SHAPE_MISMATCH);
   CHECK_THAT(msg, Catch::Contains("node 2"));
+}
+
+TEST_CASE("umlos exec runs an IR file as it is; YAML and JSON forms have one ir_hash; threads change nothing",
+          "[executor][cli]") {
+  const std::string yaml = std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml";
+  const std::string jsn = std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.json";
+  CommandResult a = run_umlos("exec '" + yaml + "' --mode backward --json");
+  CommandResult b = run_umlos("exec '" + jsn + "' --mode backward --json --threads 2");
+  REQUIRE(a.exit_status == 0);
+  REQUIRE(b.exit_status == 0);
+  auto ja = nlohmann::json::parse(a.output), jb = nlohmann::json::parse(b.output);
+  CHECK(ja["ir_hash"] == jb["ir_hash"]);
+  CHECK(ja["gradients"] == jb["gradients"]);
+  CHECK(ja["loss_total"] == jb["loss_total"]);
+  CHECK(ja["gradients"].size() == 4);
+  CommandResult help = run_umlos("exec --help");
+  CHECK(help.exit_status == 0);
 }

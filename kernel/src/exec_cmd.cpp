@@ -1,0 +1,125 @@
+// exec_cmd.cpp — `umlos exec IR`: run one ModelIR graph through the
+// executor module on a driver module, outside the training procedure.
+//
+// The graph file (YAML or JSON, the `ir` map of docs/modelir.md) is read by
+// the kernel and handed to UML_OS.Model.ModelIR_Executor_v1 as its config
+// `model.ir`; every declared input and parameter is drawn from the init
+// stream of a fixed seed (one draw each, in declaration order: inputs
+// N(0,1), parameters 0.1·N(0,1)), so any IR file runs as it is.
+#include "exec_cmd.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "conformance.hpp"
+#include "error.hpp"
+#include "fsutil.hpp"
+#include "host.hpp"
+#include "manifest.hpp"
+
+namespace umlos {
+using json = nlohmann::json;
+
+namespace {
+
+json tensor_json(const HostTensor& h) {
+  json shape = json::array();
+  for (uint32_t i = 0; i < h.shape.rank; ++i) shape.push_back(h.shape.dims[i]);
+  json values = json::array();
+  const uint64_t n = element_count(h.shape);
+  for (uint64_t i = 0; i < n; ++i) {
+    if (h.dtype == UMLOS_DTYPE_F64) {
+      double v;
+      std::memcpy(&v, h.data.data() + 8 * i, 8);
+      values.push_back(v);
+    } else if (h.dtype == UMLOS_DTYPE_F32) {
+      float v;
+      std::memcpy(&v, h.data.data() + 4 * i, 4);
+      values.push_back(v);
+    }
+  }
+  return {{"dtype", dtype_name(h.dtype)}, {"shape", shape}, {"values", values}};
+}
+
+}  // namespace
+
+int run_exec(const ExecOptions& o) {
+  const cbor::Value ir = parse_yaml_value(read_text_file(o.ir_file), o.ir_file);
+  const Digest ir_hash = sha256(cbor::encode(ir));
+  cbor::Value config = cbor::Value::map(
+      {{cbor::Value::text("model"),
+        cbor::Value::map({{cbor::Value::text("ir"), ir}, {cbor::Value::text("mode"), cbor::Value::text(o.mode)}})}});
+
+  Host host;
+  host.load(o.driver_module, std::nullopt);
+  host.load(o.executor_module, std::nullopt);
+  host.set_operator_config(config);
+  host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(o.threads)}}));
+  host.activate_driver(o.driver_name);
+  Sha256 seed;
+  seed.update(std::string_view("UML_OS.Exec.Seed"));
+  seed.update_u64_be(o.seed);
+  host.rng().seed_from_manifest(seed.finish());
+
+  int32_t dtype = UMLOS_DTYPE_F64;
+  if (const cbor::Value* d = ir.find("dtype"); d && d->kind() == cbor::Value::Kind::Text && d->as_text() == "f32") {
+    dtype = UMLOS_DTYPE_F32;
+  }
+  const cbor::Value* tensors = ir.find("tensors");
+  if (!tensors || tensors->kind() != cbor::Value::Kind::Array) {
+    throw Failure(UMLOS_INVALID_IR, o.ir_file + ": 'tensors' (the graph's inputs and parameters) must be a list");
+  }
+  for (const cbor::Value& t : tensors->as_array()) {
+    const cbor::Value* id = t.find("id");
+    const cbor::Value* role = t.find("role");
+    const cbor::Value* shape = t.find("shape");
+    if (!id || !role || !shape || id->kind() != cbor::Value::Kind::Text || role->kind() != cbor::Value::Kind::Text ||
+        shape->kind() != cbor::Value::Kind::Array) {
+      throw Failure(UMLOS_INVALID_IR, o.ir_file + ": every tensor needs id, role and shape");
+    }
+    const bool param = role->as_text() == "parameter";
+    HostTensor h;
+    h.dtype = dtype;
+    h.shape.rank = static_cast<uint32_t>(shape->as_array().size());
+    if (h.shape.rank > UMLOS_MAX_RANK) throw Failure(UMLOS_INVALID_IR, o.ir_file + ": tensor '" + id->as_text() + "' has rank > 8");
+    for (uint32_t i = 0; i < h.shape.rank; ++i) h.shape.dims[i] = shape->as_array()[i].as_int64();
+    const uint64_t n = element_count(h.shape);
+    std::vector<double> v(n);
+    host.rng().fill_host(UMLOS_STREAM_INIT, host.rng().take(UMLOS_STREAM_INIT), UMLOS_DIST_NORMAL_F64, v.data(), n);
+    h.data.resize(n * dtype_size(dtype));
+    for (uint64_t i = 0; i < n; ++i) {
+      const double x = param ? 0.1 * v[i] : v[i];
+      if (dtype == UMLOS_DTYPE_F64) std::memcpy(h.data.data() + 8 * i, &x, 8);
+      else { float f = static_cast<float>(x); std::memcpy(h.data.data() + 4 * i, &f, 4); }
+    }
+    host.values()[(param ? "model.param." : "model.input.") + id->as_text()] = host.from_host(h);
+  }
+
+  const umlos_operator_desc* op = host.find_operator("UML_OS.Model.ModelIR_Executor_v1");
+  if (!op) throw Failure(UMLOS_OPERATOR_NOT_FOUND, o.executor_module + " offers no UML_OS.Model.ModelIR_Executor_v1");
+  host.call_operator(op);
+
+  json out = {{"ir", o.ir_file}, {"ir_hash", to_hex(ir_hash)}, {"mode", o.mode}, {"seed", o.seed},
+              {"driver", host.driver_description()}};
+  json outputs = json::object(), grads = json::object();
+  for (const auto& [name, t] : host.values()) {
+    if (name.rfind("model.out.", 0) == 0) outputs[name.substr(10)] = tensor_json(host.to_host(*t));
+    if (name.rfind("model.grad.", 0) == 0) grads[name.substr(11)] = tensor_json(host.to_host(*t));
+    if (name == "loss_total") out["loss_total"] = tensor_json(host.to_host(*t))["values"][0];
+  }
+  out["outputs"] = outputs;
+  if (o.mode == "backward") out["gradients"] = grads;
+  if (o.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("ir        %s\nir_hash   %s\nmode      %s\ndriver    %s\n", o.ir_file.c_str(), to_hex(ir_hash).c_str(),
+              o.mode.c_str(), out["driver"].get<std::string>().c_str());
+  if (out.contains("loss_total")) std::printf("loss      %.17g\n", out["loss_total"].get<double>());
+  for (auto& [k, v] : outputs.items()) std::printf("output    %s %s %s\n", k.c_str(), v["dtype"].get<std::string>().c_str(), v["shape"].dump().c_str());
+  for (auto& [k, v] : grads.items()) std::printf("gradient  %s %s %s\n", k.c_str(), v["dtype"].get<std::string>().c_str(), v["shape"].dump().c_str());
+  return 0;
+}
+
+}  // namespace umlos

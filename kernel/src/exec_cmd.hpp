@@ -1,0 +1,23 @@
+// exec_cmd.hpp — `umlos exec IR` (docs/modelir.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace umlos {
+
+struct ExecOptions {
+  std::string ir_file;
+  std::string mode = "forward";  // forward | backward | inference
+  uint64_t seed = 0;             // init-stream draws for inputs and parameters
+  int64_t threads = 1;           // driver.config.threads
+  std::string driver_module;     // default: shipped cpu_driver
+  std::string driver_name = "cpu_driver";
+  std::string executor_module;   // default: shipped executor
+  bool json = false;
+};
+
+// Prints outputs (and gradients in backward mode), ir_hash and the loss.
+int run_exec(const ExecOptions& options);
+
+}  // namespace umlos
