@@ -243,6 +243,43 @@ void execute(sdk::Context& c) {
   c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), loss);
 }
 
+// UML_OS.Model.InitFromIR_v1: one draw of N(0,1) values from `init` covering
+// every declared tensor of the graph (in declaration order, row-major),
+// inputs as drawn and parameters scaled by model.init_scale (0.1). Meant as
+// the manifest's bootstrap_op, so a graph in a manifest runs as it is.
+void init_from_ir(sdk::Context& c) {
+  std::optional<Value> ir = sdk::cbor::config_tree(c, "model.ir");
+  if (!ir) throw sdk::Error(UMLOS_INVALID_IR, "config key 'model.ir' (the ModelIR graph) is required");
+  const double scale = c.config<double>("model.init_scale", 0.1);
+  int32_t dtype = UMLOS_DTYPE_F64;
+  if (const Value* d = ir->find("dtype"); d && d->as_text() == "f32") dtype = UMLOS_DTYPE_F32;
+  std::vector<std::pair<std::string, sdk::Shape>> order;
+  uint64_t total = 0;
+  for (const Value& t : ir->at("tensors").items()) {
+    const std::string name = (t.at("role").as_text() == "parameter" ? "model.param." : "model.input.") + t.at("id").as_text();
+    sdk::Shape shape = shape_of(t.at("shape"), "tensor '" + t.at("id").as_text() + "'");
+    total += sdk::element_count(shape);
+    order.emplace_back(name, std::move(shape));
+  }
+  std::vector<double> draw = c.draw_host<double>(UMLOS_STREAM_INIT, UMLOS_DIST_NORMAL_F64, total);
+  uint64_t at = 0;
+  for (const auto& [name, shape] : order) {
+    const uint64_t n = sdk::element_count(shape);
+    const double k = name.rfind("model.param.", 0) == 0 ? scale : 1.0;
+    umlos_tensor* out = c.output(name.c_str(), dtype, shape);
+    if (dtype == UMLOS_DTYPE_F64) {
+      std::vector<double> v(draw.begin() + at, draw.begin() + at + n);
+      for (double& e : v) e *= k;
+      c.write(out, v);
+    } else {
+      std::vector<float> v(n);
+      for (uint64_t i = 0; i < n; ++i) v[i] = static_cast<float>(draw[at + i] * k);
+      c.write(out, v);
+    }
+    at += n;
+  }
+}
+
 // A two-node graph with exact binary answers: y = x·W, loss = sum(y).
 constexpr const char* kVectorIr =
     "tensors:\n"
@@ -277,7 +314,17 @@ sdk::Module describe() {
                          .input<double>("model.input.x", {2, 2}, {1, 2, 3, 4})
                          .input<double>("model.param.W", {2, 2}, {0.5, -1, 2, 0.25})
                          .expect<double>("model.grad.W", {2, 2}, {4, 4, 6, 6})
-                         .expect<double>("loss_total", {}, {11.5})));
+                         .expect<double>("loss_total", {}, {11.5})))
+      .add(sdk::Operator("UML_OS.Model.InitFromIR_v1")
+               .summary("draws every declared input and parameter of config.model.ir (one draw from init)")
+               .stateful()
+               .draws(UMLOS_STREAM_INIT, 1)
+               .output("model.param.*", UMLOS_DTYPE_ANY, sdk::any_shape, UMLOS_VALUE_PERSISTENT)
+               .output("model.input.*", UMLOS_DTYPE_ANY)
+               .run(init_from_ir)
+               .test(sdk::TestVector("draws the graph's tensors")
+                         .seed(3)
+                         .config("model.ir:yaml", kVectorIr)));
 }
 
 }  // namespace
