@@ -2,10 +2,9 @@
 // executor module on a driver module, outside the training procedure.
 //
 // The graph file (YAML or JSON, the `ir` map of docs/modelir.md) is read by
-// the kernel and handed to UML_OS.Model.ModelIR_Executor_v1 as its config
-// `model.ir`; every declared input and parameter is drawn from the init
-// stream of a fixed seed (one draw each, in declaration order: inputs
-// N(0,1), parameters 0.1·N(0,1)), so any IR file runs as it is.
+// the kernel and handed to the executor module as its config `model.ir`;
+// the module's InitFromIR_v1 draws every declared input and parameter from
+// the init stream of the seed, so any IR file runs as it is.
 #include "exec_cmd.hpp"
 
 #include <cstdio>
@@ -62,39 +61,11 @@ int run_exec(const ExecOptions& o) {
   seed.update_u64_be(o.seed);
   host.rng().seed_from_manifest(seed.finish());
 
-  int32_t dtype = UMLOS_DTYPE_F64;
-  if (const cbor::Value* d = ir.find("dtype"); d && d->kind() == cbor::Value::Kind::Text && d->as_text() == "f32") {
-    dtype = UMLOS_DTYPE_F32;
-  }
-  const cbor::Value* tensors = ir.find("tensors");
-  if (!tensors || tensors->kind() != cbor::Value::Kind::Array) {
-    throw Failure(UMLOS_INVALID_IR, o.ir_file + ": 'tensors' (the graph's inputs and parameters) must be a list");
-  }
-  for (const cbor::Value& t : tensors->as_array()) {
-    const cbor::Value* id = t.find("id");
-    const cbor::Value* role = t.find("role");
-    const cbor::Value* shape = t.find("shape");
-    if (!id || !role || !shape || id->kind() != cbor::Value::Kind::Text || role->kind() != cbor::Value::Kind::Text ||
-        shape->kind() != cbor::Value::Kind::Array) {
-      throw Failure(UMLOS_INVALID_IR, o.ir_file + ": every tensor needs id, role and shape");
-    }
-    const bool param = role->as_text() == "parameter";
-    HostTensor h;
-    h.dtype = dtype;
-    h.shape.rank = static_cast<uint32_t>(shape->as_array().size());
-    if (h.shape.rank > UMLOS_MAX_RANK) throw Failure(UMLOS_INVALID_IR, o.ir_file + ": tensor '" + id->as_text() + "' has rank > 8");
-    for (uint32_t i = 0; i < h.shape.rank; ++i) h.shape.dims[i] = shape->as_array()[i].as_int64();
-    const uint64_t n = element_count(h.shape);
-    std::vector<double> v(n);
-    host.rng().fill_host(UMLOS_STREAM_INIT, host.rng().take(UMLOS_STREAM_INIT), UMLOS_DIST_NORMAL_F64, v.data(), n);
-    h.data.resize(n * dtype_size(dtype));
-    for (uint64_t i = 0; i < n; ++i) {
-      const double x = param ? 0.1 * v[i] : v[i];
-      if (dtype == UMLOS_DTYPE_F64) std::memcpy(h.data.data() + 8 * i, &x, 8);
-      else { float f = static_cast<float>(x); std::memcpy(h.data.data() + 4 * i, &f, 4); }
-    }
-    host.values()[(param ? "model.param." : "model.input.") + id->as_text()] = host.from_host(h);
-  }
+  // Inputs and parameters come from the executor module's own
+  // UML_OS.Model.InitFromIR_v1 (one init-stream draw), as in a manifest.
+  const umlos_operator_desc* init = host.find_operator("UML_OS.Model.InitFromIR_v1");
+  if (!init) throw Failure(UMLOS_OPERATOR_NOT_FOUND, o.executor_module + " offers no UML_OS.Model.InitFromIR_v1");
+  host.call_operator(init);
 
   const umlos_operator_desc* op = host.find_operator("UML_OS.Model.ModelIR_Executor_v1");
   if (!op) throw Failure(UMLOS_OPERATOR_NOT_FOUND, o.executor_module + " offers no UML_OS.Model.ModelIR_Executor_v1");

@@ -1,6 +1,7 @@
 // apply.hpp — ApplyPlan_v1 onto host arenas, ZeroTensor_v1 and
-// DebugFillTensor_v1 (spec 001 section 5). The host arena stands in for a
-// driver's arenas until drivers expose arena allocation in the ABI.
+// DebugFillTensor_v1 (spec 001 section 5) on host arenas, for checking
+// plans outside a run. Operators place tensors in a driver's memory through
+// services->plan_memory and services->tensor_view (ABI 1.1) instead.
 #pragma once
 
 #include <cstdint>
