@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 2
+#define UMLOS_ABI_MINOR 3
 
 #define UMLOS_MODULE_ENTRY_SYMBOL "umlos_module_entry"
 
@@ -316,11 +316,20 @@ typedef struct umlos_services {
    * decodes it. */
   umlos_status (*config_cbor)(umlos_ctx *ctx, const char *key,
                               const uint8_t **out, size_t *out_len);
+
+  /* --- 1.3: RNG state for fingerprints and deterministic initialisation --- */
+
+  /* The master Philox key (derived from the experiment hash, spec 004 0.B)
+   * and the draw offset of every stream (index = umlos_stream; index 0,
+   * `none`, is always 0). Reading it takes no draw. `key` (2 words) and
+   * `offsets` (UMLOS_STREAM_COUNT words) are caller-owned. */
+  void (*rng_state)(umlos_ctx *ctx, uint32_t key[2], uint64_t *offsets);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
 #define UMLOS_SERVICES_SIZE_V1_1 UMLOS_STRUCT_SIZE(umlos_services, plan_memory)
 #define UMLOS_SERVICES_SIZE_V1_2 UMLOS_STRUCT_SIZE(umlos_services, config_cbor)
+#define UMLOS_SERVICES_SIZE_V1_3 UMLOS_STRUCT_SIZE(umlos_services, rng_state)
 
 /* ------------------------------------------------------------- operators */
 

@@ -574,6 +574,18 @@ umlos_status svc_config_cbor(umlos_ctx* ctx, const char* key, const uint8_t** ou
   });
 }
 
+void svc_rng_state(umlos_ctx* ctx, uint32_t key[2], uint64_t* offsets) {
+  if (!ctx || !ctx->host) return;
+  const Rng& rng = host_of(ctx).rng();
+  if (key) {
+    key[0] = rng.key()[0];
+    key[1] = rng.key()[1];
+  }
+  if (offsets) {
+    for (int s = 0; s < UMLOS_STREAM_COUNT; ++s) offsets[s] = rng.offset(s);
+  }
+}
+
 const umlos_services kServices = {
     sizeof(umlos_services), UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR,
     svc_log, svc_error,
@@ -584,6 +596,7 @@ const umlos_services kServices = {
     svc_iteration, svc_replay_token,
     svc_tensor_view, svc_plan_memory,
     svc_config_cbor,
+    svc_rng_state,
 };
 
 }  // namespace
@@ -847,6 +860,11 @@ std::vector<std::string> Host::persistent_value_names() const {
 bool Host::is_persistent(const std::string& name) const {
   auto it = persistent_.find(name);
   return it != persistent_.end() && it->second;
+}
+
+void Host::set_value(const std::string& name, TensorPtr t, bool persistent) {
+  values_[name] = std::move(t);
+  persistent_[name] = persistent;
 }
 
 // ------------------------------------------------------- operator calls

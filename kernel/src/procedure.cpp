@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "dataset.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "host.hpp"
@@ -215,6 +216,23 @@ int64_t config_int(const Manifest& m, const char* key, int64_t fallback) {
 
 }  // namespace
 
+// What operators read through config_*: the manifest's `config:` map plus,
+// read-only, `policy` (its rules) and `datasets` (docs/training.md).
+cbor::Value operator_config(const Manifest& m) {
+  std::vector<std::pair<cbor::Value, cbor::Value>> entries;
+  for (const auto& [k, v] : m.config.as_map()) {
+    if (k.kind() == cbor::Value::Kind::Text && (k.as_text() == "policy" || k.as_text() == "datasets")) {
+      throw Failure(UMLOS_MANIFEST_INVALID, m.where("config." + k.as_text()) + ": key 'config." + k.as_text() +
+                                                "' is reserved: operators see the manifest's top-level '" +
+                                                k.as_text() + "' under that name; move it to the top level");
+    }
+    entries.emplace_back(k, v);
+  }
+  entries.emplace_back(cbor::Value::text("policy"), m.policy);
+  if (const cbor::Value* d = m.canonical.find("datasets")) entries.emplace_back(cbor::Value::text("datasets"), *d);
+  return cbor::Value::map(std::move(entries));
+}
+
 std::string umlos_root() {
   const char* env = std::getenv("UML_OS_ROOT");
   return (env && *env) ? std::string(env) : std::string("umlos_root");
@@ -257,7 +275,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
 
     rs.host.set_replay_token(manifest.replay_token);
     rs.host.rng().seed_from_manifest(experiment_hash(manifest));
-    rs.host.set_operator_config(manifest.config);
+    rs.host.set_operator_config(operator_config(manifest));
     rs.host.set_driver_config(manifest.driver_config);
     rs.host.set_strategy_config(manifest.tmmu_config);
 
@@ -281,6 +299,14 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       rs.host.set_memory_budget(mb->as_uint());
     }
     rs.host.activate_driver(manifest.driver_name);
+    // 0.P: data manifest load + ValidateManifest_v1 (values data.*).
+    const std::optional<DatasetRecord> dataset = load_datasets(manifest, rs.host);
+    // The exact manifest file beside the trace, for replay --verify.
+    {
+      std::ifstream in(manifest.file, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      write_file_atomic((fs::path(rs.run_dir) / "manifest.yaml").string(), bytes);
+    }
 
     const int64_t max_steps = config_int(manifest, "max_steps", 100);
     const int64_t fp_every = config_int(manifest, "functional_fp_every", 50);
@@ -315,13 +341,19 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
                     {"device", rs.host.driver_description()},
                     {"abi", std::to_string(UMLOS_ABI_MAJOR) + "." + std::to_string(UMLOS_ABI_MINOR)},
                     {"modules", modules},
-                    {"operators", roles_json}});
+                    {"operators", roles_json},
+                    {"manifest_file", fs::absolute(manifest.file).lexically_normal().string()},
+                    {"dataset", dataset ? json{{"id", dataset->id}, {"version", dataset->version},
+                                               {"folder", fs::path(dataset->dir).filename().string()},
+                                               {"train_rows", dataset->train.rows}, {"val_rows", dataset->val.rows}}
+                                        : json(nullptr)}});
 
     rs.host.set_iteration(0);
     call(rs, roles.get("bootstrap_op"));
 
     // ---- 4. loop until termination.
     const int64_t progress_every = std::max<int64_t>(1, max_steps / 10);
+    bool last_fp_current = false;
     for (;;) {
       rs.current_operator = "UML_OS.Termination.Check_v1";
       if (const umlos_operator_desc* term = roles.get("termination_op")) {
@@ -375,11 +407,13 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
         rs.state_fp = generic_state_fingerprint(rs.host);
       }
       bool fp_now = false;
+      last_fp_current = false;
       if ((fp_every > 0 && t % fp_every == 0) || action == 3) {
         if (const umlos_operator_desc* ffp = roles.get("functional_fp_op")) {
           call(rs, ffp);
           rs.functional_fp = digest_value(rs.host, "functional_fp");
           fp_now = true;
+          last_fp_current = true;
         }
       }
       call(rs, roles.get("tape_op"));
@@ -394,7 +428,12 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
         std::optional<double> v = scalar_f64(rs.host, metric);
         it[metric] = v ? json(*v) : json(nullptr);
       }
-      if (fp_now) it["functional_fp"] = json_hex(*rs.functional_fp);
+      if (fp_now) {
+        it["functional_fp"] = json_hex(*rs.functional_fp);
+        for (const char* metric : {"val_accuracy", "val_r2"}) {
+          if (std::optional<double> v = scalar_f64(rs.host, metric)) it[metric] = *v;
+        }
+      }
       rs.trace.write(it);
 
       if (!options.quiet && (t % progress_every == 0 || t == max_steps)) {
@@ -405,6 +444,12 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       }
     }
 
+    // The run's last functional fingerprint and held-out metric describe the
+    // final parameters, not those of the last multiple of functional_fp_every.
+    if (const umlos_operator_desc* ffp = roles.get("functional_fp_op"); ffp && !last_fp_current) {
+      call(rs, ffp);
+      rs.functional_fp = digest_value(rs.host, "functional_fp");
+    }
     rs.current_operator = "UML_OS.Logging.LogIteration_v1";
     json end = {{"record", "run_end"},
                 {"status", "success"},

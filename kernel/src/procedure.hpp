@@ -24,6 +24,11 @@ struct RunOptions {
 // exit_code_for(failure code) after writing the failure record (0.K).
 int run_manifest(const std::string& manifest_file, const RunOptions& options);
 
+// The configuration operators see (services config_*): `config:` plus the
+// manifest's `policy` and `datasets`. MANIFEST_INVALID when config: uses
+// one of those two names itself.
+cbor::Value operator_config(const Manifest& m);
+
 // UML_OS_ROOT, or "./umlos_root" when the variable is unset.
 std::string umlos_root();
 

@@ -618,6 +618,18 @@ class Context {
         "replay_token")(ctx_, out.data());
     return out;
   }
+  // ABI 1.3: the master Philox key and every stream's draw offset (no draw
+  // is taken). UNIMPLEMENTED against an older kernel.
+  struct RngState {
+    std::array<uint32_t, 2> key{};
+    std::array<uint64_t, UMLOS_STREAM_COUNT> offsets{};
+  };
+  RngState rng_state() const {
+    RngState r;
+    svc(&umlos_services::rng_state, UMLOS_STRUCT_SIZE(umlos_services, rng_state), "rng_state")(
+        ctx_, r.key.data(), r.offsets.data());
+    return r;
+  }
 
   // ---- ABI 1.1: placement (UNIMPLEMENTED against a 1.0 kernel)
 

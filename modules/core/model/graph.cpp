@@ -1,0 +1,148 @@
+// graph.cpp — see graph.hpp.
+#include "graph.hpp"
+
+namespace umlos::model {
+
+namespace {
+
+struct Builder {
+  ir::Graph g;
+  int64_t next_id = 0;
+  std::string segment;
+
+  const std::string& add(const std::string& instr, std::vector<std::string> inputs, std::string out,
+                         sdk::Shape shape, std::vector<ir::NodeAttr> attrs = {}, int32_t dtype = -1) {
+    ir::Node n;
+    n.node_id = next_id++;
+    n.instr = instr;
+    n.inputs = std::move(inputs);
+    n.output = std::move(out);
+    n.output_shape = std::move(shape);
+    n.dtype = dtype < 0 ? g.dtype : dtype;
+    n.attrs = std::move(attrs);
+    n.segment = segment;
+    g.nodes.push_back(std::move(n));
+    return g.nodes.back().output;
+  }
+  void declare(const std::string& id, const std::string& role, sdk::Shape shape, int32_t dtype) {
+    g.declared.push_back({id, role, std::move(shape), dtype});
+  }
+  // y = act(x W + b)
+  std::string dense(const std::string& x, const std::string& prefix, const std::string& w, const std::string& b,
+                    int64_t rows, int64_t out, const char* act) {
+    add("matmul", {x, w}, prefix + "_mm", {rows, out});
+    const std::string& y = add("bias_add", {prefix + "_mm", b}, prefix + (act ? "_pre" : ""), {rows, out});
+    if (!act) return y;
+    return add(act, {prefix + "_pre"}, prefix, {rows, out});
+  }
+};
+
+}  // namespace
+
+std::vector<Param> parameters(const Dims& d) {
+  const int64_t D = d.features, H = d.hidden, p = d.latent, Hh = d.head_hidden, C = d.outputs;
+  std::vector<Param> ps = {
+      {"enc.W1", {D, H}, D, H},       {"enc.b1", {H}, 0, 0},
+      {"enc.W_mu", {H, p}, H, p},     {"enc.b_mu", {p}, 0, 0},
+      {"enc.W_lv", {H, p}, H, p},     {"enc.b_lv", {p}, 0, 0},
+      {"head.W1", {p, Hh}, p, Hh},    {"head.b1", {Hh}, 0, 0},
+      {"head.W2", {Hh, C}, Hh, C},    {"head.b2", {C}, 0, 0},
+  };
+  if (d.training) {
+    std::vector<Param> dec = {
+        {"dec.W1", {p, H}, p, H}, {"dec.b1", {H}, 0, 0}, {"dec.W2", {H, D}, H, D}, {"dec.b2", {D}, 0, 0}};
+    ps.insert(ps.begin() + 6, dec.begin(), dec.end());
+  }
+  return ps;
+}
+
+const std::vector<Term>& loss_terms() {
+  static const std::vector<Term> terms = {
+      {"l_sup", "loss.sup", "alpha", 1.0},        {"l_rec", "loss.rec", "lambda_rec", 1.0},
+      {"l_kl", "loss.kl", "lambda_KL", 0.001},    {"l_ot", "loss.ot", "lambda_OT", 0.01},
+      {"l_cov", "loss.covz", "lambda_covz", 0.001}};
+  return terms;
+}
+
+Task parse_task(const std::string& s) {
+  if (s == "multiclass") return Task::Multiclass;
+  if (s == "binary") return Task::Binary;
+  if (s == "regression") return Task::Regression;
+  throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config task_type is '", s, "', expected multiclass, binary or regression");
+}
+
+const char* task_name(Task t) {
+  switch (t) {
+    case Task::Multiclass: return "multiclass";
+    case Task::Binary: return "binary";
+    case Task::Regression: return "regression";
+  }
+  return "?";
+}
+
+ir::Graph build(const Dims& d) {
+  const int64_t B = d.batch, D = d.features, p = d.latent, H = d.hidden, Hh = d.head_hidden, C = d.outputs;
+  Builder b;
+  b.g.dtype = d.dtype;
+  b.declare("x", "input", {B, D}, d.dtype);
+  if (d.task == Task::Multiclass) b.declare("y", "input", {B}, UMLOS_DTYPE_I64);
+  else b.declare("y", "input", {B, 1}, d.dtype);
+  b.declare("eps", "input", {B, p}, d.dtype);
+  b.declare("c_half", "constant", {1}, d.dtype);
+  if (d.training) {
+    b.declare("ot_dirs", "constant", {p, 4}, d.dtype);
+    b.declare("eye", "constant", {p, p}, d.dtype);
+  }
+  for (const Param& q : parameters(d)) b.declare(q.id, "parameter", q.shape, d.dtype);
+
+  b.segment = "encode";
+  b.dense("x", "enc_h", "enc.W1", "enc.b1", B, H, "relu");
+  b.dense("enc_h", "mu", "enc.W_mu", "enc.b_mu", B, p, nullptr);
+  b.dense("enc_h", "enc_lv", "enc.W_lv", "enc.b_lv", B, p, nullptr);
+  // logvar clamped so exp(logvar / 2) stays far inside the 0.C exp clamp.
+  b.add("clamp", {"enc_lv"}, "logvar", {B, p}, {ir::NodeAttr::real("lo", -8.0), ir::NodeAttr::real("hi", 8.0)});
+  b.add("mul", {"logvar", "c_half"}, "half_logvar", {B, p});
+  b.add("exp", {"half_logvar"}, "sigma", {B, p});
+  b.add("mul", {"sigma", "eps"}, "noise", {B, p});
+  b.add("add", {"mu", "noise"}, "z", {B, p});
+
+  if (d.training) {
+    b.segment = "decode";
+    b.dense("z", "dec_h", "dec.W1", "dec.b1", B, H, "relu");
+    b.dense("dec_h", "dec_o", "dec.W2", "dec.b2", B, D, "sigmoid");
+    b.add("clamp", {"dec_o"}, "recon", {B, D}, {ir::NodeAttr::real("lo", 0.0), ir::NodeAttr::real("hi", 1.0)});
+  }
+
+  b.segment = "head";
+  b.dense("z", "head_h", "head.W1", "head.b1", B, Hh, "relu");
+  b.dense("head_h", "logits", "head.W2", "head.b2", B, C, nullptr);
+
+  b.segment = "loss";
+  switch (d.task) {
+    case Task::Multiclass: b.add("cross_entropy", {"logits", "y"}, "l_sup", {}); break;
+    case Task::Binary: b.add("bce_with_logits", {"logits", "y"}, "l_sup", {}); break;
+    case Task::Regression: b.add("mse", {"logits", "y"}, "l_sup", {}); break;
+  }
+  if (d.training) {
+    b.add("mse", {"recon", "x"}, "l_rec", {});
+    b.add("gaussian_kl", {"mu", "logvar"}, "l_kl", {}, {ir::NodeAttr::text("reduction", "batch_mean")});
+    // Sliced Wasserstein-2 between the batch's z and the prior sample eps,
+    // along 4 fixed unit directions: mean squared gap of sorted projections.
+    b.add("matmul", {"z", "ot_dirs"}, "ot_z", {B, 4});
+    b.add("matmul", {"eps", "ot_dirs"}, "ot_eps", {B, 4});
+    b.add("sort", {"ot_z"}, "ot_z_sorted", {B, 4}, {ir::NodeAttr::integer("axis", 0)});
+    b.add("sort", {"ot_eps"}, "ot_eps_sorted", {B, 4}, {ir::NodeAttr::integer("axis", 0)});
+    b.add("mse", {"ot_z_sorted", "ot_eps_sorted"}, "l_ot", {});
+    // ||Cov(z) - I||_F^2
+    b.add("covariance", {"z"}, "cov_z", {p, p});
+    b.add("sub", {"cov_z", "eye"}, "cov_gap", {p, p});
+    b.add("mul", {"cov_gap", "cov_gap"}, "cov_gap_sq", {p, p});
+    b.add("sum", {"cov_gap_sq"}, "l_cov", {});
+  }
+  b.g.outputs = {"logits"};
+  b.g.loss = "l_sup";
+  ir::finalize(b.g);
+  return b.g;
+}
+
+}  // namespace umlos::model

@@ -1,0 +1,866 @@
+// model.cpp — libumlos_model.so: the spec 004 model operators.
+//
+// Every operator here runs (a segment of) the graph of graph.hpp through the
+// ModelIR engine on the manifest's driver. Run state lives in the kernel's
+// value store (docs/training.md): parameters `theta.<id>`, optimiser state
+// `opt.*`, the latent buffer `latent.*`, `loss_hist`, `state`; activations of
+// the current iteration are `model.act.<id>` so Update_v1 can run backward
+// over what Encode/Decode/Forward/TotalLoss computed.
+//
+// Numbers (docs/model.md): parameters and activations in config
+// compute_dtype (f32 default); every reduction inside the driver's
+// primitives in binary64; L_tot, the gradient norm, clipping and the
+// optimiser step on the host in binary64 in parameter registration order.
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <umlos/sdk.hpp>
+#include <umlos_philox.h>
+
+#include "engine.hpp"
+#include "graph.hpp"
+
+namespace sdk = umlos::sdk;
+namespace ir = umlos::modelir;
+using namespace umlos::model;
+
+namespace {
+
+constexpr const char* kSpecVersion = "UML_OS-v3.8-OS";
+
+// ------------------------------------------------------------ small helpers
+
+struct Sha {
+  EVP_MD_CTX* c;
+  Sha() : c(EVP_MD_CTX_new()) { EVP_DigestInit_ex(c, EVP_sha256(), nullptr); }
+  ~Sha() { EVP_MD_CTX_free(c); }
+  Sha(const Sha&) = delete;
+  Sha& operator=(const Sha&) = delete;
+  void bytes(const void* p, size_t n) { EVP_DigestUpdate(c, p, n); }
+  void text(const std::string& s) { bytes(s.data(), s.size()); }
+  void u64(uint64_t v) {
+    uint8_t b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+    bytes(b, 8);
+  }
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+  void f64(double v) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    u64(u);
+  }
+  std::array<uint8_t, 32> finish() {
+    std::array<uint8_t, 32> d{};
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(c, d.data(), &n);
+    return d;
+  }
+};
+
+// Any float tensor as binary64 host values (f32 widened exactly).
+std::vector<double> read_f64(const sdk::Context& c, const umlos_tensor* t) {
+  if (c.dtype(t) == UMLOS_DTYPE_F64) return c.read<double>(t);
+  if (c.dtype(t) == UMLOS_DTYPE_F32) {
+    std::vector<float> f = c.read<float>(t);
+    return std::vector<double>(f.begin(), f.end());
+  }
+  throw sdk::Error(UMLOS_INVALID_ARGUMENT, "expected a float tensor, found ", sdk::dtype_name(c.dtype(t)));
+}
+
+// Host binary64 values into a tensor of its own dtype (rounded once).
+void write_f64(const sdk::Context& c, umlos_tensor* t, const std::vector<double>& v) {
+  if (c.dtype(t) == UMLOS_DTYPE_F64) return c.write(t, v);
+  std::vector<float> f(v.begin(), v.end());
+  c.write(t, f);
+}
+
+double scalar_f64(const sdk::Context& c, const umlos_tensor* t) { return read_f64(c, t).at(0); }
+
+// Fixed-order binary64 sum: 256-element chunks summed left to right, then
+// the chunk sums left to right (spec 004 0.E).
+double chunked_sum(const std::vector<double>& v) {
+  double total = 0.0;
+  for (size_t at = 0; at < v.size(); at += 256) {
+    double chunk = 0.0;
+    const size_t end = std::min(v.size(), at + 256);
+    for (size_t i = at; i < end; ++i) chunk += v[i];
+    total += chunk;
+  }
+  return total;
+}
+
+// ------------------------------------------------------------ configuration
+
+Dims dims_from(const sdk::Context& c, int64_t batch, int64_t features, int64_t outputs, int32_t dtype_override = -1) {
+  Dims d;
+  d.batch = batch;
+  d.features = features;
+  d.outputs = outputs;
+  d.latent = c.config<int64_t>("latent_dim", 64);
+  d.hidden = c.config<int64_t>("model.hidden", 256);
+  d.head_hidden = c.config<int64_t>("model.head_hidden", 128);
+  d.task = parse_task(c.config("task_type", "multiclass"));
+  const std::string dt = c.config("compute_dtype", "f32");
+  if (dt == "f32") d.dtype = UMLOS_DTYPE_F32;
+  else if (dt == "f64") d.dtype = UMLOS_DTYPE_F64;
+  else throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config compute_dtype is '", dt, "', expected f32 or f64");
+  if (dtype_override >= 0) d.dtype = dtype_override;
+  if (d.latent < 1 || d.hidden < 1 || d.head_hidden < 1)
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config latent_dim / model.hidden / model.head_hidden must be >= 1");
+  return d;
+}
+
+int64_t num_outputs(const sdk::Context& c, Task task) {
+  if (task != Task::Multiclass) return 1;
+  const std::vector<int64_t> n = c.read<int64_t>(c.input("data.num_classes"));
+  return n.at(0);
+}
+
+// Dims of the training graph from the current batch.
+Dims training_dims(const sdk::Context& c) {
+  const sdk::Shape xs = c.shape(c.input("batch.x"));
+  if (xs.size() != 2) throw sdk::Error(UMLOS_SHAPE_MISMATCH, "batch.x must be [B, D], found [", sdk::shape_string(xs), "]");
+  Task task = parse_task(c.config("task_type", "multiclass"));
+  return dims_from(c, xs[0], xs[1], num_outputs(c, task), c.dtype(c.input("batch.x")));
+}
+
+// ------------------------------------------------------------ constants
+
+// Four unit directions in R^p from SHA-256("UML_OS_OT" || spec_version ||
+// p as u64 big-endian) (III.B): the digest's first 8 bytes key Philox4x32-10,
+// element (j, k) is a libm-free Box-Muller normal of counter (j, k, 0, 0);
+// each direction is normalised in binary64. Column-major into [p, 4].
+std::vector<double> ot_directions(int64_t p) {
+  Sha h;
+  h.text("UML_OS_OT");
+  h.text(kSpecVersion);
+  h.u64(static_cast<uint64_t>(p));
+  const std::array<uint8_t, 32> dg = h.finish();
+  const uint32_t key[2] = {
+      (uint32_t(dg[0]) << 24) | (uint32_t(dg[1]) << 16) | (uint32_t(dg[2]) << 8) | dg[3],
+      (uint32_t(dg[4]) << 24) | (uint32_t(dg[5]) << 16) | (uint32_t(dg[6]) << 8) | dg[7]};
+  std::vector<double> dirs(static_cast<size_t>(p) * 4);
+  for (uint32_t j = 0; j < 4; ++j) {
+    double norm2 = 0.0;
+    std::vector<double> v(static_cast<size_t>(p));
+    for (int64_t k = 0; k < p; ++k) {
+      const uint32_t ctr[4] = {j, static_cast<uint32_t>(k), 0, 0};
+      uint32_t out[4];
+      umlos_philox4x32(ctr, key, 10, out);
+      const double u1 = umlos_u01_f64(out[0], out[1]);
+      const double u2 = umlos_u01_f64(out[2], out[3]);
+      double s = 0, co = 0;
+      umlos_det_sincos_2pi(u2, &s, &co);
+      v[k] = UMLOS_SQRT(-2.0 * umlos_det_log(u1)) * co;
+      norm2 += v[k] * v[k];
+    }
+    const double norm = UMLOS_SQRT(norm2);
+    for (int64_t k = 0; k < p; ++k) dirs[static_cast<size_t>(k) * 4 + j] = v[k] / norm;
+  }
+  return dirs;
+}
+
+void bind_constants(sdk::Context& c, const Dims& d, ir::Binding& b) {
+  umlos_tensor* half = c.temp(d.dtype, {1});
+  write_f64(c, half, {0.5});
+  b["c_half"] = half;
+  if (!d.training) return;
+  umlos_tensor* dirs = c.temp(d.dtype, {d.latent, 4});
+  write_f64(c, dirs, ot_directions(d.latent));
+  b["ot_dirs"] = dirs;
+  umlos_tensor* eye = c.temp(d.dtype, {d.latent, d.latent});
+  std::vector<double> e(static_cast<size_t>(d.latent * d.latent), 0.0);
+  for (int64_t i = 0; i < d.latent; ++i) e[static_cast<size_t>(i * d.latent + i)] = 1.0;
+  write_f64(c, eye, e);
+  b["eye"] = eye;
+}
+
+void bind_parameters(sdk::Context& c, const Dims& d, ir::Binding& b) {
+  for (const Param& q : parameters(d)) {
+    const std::string name = "theta." + q.id;
+    umlos_tensor* t = const_cast<umlos_tensor*>(c.input(name.c_str()));
+    if (c.shape(t) != q.shape)
+      throw sdk::Error(UMLOS_SHAPE_MISMATCH, "value '", name, "' is [", sdk::shape_string(c.shape(t)),
+                       "], the model needs [", sdk::shape_string(q.shape), "]");
+    b[q.id] = t;
+  }
+}
+
+void bind_batch(sdk::Context& c, ir::Binding& b) {
+  b["x"] = const_cast<umlos_tensor*>(c.input("batch.x"));
+  b["y"] = const_cast<umlos_tensor*>(c.input("batch.y"));
+}
+
+// Activations of earlier segments of this iteration (model.act.<id>).
+void bind_activations(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::set<std::string>& segments) {
+  if (umlos_tensor* eps = const_cast<umlos_tensor*>(c.optional_input("model.act.eps"))) b["eps"] = eps;
+  for (const ir::Node& n : g.nodes) {
+    if (!segments.count(n.segment)) continue;
+    const std::string name = "model.act." + n.output;
+    umlos_tensor* t = const_cast<umlos_tensor*>(c.optional_input(name.c_str()));
+    if (!t) throw sdk::Error(UMLOS_FAILED_PRECONDITION, "activation '", name, "' of segment '", n.segment,
+                             "' is missing: the operators of the ", n.segment, " step must run first this iteration");
+    b[n.output] = t;
+  }
+}
+
+// Runs one segment; its outputs become model.act.<id> values.
+void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment) {
+  ir::forward(c, g, b,
+              [&](const ir::Node& n) { return c.output(("model.act." + n.output).c_str(), n.dtype, n.output_shape); },
+              [&](const ir::Node& n) { return n.segment == segment; });
+}
+
+// ------------------------------------------------------------ InitParameters_v1
+
+// Spec 004 II.3: theta from manifest-hash-derived bytes, no RNG draws. The
+// bytes: Philox4x32-10 keyed by the kernel's master key (derived from the
+// experiment hash, 0.B) xor the golden-ratio words, counter (parameter
+// index, element, 0x7468, 0) — a space the draw streams never use.
+// Weights: Glorot-uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)); biases 0.
+void init_parameters(sdk::Context& c) {
+  const sdk::Shape xs = c.shape(c.input("data.train.x"));
+  const Task task = parse_task(c.config("task_type", "multiclass"));
+  Dims d = dims_from(c, c.config<int64_t>("batch_size", 64), xs.at(1), num_outputs(c, task));
+  const sdk::Context::RngState rs = c.rng_state();
+  const uint32_t key[2] = {rs.key[0] ^ 0x9E3779B9u, rs.key[1] ^ 0xBB67AE85u};
+  const std::vector<Param> ps = parameters(d);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const Param& q = ps[i];
+    std::vector<double> v(sdk::element_count(q.shape), 0.0);
+    if (q.fan_in > 0) {
+      const double a = UMLOS_SQRT(6.0 / static_cast<double>(q.fan_in + q.fan_out));
+      for (size_t k = 0; k < v.size(); ++k) {
+        const uint32_t ctr[4] = {static_cast<uint32_t>(i), static_cast<uint32_t>(k), 0x7468u, 0};
+        uint32_t out[4];
+        umlos_philox4x32(ctr, key, 10, out);
+        v[k] = (2.0 * umlos_u01_f64(out[0], out[1]) - 1.0) * a;
+      }
+    }
+    write_f64(c, c.output(("theta." + q.id).c_str(), d.dtype, q.shape), v);
+  }
+  c.write(c.output("state", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{0});
+  const int64_t cap = c.config<int64_t>("latent_buffer_capacity", 8192);
+  if (cap < 1) throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config latent_buffer_capacity must be >= 1, found ", cap);
+  c.output("latent.z", UMLOS_DTYPE_F64, {cap, d.latent});
+  c.write(c.output("latent.index", UMLOS_DTYPE_I64, {cap}), std::vector<int64_t>(static_cast<size_t>(cap), -1));
+  c.write(c.output("latent.count", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{0});
+}
+
+// ------------------------------------------------------------ Encode_v1
+
+// Two linear layers and the reparameterisation. Its two draws from `init`
+// are the two uniform fields of the Box-Muller transform: eps = sqrt(-2 ln
+// u1) cos(2 pi u2), with the libm-free log/cos of abi/umlos_philox.h.
+// Appends z (binary64) and the batch's global indices to the latent ring.
+void encode(sdk::Context& c) {
+  const Dims d = training_dims(c);
+  const uint64_t n = static_cast<uint64_t>(d.batch * d.latent);
+  const std::vector<double> u1 = c.draw_host<double>(UMLOS_STREAM_INIT, UMLOS_DIST_UNIFORM_F64, n);
+  const std::vector<double> u2 = c.draw_host<double>(UMLOS_STREAM_INIT, UMLOS_DIST_UNIFORM_F64, n);
+  std::vector<double> eps(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    double s = 0, co = 0;
+    umlos_det_sincos_2pi(u2[i], &s, &co);
+    eps[i] = UMLOS_SQRT(-2.0 * umlos_det_log(u1[i])) * co;
+  }
+  const ir::Graph g = build(d);
+  ir::Binding b;
+  bind_batch(c, b);
+  bind_parameters(c, d, b);
+  bind_constants(c, d, b);
+  umlos_tensor* eps_t = c.output("model.act.eps", d.dtype, {d.batch, d.latent});
+  write_f64(c, eps_t, eps);
+  b["eps"] = eps_t;
+  run_segment(c, g, b, "encode");
+
+  // Latent buffer (FIFO ring): row (count + r) mod cap <- z_r.
+  umlos_tensor* ring = c.inout("latent.z");
+  umlos_tensor* ring_index = c.inout("latent.index");
+  umlos_tensor* count_t = c.inout("latent.count");
+  const sdk::Shape rs = c.shape(ring);
+  if (rs.size() != 2 || rs[1] != d.latent)
+    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "latent.z is [", sdk::shape_string(rs), "], latent_dim is ", d.latent);
+  const int64_t cap = rs[0];
+  int64_t count = c.read<int64_t>(count_t).at(0);
+  const std::vector<double> z = read_f64(c, b.at("z"));
+  const std::vector<int64_t> index = c.read<int64_t>(c.input("batch.index"));
+  for (int64_t r = 0; r < d.batch; ++r, ++count) {
+    const int64_t row = count % cap;
+    c.write_bytes(ring, static_cast<uint64_t>(row * d.latent) * 8, z.data() + r * d.latent, static_cast<uint64_t>(d.latent) * 8);
+    c.write_bytes(ring_index, static_cast<uint64_t>(row) * 8, &index[static_cast<size_t>(r)], 8);
+  }
+  c.write(count_t, std::vector<int64_t>{count});
+}
+
+// ------------------------------------------------------------ Decode_v1, Forward_v2
+
+void decode(sdk::Context& c) {
+  const Dims d = training_dims(c);
+  const ir::Graph g = build(d);
+  ir::Binding b;
+  bind_batch(c, b);
+  bind_parameters(c, d, b);
+  bind_constants(c, d, b);
+  bind_activations(c, g, b, {"encode"});
+  run_segment(c, g, b, "decode");
+}
+
+// logits = nn_logits + beta * sym_pred; sym_pred = 0 while there are no
+// prototypes (state S_P), so logits = nn_logits here (issue 7 adds the
+// prototype path).
+void forward_v2(sdk::Context& c) {
+  const Dims d = training_dims(c);
+  const ir::Graph g = build(d);
+  ir::Binding b;
+  bind_batch(c, b);
+  bind_parameters(c, d, b);
+  bind_constants(c, d, b);
+  bind_activations(c, g, b, {"encode"});
+  run_segment(c, g, b, "head");
+}
+
+// ------------------------------------------------------------ TotalLoss_v1
+
+void total_loss(sdk::Context& c) {
+  const Dims d = training_dims(c);
+  const ir::Graph g = build(d);
+  ir::Binding b;
+  bind_batch(c, b);
+  bind_parameters(c, d, b);
+  bind_constants(c, d, b);
+  bind_activations(c, g, b, {"encode", "decode", "head"});
+  run_segment(c, g, b, "loss");
+  // III.C: L_tot = alpha L_sup + L_aux in binary64, terms in the fixed order.
+  double aux = 0.0, total = 0.0;
+  for (const Term& term : loss_terms()) {
+    const double v = scalar_f64(c, b.at(term.id));
+    const double w = c.config<double>(term.weight_key, term.default_weight);
+    c.write(c.output(term.value, UMLOS_DTYPE_F64, {}), std::vector<double>{v});
+    if (std::string(term.id) == "l_sup") total = w * v;
+    else aux += w * v;
+  }
+  total += aux;
+  c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), std::vector<double>{total});
+  // loss_hist: the last 256 (loss_total, state) rows, oldest first.
+  std::vector<double> hist;
+  if (const umlos_tensor* h = c.optional_input("loss_hist")) hist = c.read<double>(h);
+  const umlos_tensor* st = c.optional_input("state");
+  const double state = st ? static_cast<double>(c.read<int64_t>(st).at(0)) : 0.0;
+  hist.push_back(total);
+  hist.push_back(state);
+  if (hist.size() > 512) hist.erase(hist.begin(), hist.end() - 512);
+  c.write(c.output("loss_hist", UMLOS_DTYPE_F64, {static_cast<int64_t>(hist.size() / 2), 2}), hist);
+}
+
+// ------------------------------------------------------------ Update_v1
+
+// Gradient of L_tot (backward seeded with the loss weights), global L2 norm
+// in binary64 (parameter registration order, 256-element chunks), clipping
+// to config clip_norm, then the optimiser (config optimizer.name: adam |
+// sgd) with decoupled weight decay on every trainable parameter.
+void update(sdk::Context& c) {
+  const Dims d = training_dims(c);
+  const ir::Graph g = build(d);
+  ir::Binding b;
+  bind_batch(c, b);
+  bind_parameters(c, d, b);
+  bind_constants(c, d, b);
+  bind_activations(c, g, b, {"encode", "decode", "head", "loss"});
+  std::vector<ir::Seed> seeds;
+  for (const Term& term : loss_terms()) seeds.push_back({term.id, c.config<double>(term.weight_key, term.default_weight)});
+  const std::vector<Param> ps = parameters(d);
+  std::vector<std::string> wrt;
+  for (const Param& q : ps) wrt.push_back(q.id);
+  const std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, b, seeds, wrt);
+
+  std::vector<std::vector<double>> gv(ps.size());
+  std::vector<double> squares;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto it = grads.find(ps[i].id);
+    gv[i] = it == grads.end() ? std::vector<double>(sdk::element_count(ps[i].shape), 0.0) : read_f64(c, it->second);
+    for (double x : gv[i]) squares.push_back(x * x);
+  }
+  const double norm = UMLOS_SQRT(chunked_sum(squares));
+  if (!std::isfinite(norm)) throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
+  const double clip = c.config<double>("clip_norm", 5.0);
+  double scale = 1.0;
+  if (clip > 0 && norm > clip) scale = clip / norm;
+  // The norm after clipping, recomputed so Validate_v1 checks the bound on
+  // the gradient actually applied.
+  squares.clear();
+  for (auto& v : gv) for (double& x : v) { x *= scale; squares.push_back(x * x); }
+  const double clipped = UMLOS_SQRT(chunked_sum(squares));
+
+  const std::string opt = c.config("optimizer.name", "adam");
+  const double lr = c.config<double>("optimizer.lr", 1e-3);
+  const double wd = c.config<double>("optimizer.weight_decay", 0.0);
+  int64_t step = 0;
+  if (const umlos_tensor* s = c.optional_input("opt.step")) step = c.read<int64_t>(s).at(0);
+  ++step;
+  if (opt == "adam") {
+    const double b1 = c.config<double>("optimizer.beta1", 0.9), b2 = c.config<double>("optimizer.beta2", 0.999);
+    const double eps = c.config<double>("optimizer.eps", 1e-8);
+    // beta^t by repeated multiplication (no libm pow): kept in the state.
+    double b1_pow = b1, b2_pow = b2;
+    if (const umlos_tensor* p1 = c.optional_input("opt.beta1_pow")) b1_pow = c.read<double>(p1).at(0) * b1;
+    if (const umlos_tensor* p2 = c.optional_input("opt.beta2_pow")) b2_pow = c.read<double>(p2).at(0) * b2;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const std::string m_name = "opt.m." + ps[i].id, v_name = "opt.v." + ps[i].id;
+      std::vector<double> m(gv[i].size(), 0.0), v(gv[i].size(), 0.0);
+      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = c.read<double>(t);
+      if (const umlos_tensor* t = c.optional_input(v_name.c_str())) v = c.read<double>(t);
+      std::vector<double> theta = read_f64(c, b.at(ps[i].id));
+      for (size_t k = 0; k < theta.size(); ++k) {
+        m[k] = b1 * m[k] + (1.0 - b1) * gv[i][k];
+        v[k] = b2 * v[k] + (1.0 - b2) * (gv[i][k] * gv[i][k]);
+        const double mhat = m[k] / (1.0 - b1_pow), vhat = v[k] / (1.0 - b2_pow);
+        theta[k] -= lr * (mhat / (UMLOS_SQRT(vhat) + eps) + wd * theta[k]);
+      }
+      c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
+      c.write(c.output(v_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), v);
+      write_f64(c, c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
+    }
+    c.write(c.output("opt.beta1_pow", UMLOS_DTYPE_F64, {}), std::vector<double>{b1_pow});
+    c.write(c.output("opt.beta2_pow", UMLOS_DTYPE_F64, {}), std::vector<double>{b2_pow});
+  } else if (opt == "sgd") {
+    const double momentum = c.config<double>("optimizer.momentum", 0.9);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const std::string m_name = "opt.m." + ps[i].id;
+      std::vector<double> m(gv[i].size(), 0.0);
+      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = c.read<double>(t);
+      std::vector<double> theta = read_f64(c, b.at(ps[i].id));
+      for (size_t k = 0; k < theta.size(); ++k) {
+        m[k] = momentum * m[k] + gv[i][k];
+        theta[k] -= lr * (m[k] + wd * theta[k]);
+      }
+      c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
+      write_f64(c, c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
+    }
+  } else {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config optimizer.name is '", opt, "', expected adam or sgd");
+  }
+  c.write(c.output("opt.step", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{step});
+  c.write(c.output("grad_norm", UMLOS_DTYPE_F64, {}), std::vector<double>{norm});
+  c.write(c.output("grad_norm_clipped", UMLOS_DTYPE_F64, {}), std::vector<double>{clipped});
+}
+
+// ------------------------------------------------------------ Contract.Validate_v1
+
+void validate(sdk::Context& c) {
+  const double tol = c.config<double>("validate.tolerance", 1e-6);
+  int64_t checks = 0;
+  // KL >= 0 within tolerance.
+  if (const umlos_tensor* kl = c.optional_input("loss.kl")) {
+    const double v = scalar_f64(c, kl);
+    if (v < -tol) throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "KL = ", v, " < 0 (tolerance ", tol, "); counterexample: loss.kl");
+    ++checks;
+  }
+  // Cov(z) positive semi-definite: an LDL^T factorisation in binary64 whose
+  // pivots must not fall below -tol * max diagonal.
+  if (const umlos_tensor* cov = c.optional_input("model.act.cov_z")) {
+    const sdk::Shape s = c.shape(cov);
+    const int64_t p = s.at(0);
+    std::vector<double> a = read_f64(c, cov);
+    double maxdiag = 0;
+    for (int64_t i = 0; i < p; ++i) maxdiag = std::max(maxdiag, a[i * p + i]);
+    std::vector<double> L(a.size(), 0.0), D(static_cast<size_t>(p), 0.0);
+    for (int64_t j = 0; j < p; ++j) {
+      double dj = a[j * p + j];
+      for (int64_t k = 0; k < j; ++k) dj -= L[j * p + k] * L[j * p + k] * D[k];
+      D[j] = dj;
+      if (dj < -tol * std::max(1.0, maxdiag)) {
+        throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "Cov(z) is not positive semi-definite: LDL^T pivot ", j, " = ", dj,
+                         " (tolerance ", tol * std::max(1.0, maxdiag), "); minimal counterexample: the leading ", j + 1,
+                         "x", j + 1, " block of model.act.cov_z");
+      }
+      for (int64_t i = j + 1; i < p; ++i) {
+        double v = a[i * p + j];
+        for (int64_t k = 0; k < j; ++k) v -= L[i * p + k] * L[j * p + k] * D[k];
+        L[i * p + j] = dj > tol ? v / dj : 0.0;
+      }
+    }
+    ++checks;
+  }
+  // Probability rows of the driver's softmax of the logits sum to 1.
+  if (const umlos_tensor* logits = c.optional_input("model.act.logits")) {
+    const sdk::Shape s = c.shape(logits);
+    if (s.size() == 2 && s[1] > 1) {
+      umlos_tensor* prob = c.temp(c.dtype(logits), s);
+      c.dispatch("softmax", {logits}, {prob});
+      const std::vector<double> pv = read_f64(c, prob);
+      const double ptol = c.dtype(logits) == UMLOS_DTYPE_F32 ? 1e-5 : 1e-12;
+      for (int64_t r = 0; r < s[0]; ++r) {
+        double sum = 0;
+        for (int64_t k = 0; k < s[1]; ++k) sum += pv[r * s[1] + k];
+        if (std::fabs(sum - 1.0) > ptol)
+          throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "softmax(logits) row ", r, " sums to ", sum,
+                           "; minimal counterexample: row ", r, " of model.act.logits");
+      }
+      ++checks;
+    }
+  }
+  // The last update honoured the clip bound.
+  if (const umlos_tensor* gc = c.optional_input("grad_norm_clipped")) {
+    const double clip = c.config<double>("clip_norm", 5.0);
+    const double v = scalar_f64(c, gc);
+    if (clip > 0 && v > clip * (1.0 + 1e-12))
+      throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "gradient norm after clipping is ", v, " > clip_norm ", clip);
+    ++checks;
+  }
+  c.write(c.output("contract.checks", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{checks});
+}
+
+// ------------------------------------------------------------ StateFingerprint_v1
+
+std::array<uint8_t, 32> merkle_root(std::vector<std::array<uint8_t, 32>> level) {
+  if (level.empty()) return Sha().finish();
+  while (level.size() > 1) {
+    std::vector<std::array<uint8_t, 32>> up;
+    for (size_t i = 0; i < level.size(); i += 2) {
+      if (i + 1 == level.size()) { up.push_back(level[i]); continue; }
+      Sha h;
+      h.bytes(level[i].data(), 32);
+      h.bytes(level[i + 1].data(), 32);
+      up.push_back(h.finish());
+    }
+    level = std::move(up);
+  }
+  return level[0];
+}
+
+void hash_values_f64(Sha& h, const std::vector<double>& v) {
+  h.u64(v.size());
+  for (double x : v) h.f64(x);
+}
+
+// The 8 items of spec 004 IV, in order, big-endian (docs/model.md).
+void state_fingerprint(sdk::Context& c) {
+  Sha h;
+  h.text("UML_OS.StateFingerprint_v1");
+  // 1. theta, sorted by name.
+  const Dims d = dims_from(c, 1, c.shape(c.input("theta.enc.W1")).at(0), c.shape(c.input("theta.head.b2")).at(0));
+  std::vector<Param> ps = parameters(d);
+  std::vector<std::string> names;
+  for (const Param& q : ps) names.push_back(q.id);
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  for (const std::string& id : sorted) {
+    h.text("theta." + id);
+    hash_values_f64(h, read_f64(c, c.input(("theta." + id).c_str())));
+  }
+  // 2. optimiser state, registration order.
+  for (const std::string& id : names) {
+    for (const char* kind : {"opt.m.", "opt.v."}) {
+      const std::string n = kind + id;
+      if (const umlos_tensor* t = c.optional_input(n.c_str())) hash_values_f64(h, c.read<double>(t));
+      else h.u64(0);
+    }
+  }
+  for (const char* n : {"opt.beta1_pow", "opt.beta2_pow"}) {
+    const umlos_tensor* t = c.optional_input(n);
+    h.f64(t ? c.read<double>(t).at(0) : 0.0);
+  }
+  const umlos_tensor* st = c.optional_input("opt.step");
+  h.i64(st ? c.read<int64_t>(st).at(0) : 0);
+  // 3. latent buffer: Merkle root over 256-entry chunks of the most recent
+  //    min(N_latent, 8192) entries, oldest first; an entry = (index, z row).
+  {
+    const umlos_tensor* ring = c.input("latent.z");
+    const sdk::Shape rs = c.shape(ring);
+    const int64_t cap = rs[0], p = rs[1];
+    const int64_t count = c.read<int64_t>(c.input("latent.count")).at(0);
+    const std::vector<double> z = c.read<double>(ring);
+    const std::vector<int64_t> idx = c.read<int64_t>(c.input("latent.index"));
+    const int64_t n = std::min({count, cap, int64_t{8192}});
+    std::vector<std::array<uint8_t, 32>> leaves;
+    for (int64_t at = 0; at < n; at += 256) {
+      Sha leaf;
+      for (int64_t e = at; e < std::min(n, at + 256); ++e) {
+        const int64_t row = (count - n + e) % cap;
+        leaf.i64(idx[row]);
+        for (int64_t k = 0; k < p; ++k) leaf.f64(z[row * p + k]);
+      }
+      leaves.push_back(leaf.finish());
+    }
+    const std::array<uint8_t, 32> root = merkle_root(std::move(leaves));
+    h.u64(static_cast<uint64_t>(n));
+    h.bytes(root.data(), 32);
+  }
+  // 4. data cursor.
+  if (const umlos_tensor* cur = c.optional_input("data.cursor")) for (int64_t v : c.read<int64_t>(cur)) h.i64(v);
+  if (const umlos_tensor* ph = c.optional_input("data.permutation_hash")) {
+    const std::vector<uint8_t> b = c.read<uint8_t>(ph);
+    h.bytes(b.data(), b.size());
+  }
+  // 5. state.
+  const umlos_tensor* state = c.optional_input("state");
+  h.i64(state ? c.read<int64_t>(state).at(0) : 0);
+  // 6. RNG master key and every stream offset.
+  const sdk::Context::RngState rs = c.rng_state();
+  h.u64((uint64_t(rs.key[0]) << 32) | rs.key[1]);
+  for (uint64_t off : rs.offsets) h.u64(off);
+  // 7. prototypes and the SHA-256 of their canonical equations (sorted).
+  if (const umlos_tensor* protos = c.optional_input("np.protos")) hash_values_f64(h, read_f64(c, protos));
+  else h.u64(0);
+  if (const umlos_tensor* eqs = c.optional_input("np.protos_equation_hash")) {
+    const std::vector<uint8_t> b = c.read<uint8_t>(eqs);
+    h.bytes(b.data(), b.size());
+  }
+  // 8. loss_hist, last 256 rows (loss, state tag).
+  if (const umlos_tensor* lh = c.optional_input("loss_hist")) {
+    const std::vector<double> v = c.read<double>(lh);
+    h.u64(v.size() / 2);
+    for (size_t i = 0; i + 1 < v.size(); i += 2) {
+      h.f64(v[i]);
+      h.i64(static_cast<int64_t>(v[i + 1]));
+    }
+  } else {
+    h.u64(0);
+  }
+  const std::array<uint8_t, 32> fp = h.finish();
+  c.write(c.output("state_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
+}
+
+// ------------------------------------------------------------ inference
+
+struct Evaluation {
+  double loss = 0;    // mean L_sup
+  double metric = 0;  // accuracy, or R^2 for regression
+};
+
+// Runs the encoder (z = mu: eps = 0) and the head in binary64 on the rows
+// `rows` of split `split`, preprocessed as NextBatch_v1 does.
+Evaluation evaluate(sdk::Context& c, const std::string& split, const std::vector<int64_t>& rows) {
+  const Task task = parse_task(c.config("task_type", "multiclass"));
+  const umlos_tensor* xt = c.input(("data." + split + ".x").c_str());
+  const sdk::Shape xs = c.shape(xt);
+  const int64_t D = xs.at(1), B = static_cast<int64_t>(rows.size());
+  Dims d = dims_from(c, B, D, num_outputs(c, task), UMLOS_DTYPE_F64);
+  d.training = false;
+  const std::vector<double> xraw = c.read<double>(xt);
+  const std::vector<double> off = c.read<double>(c.input("data.norm.offset"));
+  const std::vector<double> scl = c.read<double>(c.input("data.norm.scale"));
+  std::vector<double> x(static_cast<size_t>(B * D));
+  for (int64_t r = 0; r < B; ++r) {
+    for (int64_t k = 0; k < D; ++k) {
+      double v = (xraw[rows[r] * D + k] - off[k]) * scl[k];
+      x[r * D + k] = v < 0 ? 0 : (v > 1 ? 1 : v);
+    }
+  }
+  const ir::Graph g = build(d);
+  ir::Binding b;
+  umlos_tensor* x_t = c.temp(UMLOS_DTYPE_F64, {B, D});
+  c.write(x_t, x);
+  b["x"] = x_t;
+  std::vector<double> ycont;
+  std::vector<int64_t> ylab;
+  const umlos_tensor* yt = c.input(("data." + split + ".y").c_str());
+  if (task == Task::Multiclass) {
+    const std::vector<int64_t> all = c.read<int64_t>(yt);
+    for (int64_t r : rows) ylab.push_back(all[r]);
+    umlos_tensor* y_t = c.temp(UMLOS_DTYPE_I64, {B});
+    c.write(y_t, ylab);
+    b["y"] = y_t;
+  } else {
+    const std::vector<double> all = c.read<double>(yt);
+    double mean = 0, sd = 1;
+    if (task == Task::Regression) {
+      mean = c.read<double>(c.input("data.target.mean")).at(0);
+      sd = c.read<double>(c.input("data.target.std")).at(0);
+    }
+    for (int64_t r : rows) ycont.push_back((all[r] - mean) / sd);
+    umlos_tensor* y_t = c.temp(UMLOS_DTYPE_F64, {B, 1});
+    c.write(y_t, ycont);
+    b["y"] = y_t;
+  }
+  b["eps"] = c.temp(UMLOS_DTYPE_F64, {B, d.latent});  // zeros: z = mu
+  bind_constants(c, d, b);
+  // Parameters widened to binary64 (V.C: binary64 forward).
+  for (const Param& q : parameters(d)) {
+    umlos_tensor* t = c.temp(UMLOS_DTYPE_F64, q.shape);
+    c.write(t, read_f64(c, c.input(("theta." + q.id).c_str())));
+    b[q.id] = t;
+  }
+  ir::forward(c, g, b, [&](const ir::Node& n) { return c.temp(n.dtype, n.output_shape); });
+  Evaluation e;
+  e.loss = scalar_f64(c, b.at("l_sup"));
+  const std::vector<double> logits = c.read<double>(b.at("logits"));
+  if (task == Task::Multiclass) {
+    const int64_t C = d.outputs;
+    int64_t hits = 0;
+    for (int64_t r = 0; r < B; ++r) {
+      int64_t best = 0;  // ties: lowest index (0.D)
+      for (int64_t k = 1; k < C; ++k) if (logits[r * C + k] > logits[r * C + best]) best = k;
+      hits += best == ylab[r];
+    }
+    e.metric = static_cast<double>(hits) / static_cast<double>(B);
+  } else if (task == Task::Binary) {
+    int64_t hits = 0;
+    for (int64_t r = 0; r < B; ++r) hits += (logits[r] > 0 ? 1.0 : 0.0) == ycont[r];
+    e.metric = static_cast<double>(hits) / static_cast<double>(B);
+  } else {
+    double mean = 0;
+    for (double y : ycont) mean += y;
+    mean /= static_cast<double>(B);
+    double ss_res = 0, ss_tot = 0;
+    for (int64_t r = 0; r < B; ++r) {
+      ss_res += (ycont[r] - logits[r]) * (ycont[r] - logits[r]);
+      ss_tot += (ycont[r] - mean) * (ycont[r] - mean);
+    }
+    e.metric = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 0.0;
+  }
+  return e;
+}
+
+// Fingerprint.Functional_v1 (V.C): the first 1024 samples of the validation
+// split (training split when there is none), cyclically repeated when
+// smaller, in index order; functional_fp = SHA-256(probe_loss || probe_metric
+// || task_type || spec_version). Also the held-out metric over the whole
+// validation split (val_accuracy or val_r2) for the trace's run_end.
+void functional_fp(sdk::Context& c) {
+  const std::string split = c.optional_input("data.val.x") ? "val" : "train";
+  const int64_t n = c.shape(c.input(("data." + split + ".x").c_str())).at(0);
+  std::vector<int64_t> probe(1024);
+  for (int64_t i = 0; i < 1024; ++i) probe[i] = i % n;
+  const Evaluation pe = evaluate(c, split, probe);
+  const std::string task = c.config("task_type", "multiclass");
+  Sha h;
+  h.f64(pe.loss);
+  h.f64(pe.metric);
+  h.text(task);
+  h.text(kSpecVersion);
+  const std::array<uint8_t, 32> fp = h.finish();
+  c.write(c.output("functional_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
+  c.write(c.output("probe_loss", UMLOS_DTYPE_F64, {}), std::vector<double>{pe.loss});
+  c.write(c.output("probe_metric", UMLOS_DTYPE_F64, {}), std::vector<double>{pe.metric});
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) all[i] = i;
+  const Evaluation ve = evaluate(c, split, all);
+  const bool regression = parse_task(task) == Task::Regression;
+  c.write(c.output(regression ? "val_r2" : "val_accuracy", UMLOS_DTYPE_F64, {}), std::vector<double>{ve.metric});
+  c.write(c.output("val_loss", UMLOS_DTYPE_F64, {}), std::vector<double>{ve.loss});
+}
+
+// ------------------------------------------------------------ descriptors
+
+sdk::Module describe() {
+  using sdk::Operator;
+  const uint32_t P = UMLOS_VALUE_PERSISTENT, O = UMLOS_VALUE_OPTIONAL, IO = UMLOS_VALUE_INOUT;
+  return sdk::Module("umlos_model", "0.1.0")
+      .add(Operator("UML_OS.Model.InitParameters_v1")
+               .summary("theta from manifest-hash-derived bytes (no draws), state S_P, empty latent buffer")
+               .stateful()
+               .input("data.train.x", UMLOS_DTYPE_F64)
+               .input("data.num_classes", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .output("theta.*", UMLOS_DTYPE_ANY, sdk::any_shape, P)
+               .output("state", UMLOS_DTYPE_I64, sdk::Dims{}, P)
+               .output("latent.z", UMLOS_DTYPE_F64, sdk::any_shape, P)
+               .output("latent.index", UMLOS_DTYPE_I64, sdk::any_shape, P)
+               .output("latent.count", UMLOS_DTYPE_I64, sdk::Dims{}, P)
+               .run(init_parameters))
+      .add(Operator("UML_OS.Model.Encode_v1")
+               .summary("two linear layers + reparameterisation; appends z to the latent buffer")
+               .stateful()
+               .draws(UMLOS_STREAM_INIT, 2)
+               .input("batch.*", UMLOS_DTYPE_ANY)
+               .input("theta.*", UMLOS_DTYPE_ANY)
+               .input("data.num_classes", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("latent.z", UMLOS_DTYPE_F64, sdk::any_shape, IO)
+               .input("latent.index", UMLOS_DTYPE_I64, sdk::any_shape, IO)
+               .input("latent.count", UMLOS_DTYPE_I64, sdk::Dims{}, IO)
+               .output("model.act.*", UMLOS_DTYPE_ANY)
+               .run(encode))
+      .add(Operator("UML_OS.Model.Decode_v1")
+               .summary("reconstruction from z, clamped to the normalisation range [0, 1]")
+               .pure()
+               .input("batch.*", UMLOS_DTYPE_ANY)
+               .input("theta.*", UMLOS_DTYPE_ANY)
+               .input("data.num_classes", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("model.act.*", UMLOS_DTYPE_ANY)
+               .output("model.act.*", UMLOS_DTYPE_ANY)
+               .run(decode))
+      .add(Operator("UML_OS.Model.Forward_v2")
+               .summary("logits = nn_logits + beta * sym_pred (sym_pred = 0 without prototypes)")
+               .pure()
+               .input("batch.*", UMLOS_DTYPE_ANY)
+               .input("theta.*", UMLOS_DTYPE_ANY)
+               .input("data.num_classes", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("model.act.*", UMLOS_DTYPE_ANY)
+               .output("model.act.*", UMLOS_DTYPE_ANY)
+               .run(forward_v2))
+      .add(Operator("UML_OS.Objective.TotalLoss_v1")
+               .summary("L_tot = alpha L_sup + L_aux (III), binary64, fixed term order; appends loss_hist")
+               .stateful()
+               .input("batch.*", UMLOS_DTYPE_ANY)
+               .input("theta.*", UMLOS_DTYPE_ANY)
+               .input("data.num_classes", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("model.act.*", UMLOS_DTYPE_ANY)
+               .input("loss_hist", UMLOS_DTYPE_F64, sdk::any_shape, O)
+               .input("state", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .output("model.act.*", UMLOS_DTYPE_ANY)
+               .output("loss.*", UMLOS_DTYPE_F64, sdk::Dims{})
+               .output("loss_total", UMLOS_DTYPE_F64, sdk::Dims{})
+               .output("loss_hist", UMLOS_DTYPE_F64, sdk::any_shape, P)
+               .run(total_loss))
+      .add(Operator("UML_OS.Update_v1")
+               .summary("gradient, clipping, optimiser step (adam | sgd), weight decay")
+               .stateful()
+               .input("batch.*", UMLOS_DTYPE_ANY)
+               .input("theta.*", UMLOS_DTYPE_ANY)
+               .input("data.num_classes", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("model.act.*", UMLOS_DTYPE_ANY)
+               .input("opt.*", UMLOS_DTYPE_ANY)
+               .output("theta.*", UMLOS_DTYPE_ANY, sdk::any_shape, P)
+               .output("opt.*", UMLOS_DTYPE_ANY, sdk::any_shape, P)
+               .output("grad_norm", UMLOS_DTYPE_F64, sdk::Dims{}, P)
+               .output("grad_norm_clipped", UMLOS_DTYPE_F64, sdk::Dims{}, P)
+               .run(update))
+      .add(Operator("UML_OS.Contract.Validate_v1")
+               .summary("KL >= 0, Cov(z) PSD, probability sums, clip bound; minimal counterexample on violation")
+               .pure()
+               .input("loss.kl", UMLOS_DTYPE_F64, sdk::Dims{}, O)
+               .input("model.act.cov_z", UMLOS_DTYPE_ANY, sdk::any_shape, O)
+               .input("model.act.logits", UMLOS_DTYPE_ANY, sdk::any_shape, O)
+               .input("grad_norm_clipped", UMLOS_DTYPE_F64, sdk::Dims{}, O)
+               .output("contract.checks", UMLOS_DTYPE_I64, sdk::Dims{})
+               .run(validate))
+      .add(Operator("UML_OS.StateFingerprint_v1")
+               .summary("SHA-256 over the 8 items of spec 004 IV, big-endian")
+               .pure()
+               .input("theta.*", UMLOS_DTYPE_ANY)
+               .input("opt.*", UMLOS_DTYPE_ANY)
+               .input("latent.z", UMLOS_DTYPE_F64)
+               .input("latent.index", UMLOS_DTYPE_I64)
+               .input("latent.count", UMLOS_DTYPE_I64, sdk::Dims{})
+               .input("data.cursor", UMLOS_DTYPE_I64, sdk::any_shape, O)
+               .input("data.permutation_hash", UMLOS_DTYPE_U8, sdk::any_shape, O)
+               .input("state", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("np.protos", UMLOS_DTYPE_ANY, sdk::any_shape, O)
+               .input("np.protos_equation_hash", UMLOS_DTYPE_U8, sdk::any_shape, O)
+               .input("loss_hist", UMLOS_DTYPE_F64, sdk::any_shape, O)
+               .output("state_fp", UMLOS_DTYPE_U8, sdk::Dims{32})
+               .run(state_fingerprint))
+      .add(Operator("UML_OS.Fingerprint.Functional_v1")
+               .summary("functional_fp over the first 1024 validation samples (binary64 inference); held-out metric")
+               .pure()
+               .input("data.*", UMLOS_DTYPE_ANY)
+               .input("theta.*", UMLOS_DTYPE_ANY)
+               .output("functional_fp", UMLOS_DTYPE_U8, sdk::Dims{32})
+               .output("probe_loss", UMLOS_DTYPE_F64, sdk::Dims{})
+               .output("probe_metric", UMLOS_DTYPE_F64, sdk::Dims{})
+               .output("val_accuracy", UMLOS_DTYPE_F64, sdk::Dims{}, O)
+               .output("val_r2", UMLOS_DTYPE_F64, sdk::Dims{}, O)
+               .output("val_loss", UMLOS_DTYPE_F64, sdk::Dims{})
+               .run(functional_fp));
+}
+
+}  // namespace
+
+UMLOS_SDK_MODULE(describe)
