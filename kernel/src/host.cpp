@@ -917,6 +917,10 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
 
   // Inputs: the declared values that exist; required ones must.
   std::map<std::string, Digest> before;
+  // Writes are refused at the service boundary (check_writable); the digest
+  // comparison is a second line of defence, run on an operator's first call
+  // and, in strict mode, on every call (docs/contracts.md).
+  const bool verify_pure = op->purity == UMLOS_PURE && (strict_contracts_ || verified_pure_.insert(op).second);
   auto take_input = [&](const umlos_value_decl& d, const std::string& name, const TensorPtr& value) {
     const Tensor& t = *value;
     if (!decl_matches(d, t)) {
@@ -928,7 +932,7 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
     ctx.known.push_back(&t);
     bool inout = (d.flags & UMLOS_VALUE_INOUT) && op->purity == UMLOS_STATEFUL;
     if (inout) ctx.writable.push_back(&t);
-    if (op->purity == UMLOS_PURE) {
+    if (verify_pure) {
       HostTensor h = to_host(t);
       before[name] = sha256(h.data);
     }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,9 @@ class Host {
   const std::map<std::string, TensorPtr>& values() const { return values_; }
   std::vector<std::string> persistent_value_names() const;  // sorted
   bool is_persistent(const std::string& name) const;
+  // Sets (or replaces) a named value and its persistence flag, outside any
+  // operator call: checkpoint restore and tests (kernel/src/checkpoint.cpp).
+  void set_value(const std::string& name, TensorPtr t, bool persistent);
 
   // ---- operator calls with contract checks (docs/contracts.md)
   struct CallReport {
@@ -130,6 +134,9 @@ class Host {
   // untouched. Any violation or error status throws Failure (after which
   // nothing of the call's outputs is committed).
   CallReport call_operator(const umlos_operator_desc* op);
+  // Strict mode: PURE operators' inputs are digested before and after every
+  // call (default: the first call of each operator only).
+  void set_strict_contracts(bool on) { strict_contracts_ = on; }
   // Runs every registered invariant of `point`.
   void run_invariants(int32_t point);
 
@@ -163,6 +170,8 @@ class Host {
   Digest replay_token_{};
   const umlos_tmmu_strategy_desc* active_strategy_ = nullptr;
   uint64_t memory_budget_ = 0;
+  bool strict_contracts_ = false;
+  std::set<const umlos_operator_desc*> verified_pure_;
 };
 
 }  // namespace umlos

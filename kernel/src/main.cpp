@@ -10,6 +10,8 @@
 //   umlos rng philox --key K0,K1 --counter C0,C1,C2,C3 [--rounds R]
 //   umlos plan FILE ...                      TMMU planning (docs/tmmu.md)
 //   umlos exec IR [--mode M] [--json]        one ModelIR graph through the executor
+//   umlos replay --verify RUN_DIR            rerun a run's manifest, compare the traces
+//   umlos report RUN_DIR -o report.html      one self-contained HTML page about a run
 //
 // Exit statuses: 0 success, 2 usage error, otherwise exit_code_for(failure
 // code) as listed in docs/exit-codes.md.
@@ -28,6 +30,8 @@
 #include "loader.hpp"
 #include "manifest.hpp"
 #include "procedure.hpp"
+#include "replay.hpp"
+#include "report.hpp"
 #include "umlos_philox.h"
 
 #if __has_include("plan/plan_cmd.hpp")
@@ -60,6 +64,8 @@ const char* kTopHelp =
     "  plan FILE                         plan tensor memory with a TMMU strategy module\n"
     "  exec IR [--mode forward|backward|inference] [--json]\n"
     "                                    run one ModelIR graph through the executor module\n"
+    "  replay --verify RUN_DIR           rerun the run's manifest and compare the traces (docs/checkpoint.md)\n"
+    "  report RUN_DIR -o report.html     one self-contained HTML page: facts, curves, timelines\n"
     "  dataset import|verify|list ...    data sets under UML_OS_ROOT/datasets (docs/data.md)\n";
 
 // Parses `args` against `desc` (+ positionals); prints help and returns
@@ -83,7 +89,9 @@ int cmd_run(const std::vector<std::string>& args) {
   desc.add_options()("manifest", po::value<std::string>(&manifest)->required(), "the manifest (YAML)")(
       "run-dir", po::value<std::string>(&options.run_dir),
       "write trace.jsonl / failure.json here instead of the job's namespace folder under UML_OS_ROOT")(
-      "quiet,q", po::bool_switch(&options.quiet), "no progress lines");
+      "quiet,q", po::bool_switch(&options.quiet), "no progress lines")(
+      "strict-contracts", po::bool_switch(&options.strict_contracts),
+      "digest the inputs of PURE operators around every call, not only the first");
   po::positional_options_description pos;
   pos.add("manifest", 1);
   po::variables_map vm;
@@ -283,6 +291,8 @@ int main(int argc, char** argv) {
     if (command == "conformance") return cmd_conformance(rest);
     if (command == "rng") return cmd_rng(rest);
     if (command == "exec") return cmd_exec(rest);
+    if (command == "replay") return umlos::cmd_replay(rest);
+    if (command == "report") return umlos::cmd_report(rest);
     if (command == "dataset") return umlos::cmd_dataset(rest);
 #ifdef UMLOS_HAVE_PLAN
     if (command == "plan") return umlos::cmd_plan(rest);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -146,15 +147,87 @@ class TraceWriter {
   FILE* file_ = nullptr;
 };
 
+// The progress line: on a terminal one line rewritten in place about five
+// times a second (step, loss, held-out metric, steps/s, time left);
+// otherwise a plain line every tenth of the run.
+class Progress {
+ public:
+  explicit Progress(int64_t max_steps)
+      : max_steps_(max_steps), tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()),
+        last_(start_) {}
+  void update(int64_t t, std::optional<double> loss, const Host& host, bool final) {
+    const auto now = std::chrono::steady_clock::now();
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    bool due;
+    if (tty_) due = final || std::chrono::duration<double>(now - last_).count() >= 0.2;
+    else due = final || t % std::max<int64_t>(1, max_steps_ / 10) == 0;
+    if (!due) return;
+    last_ = now;
+    const double rate = secs > 0 ? static_cast<double>(t) / secs : 0.0;
+    char metric[64] = "";
+    if (std::optional<double> v = scalar_f64(host, "val_accuracy")) std::snprintf(metric, sizeof metric, "  val_acc %.4f", *v);
+    else if (std::optional<double> r = scalar_f64(host, "val_r2")) std::snprintf(metric, sizeof metric, "  val_r2 %.4f", *r);
+    const double left = rate > 0 && max_steps_ > t ? static_cast<double>(max_steps_ - t) / rate : 0.0;
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %s%s  %.1f steps/s  %s %.0fs",
+                  static_cast<long long>(t), static_cast<long long>(max_steps_),
+                  loss ? std::to_string(*loss).c_str() : "-", metric, rate, final ? "elapsed" : "left",
+                  final ? secs : left);
+    if (tty_) std::fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
+    else std::fprintf(stderr, "%s\n", line);
+  }
+
+ private:
+  int64_t max_steps_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
 struct RunState {
   const Manifest* manifest = nullptr;
   Host host;
   TraceWriter trace;
   std::string run_dir;
+  bool created_run_dir = false;
+  bool loop_started = false;
   std::string current_operator = "UML_OS.OS.Bootstrap_v1";
   std::optional<Digest> state_fp;
   std::optional<Digest> functional_fp;
 };
+
+void put_scalar(Host& host, const std::string& name, double v) {
+  HostTensor h;
+  h.dtype = UMLOS_DTYPE_F64;
+  h.shape.rank = 0;
+  h.data.resize(8);
+  std::memcpy(h.data.data(), &v, 8);
+  host.values()[name] = host.from_host(h);
+}
+
+// QuotaEnforce_v1: the job folder's bytes against budgets.disk_bytes and the
+// value store's bytes against budgets.memory_bytes (0 = unlimited);
+// resource_util = the larger share. Over budget: QUOTA_EXCEEDED.
+void enforce_quota(RunState& rs, uint64_t disk_budget, uint64_t memory_budget) {
+  uint64_t disk = 0, memory = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(rs.run_dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) disk += it->file_size(ec);
+  }
+  for (const auto& [name, t] : rs.host.values()) memory += t->bytes;
+  double util = 0.0;
+  if (disk_budget > 0) util = std::max(util, static_cast<double>(disk) / static_cast<double>(disk_budget));
+  if (memory_budget > 0) util = std::max(util, static_cast<double>(memory) / static_cast<double>(memory_budget));
+  if (disk_budget > 0 && disk > disk_budget) {
+    throw Failure(UMLOS_QUOTA_EXCEEDED, "the job folder " + rs.run_dir + " holds " + std::to_string(disk) +
+                                            " bytes, over budgets.disk_bytes = " + std::to_string(disk_budget));
+  }
+  if (memory_budget > 0 && memory > memory_budget) {
+    throw Failure(UMLOS_QUOTA_EXCEEDED, "the run state holds " + std::to_string(memory) +
+                                            " bytes of values, over budgets.memory_bytes = " + std::to_string(memory_budget));
+  }
+  put_scalar(rs.host, "resource_util", util);
+}
 
 json failure_record(RunState& rs, const Failure& f) {
   json r;
@@ -233,6 +306,33 @@ cbor::Value operator_config(const Manifest& m) {
   return cbor::Value::map(std::move(entries));
 }
 
+fs::path resolve_namespace_path(const Manifest& m, const std::vector<std::pair<std::string, std::string>>& parts,
+                                const std::string& job_id) {
+  const fs::path base = fs::weakly_canonical(fs::absolute(fs::path(umlos_root()) / "namespaces"));
+  fs::path p = base;
+  for (const auto& [key, value] : parts) {
+    bool ok = !value.empty() && value != "." && value != ".." && value.size() <= 128;
+    for (char ch : value) {
+      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')) ok = false;
+    }
+    if (!ok) {
+      throw Failure(UMLOS_NAMESPACE_VIOLATION,
+                    m.where("namespace." + key) + ": key 'namespace." + key + "' is '" + value +
+                        "'; expected a plain name of letters, digits, '_', '-' and '.' (not '.' or '..'), at most "
+                        "128 characters, so the job folder stays inside UML_OS_ROOT/namespaces");
+    }
+    p /= value;
+  }
+  p /= job_id;
+  const fs::path resolved = fs::weakly_canonical(p);
+  const std::string rs = resolved.string(), bs = base.string() + "/";
+  if (rs.compare(0, bs.size(), bs) != 0) {
+    throw Failure(UMLOS_NAMESPACE_VIOLATION, "the job folder '" + resolved.string() + "' escapes '" + base.string() +
+                                                 "' (a symbolic link inside UML_OS_ROOT?)");
+  }
+  return resolved;
+}
+
 std::string umlos_root() {
   const char* env = std::getenv("UML_OS_ROOT");
   return (env && *env) ? std::string(env) : std::string("umlos_root");
@@ -260,20 +360,26 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     if (!options.run_dir.empty()) {
       rs.run_dir = options.run_dir;
     } else {
+      // NamespaceEnter_v1 / ResolvePath_v1: the job folder under
+      // UML_OS_ROOT/namespaces, each component a plain name, the result
+      // checked to stay inside the namespaces tree.
       const cbor::Value* ns = manifest.canonical.find("namespace");
       cbor::Value empty = cbor::Value::map();
       const cbor::Value& n = ns ? *ns : empty;
-      rs.run_dir = (fs::path(umlos_root()) / "namespaces" / text_or(n, "org", "default") /
-                    text_or(n, "unit", "default") / text_or(n, "project", "default") /
-                    text_or(n, "experiment", manifest.name) / job_id)
-                       .string();
+      std::vector<std::pair<std::string, std::string>> parts = {
+          {"org", text_or(n, "org", "default")}, {"unit", text_or(n, "unit", "default")},
+          {"project", text_or(n, "project", "default")}, {"experiment", text_or(n, "experiment", manifest.name)}};
+      rs.run_dir = resolve_namespace_path(manifest, parts, job_id).string();
     }
     std::error_code ec;
+    const bool existed = fs::exists(rs.run_dir, ec);
     fs::create_directories(rs.run_dir, ec);
     if (ec) throw Failure(UMLOS_IO_ERROR, "cannot create run folder '" + rs.run_dir + "': " + ec.message());
+    rs.created_run_dir = !existed;
     fs::remove(fs::path(rs.run_dir) / "failure.json", ec);
 
     rs.host.set_replay_token(manifest.replay_token);
+    rs.host.set_strict_contracts(options.strict_contracts);
     rs.host.rng().seed_from_manifest(experiment_hash(manifest));
     rs.host.set_operator_config(operator_config(manifest));
     rs.host.set_driver_config(manifest.driver_config);
@@ -350,9 +456,17 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
 
     rs.host.set_iteration(0);
     call(rs, roles.get("bootstrap_op"));
+    rs.loop_started = true;
 
     // ---- 4. loop until termination.
-    const int64_t progress_every = std::max<int64_t>(1, max_steps / 10);
+    Progress progress(max_steps);
+    uint64_t disk_budget = 0, memory_budget = 0;
+    if (const cbor::Value* db = lookup(manifest.canonical, "budgets.disk_bytes"); db && db->kind() == cbor::Value::Kind::UInt) {
+      disk_budget = db->as_uint();
+    }
+    if (const cbor::Value* mb = lookup(manifest.canonical, "budgets.memory_bytes"); mb && mb->kind() == cbor::Value::Kind::UInt) {
+      memory_budget = mb->as_uint();
+    }
     bool last_fp_current = false;
     for (;;) {
       rs.current_operator = "UML_OS.Termination.Check_v1";
@@ -365,6 +479,8 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       rs.host.set_iteration(rs.host.iteration() + 1);
       const int64_t t = rs.host.iteration();
 
+      rs.current_operator = "UML_OS.OS.QuotaEnforce_v1";
+      enforce_quota(rs, disk_budget, memory_budget);
       for (const char* role : {"quota_op", "next_batch_op", "model_encode_op", "decode_op", "forward_op", "loss_op"}) {
         call(rs, roles.get(role));
       }
@@ -436,13 +552,9 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       }
       rs.trace.write(it);
 
-      if (!options.quiet && (t % progress_every == 0 || t == max_steps)) {
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        std::fprintf(stderr, "step %lld/%lld  loss %s  %.1f steps/s\n", static_cast<long long>(t),
-                     static_cast<long long>(max_steps), loss ? std::to_string(*loss).c_str() : "-",
-                     secs > 0 ? static_cast<double>(t) / secs : 0.0);
-      }
+      if (!options.quiet) progress.update(t, loss, rs.host, false);
     }
+    if (!options.quiet) progress.update(rs.host.iteration(), scalar_f64(rs.host, "loss_total"), rs.host, true);
 
     // The run's last functional fingerprint and held-out metric describe the
     // final parameters, not those of the last multiple of functional_fp_every.
@@ -479,6 +591,12 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       rs.trace.write({{"record", "run_end"}, {"status", "failed"}, {"t", rs.host.iteration()},
                       {"failure_code", status_name(f.code())}, {"failure_operator", rs.current_operator}});
       rs.trace.close();
+      // A run that failed before its first iteration leaves nothing in its
+      // namespace folder but the failure record.
+      if (!rs.loop_started && rs.created_run_dir && !rs.run_dir.empty()) {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(rs.run_dir, ec)) fs::remove_all(entry.path(), ec);
+      }
       if (!rs.run_dir.empty()) write_file_atomic((fs::path(rs.run_dir) / "failure.json").string(), record.dump(2) + "\n");
     } catch (const Failure& g) {
       std::fprintf(stderr, "umlos: could not write the failure record: %s\n", g.what());

@@ -18,6 +18,7 @@ struct RunOptions {
   // folder UML_OS_ROOT/namespaces/<org>/<unit>/<project>/<experiment>/<job_id>.
   std::string run_dir;
   bool quiet = false;  // no progress lines on stderr
+  bool strict_contracts = false;  // Host::set_strict_contracts
 };
 
 // Runs the procedure. Returns the process exit status: 0 on success, else
