@@ -3,6 +3,8 @@
 // (docs/contracts.md).
 #include "host.hpp"
 
+#include <chrono>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -430,8 +432,12 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
       out[i] = h.view_of(*as_tensor(outputs[i]));
     }
     const umlos_driver_desc* d = h.driver();
+    const auto t0 = std::chrono::steady_clock::now();
     umlos_status s = d->dispatch(h.driver_instance(), ctx, primitive, in.data(), n_inputs, out.data(),
                                  n_outputs, attrs, n_attrs);
+    h.profile().driver_ns += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    ++h.profile().dispatches;
     if (s != UMLOS_OK && ctx->error_code == UMLOS_OK) {
       set_error(ctx, s, std::string("driver '") + d->name + "' failed primitive '" + primitive + "'");
     }
@@ -907,6 +913,24 @@ static double element_as_double(const HostTensor& h, uint64_t i) {
 }
 
 Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
+  const auto call_start = std::chrono::steady_clock::now();
+  const uint64_t driver_before = profile_.driver_ns;
+  uint64_t body_ns = 0;
+  struct Account {  // charges the call to its operator however it ends
+    Host& h;
+    const umlos_operator_desc* op;
+    std::chrono::steady_clock::time_point start;
+    uint64_t driver_before;
+    uint64_t& body;
+    ~Account() {
+      Profile::Entry& e = h.profile_.ops[op->name];
+      ++e.calls;
+      e.total_ns += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      e.body_ns += body;
+      e.driver_ns += h.profile_.driver_ns - driver_before;
+    }
+  } account{*this, op, call_start, driver_before, body_ns};
   if (!driver_) throw Failure(UMLOS_FAILED_PRECONDITION, std::string("operator '") + op->name + "' called with no active driver");
   umlos_ctx ctx;
   ctx.host = this;
@@ -960,7 +984,10 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
 
   umlos_status status;
   try {
+    const auto body_start = std::chrono::steady_clock::now();
     status = op->run(&kServices, &ctx, op->user_data);
+    body_ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - body_start).count());
   } catch (...) {
     // A C++ module must catch its own exceptions (the SDK does); if one gets
     // here the module broke the ABI contract.

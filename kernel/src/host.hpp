@@ -134,6 +134,19 @@ class Host {
   // untouched. Any violation or error status throws Failure (after which
   // nothing of the call's outputs is committed).
   CallReport call_operator(const umlos_operator_desc* op);
+  // Wall-clock accounting (never part of the trace: timings differ run to
+  // run). Per operator: calls, whole call (with the kernel's checks), the
+  // module's body, and the driver's share of the body.
+  struct Profile {
+    struct Entry {
+      uint64_t calls = 0, total_ns = 0, body_ns = 0, driver_ns = 0;
+    };
+    std::map<std::string, Entry> ops;
+    uint64_t driver_ns = 0, dispatches = 0;
+  };
+  Profile& profile() { return profile_; }
+  const Profile& profile() const { return profile_; }
+
   // Strict mode: PURE operators' inputs are digested before and after every
   // call (default: the first call of each operator only).
   void set_strict_contracts(bool on) { strict_contracts_ = on; }
@@ -171,6 +184,7 @@ class Host {
   const umlos_tmmu_strategy_desc* active_strategy_ = nullptr;
   uint64_t memory_budget_ = 0;
   bool strict_contracts_ = false;
+  Profile profile_;
   std::set<const umlos_operator_desc*> verified_pure_;
 };
 

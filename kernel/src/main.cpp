@@ -91,7 +91,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "write trace.jsonl / failure.json here instead of the job's namespace folder under UML_OS_ROOT")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress lines")(
       "strict-contracts", po::bool_switch(&options.strict_contracts),
-      "digest the inputs of PURE operators around every call, not only the first");
+      "digest the inputs of PURE operators around every call, not only the first")(
+      "profile", po::bool_switch(&options.profile),
+      "print the time per operator (kernel checks, module, driver); write RUN_DIR/profile.json");
   po::positional_options_description pos;
   pos.add("manifest", 1);
   po::variables_map vm;

@@ -229,6 +229,32 @@ void enforce_quota(RunState& rs, uint64_t disk_budget, uint64_t memory_budget) {
   put_scalar(rs.host, "resource_util", util);
 }
 
+// --profile: where the wall-clock time went, per operator: the kernel's
+// checks around the call, the module's own work, the driver's primitives.
+void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
+  const Host::Profile& p = rs.host.profile();
+  const double wall_s = std::chrono::duration<double>(wall).count();
+  json ops = json::array();
+  double in_ops = 0;
+  std::fprintf(stderr, "\n%-40s %8s %10s %10s %10s %10s\n", "operator", "calls", "total s", "kernel s", "module s",
+               "driver s");
+  for (const auto& [name, e] : p.ops) {
+    const double total = e.total_ns * 1e-9, body = e.body_ns * 1e-9, drv = e.driver_ns * 1e-9;
+    in_ops += total;
+    std::fprintf(stderr, "%-40s %8llu %10.3f %10.3f %10.3f %10.3f\n", name.c_str(),
+                 static_cast<unsigned long long>(e.calls), total, total - body, body - drv, drv);
+    ops.push_back({{"operator", name}, {"calls", e.calls}, {"total_s", total}, {"kernel_checks_s", total - body},
+                   {"module_s", body - drv}, {"driver_s", drv}});
+  }
+  std::fprintf(stderr, "%-40s %8s %10.3f  (trace, quota, bootstrap outside operators)\n", "kernel outside operators", "",
+               wall_s - in_ops);
+  std::fprintf(stderr, "%-40s %8s %10.3f  (%llu primitive dispatches)\n", "run", "", wall_s,
+               static_cast<unsigned long long>(p.dispatches));
+  json doc = {{"wall_s", wall_s}, {"kernel_outside_operators_s", wall_s - in_ops}, {"dispatches", p.dispatches},
+              {"operators", ops}};
+  write_file_atomic((fs::path(rs.run_dir) / "profile.json").string(), doc.dump(2) + "\n");
+}
+
 json failure_record(RunState& rs, const Failure& f) {
   json r;
   r["record"] = "failure";
@@ -578,6 +604,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
     rs.trace.write(end);
     rs.trace.close();
+    if (options.profile) write_profile(rs, std::chrono::steady_clock::now() - start);
     if (!options.quiet) {
       std::fprintf(stderr, "run complete: %lld steps, final state_fp %s\ntrace: %s\n",
                    static_cast<long long>(rs.host.iteration()),

@@ -19,6 +19,7 @@ struct RunOptions {
   std::string run_dir;
   bool quiet = false;  // no progress lines on stderr
   bool strict_contracts = false;  // Host::set_strict_contracts
+  bool profile = false;           // print where the time went; write RUN_DIR/profile.json
 };
 
 // Runs the procedure. Returns the process exit status: 0 on success, else

@@ -3,7 +3,7 @@
 //
 // Order. The global order of the train split is a sequence of epoch
 // permutations. The permutation of epoch e over N rows is stateless:
-//   K = SHA-256("UML_OS.Data.NextBatch_v1" || replay_token[32] || u64be(e) || u64be(N))
+//   K = SHA-256("UML_OS.Data.NextBatch_v1" || master_key[8] || zero[24] || u64be(e) || u64be(N))
 //   philox key = (be32(K[0..4]), be32(K[4..8]))
 //   sort key of row i = words 0,1 of Philox4x32-10(ctr = (lo32(i), hi32(i), be32(K[8..12]), be32(K[12..16])))
 //                       as one 64-bit number (word 0 high)
@@ -167,7 +167,15 @@ void next_batch(sdk::Context& c) {
                        N, ")");
   }
 
-  const Digest token = c.replay_token();
+  // The experiment's key, not the replay token: the replay token covers the
+  // module builds and the driver, and the order of the data must not change
+  // when a driver is swapped or a module rebuilt (docs/spec-notes.md).
+  const sdk::Context::RngState rng = c.rng_state();
+  Digest token{};  // master key words big-endian, then zeros
+  for (int k = 0; k < 4; ++k) {
+    token[k] = static_cast<uint8_t>(rng.key[0] >> (24 - 8 * k));
+    token[4 + k] = static_cast<uint8_t>(rng.key[1] >> (24 - 8 * k));
+  }
   std::vector<int64_t> index;
   index.reserve(B);
   for (int64_t g = 0; g < B * W; ++g) {

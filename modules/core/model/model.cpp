@@ -535,9 +535,17 @@ std::array<uint8_t, 32> merkle_root(std::vector<std::array<uint8_t, 32>> level) 
   return level[0];
 }
 
+// Count then every value big-endian, hashed as one buffer (one digest
+// update per tensor, not per element).
 void hash_values_f64(Sha& h, const std::vector<double>& v) {
   h.u64(v.size());
-  for (double x : v) h.f64(x);
+  std::vector<uint8_t> buf(v.size() * 8);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint64_t u;
+    std::memcpy(&u, &v[i], 8);
+    for (int k = 0; k < 8; ++k) buf[i * 8 + k] = static_cast<uint8_t>(u >> (56 - 8 * k));
+  }
+  h.bytes(buf.data(), buf.size());
 }
 
 // The 8 items of spec 004 IV, in order, big-endian (docs/model.md).
@@ -580,13 +588,21 @@ void state_fingerprint(sdk::Context& c) {
     const std::vector<int64_t> idx = c.read<int64_t>(c.input("latent.index"));
     const int64_t n = std::min({count, cap, int64_t{8192}});
     std::vector<std::array<uint8_t, 32>> leaves;
+    std::vector<uint8_t> buf;
+    auto put = [&](uint64_t u) { for (int k = 0; k < 8; ++k) buf.push_back(static_cast<uint8_t>(u >> (56 - 8 * k))); };
     for (int64_t at = 0; at < n; at += 256) {
-      Sha leaf;
+      buf.clear();
       for (int64_t e = at; e < std::min(n, at + 256); ++e) {
         const int64_t row = (count - n + e) % cap;
-        leaf.i64(idx[row]);
-        for (int64_t k = 0; k < p; ++k) leaf.f64(z[row * p + k]);
+        put(static_cast<uint64_t>(idx[row]));
+        for (int64_t k = 0; k < p; ++k) {
+          uint64_t u;
+          std::memcpy(&u, &z[row * p + k], 8);
+          put(u);
+        }
       }
+      Sha leaf;
+      leaf.bytes(buf.data(), buf.size());
       leaves.push_back(leaf.finish());
     }
     const std::array<uint8_t, 32> root = merkle_root(std::move(leaves));
