@@ -85,4 +85,18 @@ inline CommandResult run_umlos(const std::string& args) {
   return r;
 }
 
+// The same with environment assignments first ("NAME='value' ...").
+inline CommandResult run_umlos_env(const std::string& env, const std::string& args) {
+  std::string cmd = env + " '" + UMLOS_EXE + "' " + args + " 2>&1";
+  CommandResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = ::pclose(p);
+  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
 }  // namespace umlos_test

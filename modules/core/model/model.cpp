@@ -82,18 +82,22 @@ void write_f64(const sdk::Context& c, umlos_tensor* t, const std::vector<double>
 
 double scalar_f64(const sdk::Context& c, const umlos_tensor* t) { return read_f64(c, t).at(0); }
 
-// Fixed-order binary64 sum: 256-element chunks summed left to right, then
-// the chunk sums left to right (spec 004 0.E).
-double chunked_sum(const std::vector<double>& v) {
-  double total = 0.0;
-  for (size_t at = 0; at < v.size(); at += 256) {
-    double chunk = 0.0;
-    const size_t end = std::min(v.size(), at + 256);
-    for (size_t i = at; i < end; ++i) chunk += v[i];
-    total += chunk;
+// Fixed-order binary64 sum over a sequence fed element by element:
+// 256-element chunks summed left to right, then the chunk sums left to
+// right (spec 004 0.E).
+struct ChunkedSum {
+  double total = 0.0, chunk = 0.0;
+  size_t in_chunk = 0;
+  void add(double v) {
+    chunk += v;
+    if (++in_chunk == 256) {
+      total += chunk;
+      chunk = 0.0;
+      in_chunk = 0;
+    }
   }
-  return total;
-}
+  double value() const { return in_chunk ? total + chunk : total; }
+};
 
 // ------------------------------------------------------------ configuration
 
@@ -291,11 +295,16 @@ void encode(sdk::Context& c) {
   int64_t count = c.read<int64_t>(count_t).at(0);
   const std::vector<double> z = read_f64(c, b.at("z"));
   const std::vector<int64_t> index = c.read<int64_t>(c.input("batch.index"));
-  for (int64_t r = 0; r < d.batch; ++r, ++count) {
-    const int64_t row = count % cap;
-    c.write_bytes(ring, static_cast<uint64_t>(row * d.latent) * 8, z.data() + r * d.latent, static_cast<uint64_t>(d.latent) * 8);
-    c.write_bytes(ring_index, static_cast<uint64_t>(row) * 8, &index[static_cast<size_t>(r)], 8);
+  // At most two contiguous runs of rows (the ring may wrap once per batch).
+  for (int64_t r = 0; r < d.batch;) {
+    const int64_t row = (count + r) % cap;
+    const int64_t run = std::min(d.batch - r, cap - row);
+    c.write_bytes(ring, static_cast<uint64_t>(row * d.latent) * 8, z.data() + r * d.latent,
+                  static_cast<uint64_t>(run * d.latent) * 8);
+    c.write_bytes(ring_index, static_cast<uint64_t>(row) * 8, &index[static_cast<size_t>(r)], static_cast<uint64_t>(run) * 8);
+    r += run;
   }
+  count += d.batch;
   c.write(count_t, std::vector<int64_t>{count});
 }
 
@@ -381,22 +390,22 @@ void update(sdk::Context& c) {
   const std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, b, seeds, wrt);
 
   std::vector<std::vector<double>> gv(ps.size());
-  std::vector<double> squares;
+  ChunkedSum squares;
   for (size_t i = 0; i < ps.size(); ++i) {
     auto it = grads.find(ps[i].id);
     gv[i] = it == grads.end() ? std::vector<double>(sdk::element_count(ps[i].shape), 0.0) : read_f64(c, it->second);
-    for (double x : gv[i]) squares.push_back(x * x);
+    for (double x : gv[i]) squares.add(x * x);
   }
-  const double norm = UMLOS_SQRT(chunked_sum(squares));
+  const double norm = UMLOS_SQRT(squares.value());
   if (!std::isfinite(norm)) throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
   const double clip = c.config<double>("clip_norm", 5.0);
   double scale = 1.0;
   if (clip > 0 && norm > clip) scale = clip / norm;
   // The norm after clipping, recomputed so Validate_v1 checks the bound on
   // the gradient actually applied.
-  squares.clear();
-  for (auto& v : gv) for (double& x : v) { x *= scale; squares.push_back(x * x); }
-  const double clipped = UMLOS_SQRT(chunked_sum(squares));
+  ChunkedSum clipped_squares;
+  for (auto& v : gv) for (double& x : v) { x *= scale; clipped_squares.add(x * x); }
+  const double clipped = UMLOS_SQRT(clipped_squares.value());
 
   const std::string opt = c.config("optimizer.name", "adam");
   const double lr = c.config<double>("optimizer.lr", 1e-3);
