@@ -14,10 +14,16 @@ struct ExecOptions {
   std::string driver_module;     // default: shipped cpu_driver
   std::string driver_name = "cpu_driver";
   std::string executor_module;   // default: shipped executor
+  std::string tmmu_module;       // default: libumlos_tmmu.so next to the executor module; "" = none found
+  std::string inputs_file;       // JSON of named tensors replacing the init draws (docs/modelir.md)
   bool json = false;
 };
 
 // Prints outputs (and gradients in backward mode), ir_hash and the loss.
 int run_exec(const ExecOptions& options);
+
+// What run_exec prints with --json: ir, ir_hash, mode, driver, outputs,
+// gradients, loss_total, execution_fp, metrics, trace.
+std::string exec_json(const ExecOptions& options);
 
 }  // namespace umlos

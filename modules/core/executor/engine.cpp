@@ -48,6 +48,14 @@ void finalize(Graph& g) {
                        "', expected input, parameter or constant");
     }
     if (!declared.insert(d.id).second) throw sdk::Error(UMLOS_INVALID_IR, "tensor '", d.id, "' is declared twice");
+    if (!d.value.empty()) {
+      if (d.role != "constant") throw sdk::Error(UMLOS_INVALID_IR, "tensor '", d.id, "': only a constant has a value");
+      const uint64_t n = sdk::element_count(d.shape);
+      if (d.value.size() != 1 && d.value.size() != n) {
+        throw sdk::Error(UMLOS_SHAPE_MISMATCH, "tensor '", d.id, "': value has ", d.value.size(), " numbers, shape [",
+                         sdk::shape_string(d.shape), "] needs ", n, " (or 1)");
+      }
+    }
   }
   std::vector<Node> nodes = std::move(g.nodes);
   g.nodes.clear();
@@ -56,6 +64,13 @@ void finalize(Graph& g) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (!ids.insert(n.node_id).second) throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, ": duplicate node_id");
+    if (n.output_role != "activation" && n.output_role != "output") {
+      throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, ": output role '", n.output_role,
+                       "', expected activation or output (input, parameter and constant tensors are declared)");
+    }
+    if (n.output_role == "output" && std::find(g.outputs.begin(), g.outputs.end(), n.output) == g.outputs.end()) {
+      g.outputs.push_back(n.output);
+    }
     if (declared.count(n.output) || producer.count(n.output)) {
       throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, ": output '", n.output, "' is already defined");
     }
@@ -115,6 +130,13 @@ Graph load_graph(const Value& ir) {
     d.shape = shape_of(t.at("shape"), "tensor '" + d.id + "'");
     d.dtype = g.dtype;
     if (const Value* dt = t.find("dtype")) d.dtype = parse_dtype(dt->as_text(), "tensor '" + d.id + "'");
+    if (const Value* v = t.find("value")) {
+      if (v->is(Value::Kind::Array)) {
+        for (const Value& e : v->items()) d.value.push_back(e.as_double());
+      } else {
+        d.value.push_back(v->as_double());
+      }
+    }
     g.declared.push_back(std::move(d));
   }
   for (const Value& n : ir.at("nodes").items()) {
@@ -128,6 +150,9 @@ Graph load_graph(const Value& ir) {
     node.output_shape = shape_of(out.at("shape"), where);
     node.dtype = g.dtype;
     if (const Value* dt = out.find("dtype")) node.dtype = parse_dtype(dt->as_text(), where);
+    if (const Value* r = out.find("role")) node.output_role = r->as_text();
+    if (const Value* sb = out.find("saved_for_backward")) node.saved_for_backward = sb->as_bool();
+    if (const Value* al = out.find("alias")) node.alias = al->as_text();
     if (const Value* a = n.find("attrs")) {
       for (const auto& [k, v] : a->entries()) {
         if (v.is(Value::Kind::Int)) node.attrs.push_back(NodeAttr::integer(k, v.as_int()));
@@ -141,6 +166,26 @@ Graph load_graph(const Value& ir) {
   }
   if (const Value* o = ir.find("outputs")) for (const Value& v : o->items()) g.outputs.push_back(v.as_text());
   if (const Value* l = ir.find("loss")) g.loss = l->as_text();
+  if (const Value* e = ir.find("grad_edges")) {
+    for (const Value& edge : e->items()) {
+      GradEdge ge;
+      if (edge.is(Value::Kind::Array)) {
+        if (edge.items().size() != 2) throw sdk::Error(UMLOS_INVALID_IR, "grad_edges: an edge is [from, to] or {from, to}");
+        ge.from = edge.items()[0].as_int();
+        ge.to = edge.items()[1].as_int();
+      } else {
+        ge.from = edge.at("from").as_int();
+        ge.to = edge.at("to").as_int();
+      }
+      g.grad_edges.push_back(ge);
+    }
+  }
+  if (const Value* h = ir.find("ir_schema_hash")) g.schema_hash = h->as_text();
+  for (const auto& [k, v] : ir.entries()) {
+    static const std::set<std::string> known = {"dtype", "tensors", "nodes", "outputs", "loss", "grad_edges",
+                                                "ir_schema_hash", "name"};
+    if (!known.count(k)) throw sdk::Error(UMLOS_INVALID_IR, "ir: unknown key '", k, "'");
+  }
   finalize(g);
   return g;
 }
@@ -158,6 +203,11 @@ std::vector<sdk::Attr> attrs_of(const Node& n) {
 }
 
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select) {
+  forward(c, g, b, alloc, select, TraceHook{});
+}
+
+void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
+             const TraceHook& trace) {
   for (const Node& n : g.nodes) {
     if (select && !select(n)) continue;
     std::vector<const umlos_tensor*> ins;
@@ -174,6 +224,15 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
       throw sdk::Error(e.code(), "node ", n.node_id, " (", n.instr, "): ", e.what());
     }
     b[n.output] = out;
+    if (trace) {
+      TraceRecord r;
+      r.pass = "forward";
+      r.node_id = n.node_id;
+      r.instr = n.instr;
+      r.shape = n.output_shape;
+      r.dtype = n.dtype;
+      trace(r);
+    }
   }
 }
 
@@ -184,6 +243,15 @@ bool is_float(int32_t dtype) { return dtype == UMLOS_DTYPE_F32 || dtype == UMLOS
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
                                               const std::vector<Seed>& seeds,
                                               const std::vector<std::string>& wrt) {
+  std::vector<size_t> order(g.nodes.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = order.size() - 1 - k;
+  return backward(c, g, b, seeds, wrt, order, TraceHook{});
+}
+
+std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
+                                              const std::vector<Seed>& seeds,
+                                              const std::vector<std::string>& wrt,
+                                              const std::vector<size_t>& order, const TraceHook& trace) {
   // Which tensors depend on a `wrt` tensor (only their gradients matter).
   std::set<std::string> depends(wrt.begin(), wrt.end());
   for (const Node& n : g.nodes) {
@@ -216,7 +284,8 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
     c.dispatch("fill", {}, {seed}, {sdk::Attr::real("value", seeds[k].value)});
     contributions[seeds[k].id].push_back({{0, k}, seed});
   }
-  for (size_t pos = g.nodes.size(); pos-- > 0;) {
+  for (size_t pos : order) {
+    if (pos >= g.nodes.size()) throw sdk::Error(UMLOS_INTERNAL, "backward: node position ", pos, " out of range");
     const Node& n = g.nodes[pos];
     if (!depends.count(n.output)) continue;
     umlos_tensor* dy = gradient_of(n.output);
@@ -237,6 +306,17 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
       c.dispatch(grad_instr.c_str(), ins, grads, attrs_of(n));
     } catch (const sdk::Error& e) {
       throw sdk::Error(e.code(), "node ", n.node_id, " (", grad_instr, "): ", e.what());
+    }
+    if (trace) {
+      TraceRecord r;
+      r.pass = "backward";
+      r.node_id = n.node_id;
+      r.instr = grad_instr;
+      if (!grads.empty()) {
+        r.shape = c.shape(grads[0]);
+        r.dtype = c.dtype(grads[0]);
+      }
+      trace(r);
     }
     for (size_t k = 0; k < grads.size(); ++k) {
       if (!depends.count(n.inputs[slots[k]])) continue;

@@ -45,6 +45,10 @@ struct Node {
   int32_t dtype = UMLOS_DTYPE_F64;  // dtype of the output
   std::vector<NodeAttr> attrs;
   std::string segment;  // optional tag: which operator of a split model runs it
+  // --- IR metadata (issue 4; all optional) ---
+  std::string output_role = "activation";  // activation | output (also listed in Graph::outputs)
+  bool saved_for_backward = false;         // declared by the IR; the engine also derives it (liveness())
+  std::string alias;                       // "": none; else the input whose storage the output may reuse
 };
 
 struct TensorDecl {
@@ -52,6 +56,17 @@ struct TensorDecl {
   std::string role;  // input | parameter | constant
   sdk::Shape shape;
   int32_t dtype = UMLOS_DTYPE_F64;
+  // A constant's value (row-major; one number fills the shape). Empty: the
+  // constant is bound by the caller like an input.
+  std::vector<double> value = {};
+};
+
+// An explicit gradient dependency: the backward step of node `to` needs the
+// gradient contribution computed by the backward step of node `from` (from
+// consumes to's output). Spec 002 0.D grad_edges.
+struct GradEdge {
+  int64_t from = 0;
+  int64_t to = 0;
 };
 
 struct Graph {
@@ -60,6 +75,8 @@ struct Graph {
   std::vector<Node> nodes;                       // in execution order (Kahn, lowest node_id)
   std::vector<std::string> outputs;
   std::string loss;                              // "" when absent
+  std::vector<GradEdge> grad_edges;              // explicit (IR `grad_edges`); empty: derived from data edges
+  std::string schema_hash;                       // IR `ir_schema_hash` as written ("" when absent)
 
   const TensorDecl* decl(const std::string& id) const;
   const Node* producer(const std::string& id) const;
@@ -105,5 +122,92 @@ struct Seed {
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
                                               const std::vector<Seed>& seeds,
                                               const std::vector<std::string>& wrt);
+
+// ---------------------------------------------------------------- issue 4
+// Everything below is additive: graphs built in code (spec 004 model
+// operators) keep working with the declarations above unchanged.
+
+// Called around every dispatch of forward()/backward() (node trace records):
+// pass is "forward" or "backward"; `instr` the primitive actually run.
+struct TraceRecord {
+  const char* pass = "forward";
+  int64_t node_id = 0;
+  std::string instr;
+  sdk::Shape shape;  // the node output's shape (forward) or of the gradient of input 0 (backward)
+  int32_t dtype = UMLOS_DTYPE_F64;
+};
+using TraceHook = std::function<void(const TraceRecord&)>;
+
+// forward() with a trace hook (called after each successful dispatch).
+void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
+             const TraceHook& trace);
+
+// What Contract.Validate_v1 checks a graph against.
+struct ValidateOptions {
+  std::string mode = "forward";           // forward | backward | inference
+  std::vector<std::string> offered;       // the driver's primitive names; empty: contract 1.0 (docs/primitives.md)
+  std::string driver = "the driver";      // for messages
+  std::vector<std::string> wrt;           // backward: differentiate w.r.t. these (default: every parameter)
+};
+
+// UML_OS.Contract.Validate_v1 (spec 002 §3 step 1): before any primitive
+// runs, infers every node's output shape and dtype from its primitive
+// (docs/primitives.md, contract 1.0) and its inputs, and checks them against
+// the IR (SHAPE_MISMATCH naming the node); checks that the driver offers
+// every instr, and in backward mode every `<instr>_grad` on the path from a
+// `wrt` tensor to the loss (PRIMITIVE_UNSUPPORTED naming the node); checks
+// saved/alias metadata and explicit grad_edges (INVALID_IR).
+void validate(const Graph& g, const ValidateOptions& options);
+
+// The contract 1.0 primitive names (forward primitives and their `_grad`s).
+const std::vector<std::string>& contract_primitives();
+
+// The output shape and dtype `n` gets from its inputs (SHAPE_MISMATCH /
+// PRIMITIVE_UNSUPPORTED / INVALID_IR naming the node). `ins` are the input
+// shapes and dtypes in order.
+struct TensorType {
+  sdk::Shape shape;
+  int32_t dtype = UMLOS_DTYPE_F64;
+};
+TensorType infer_output(const Node& n, const std::vector<TensorType>& ins);
+
+// UML_OS.Model.BuildGradDependencyOrder_v1: node positions (indices into
+// g.nodes) in backward execution order, a topological order of the gradient
+// dependency graph (explicit g.grad_edges, or the reversed data edges),
+// taking the node latest in forward order first among the ready ones;
+// reverse_equivalent is true when that is exactly reversed(forward order).
+struct GradOrder {
+  std::vector<size_t> order;
+  bool reverse_equivalent = true;
+};
+GradOrder grad_dependency_order(const Graph& g);
+
+// backward() in a given order of node positions (a GradOrder's), with a
+// trace hook. Results do not depend on the order: contributions are summed
+// in (consumer position, edge) order whatever the order they arrive in.
+std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
+                                              const std::vector<Seed>& seeds,
+                                              const std::vector<std::string>& wrt,
+                                              const std::vector<size_t>& order, const TraceHook& trace);
+
+// UML_OS.Model.AnalyzeLiveness_v1: the live interval of every node output in
+// steps (forward position p is step p; the k-th backward step is step
+// nodes.size() + k). A tensor some `<instr>_grad` reads (saved for backward)
+// stays live through its last backward consumer.
+struct Interval {
+  std::string id;
+  size_t producer = 0;  // node position
+  int64_t begin = 0;
+  int64_t end = 0;
+  uint64_t bytes = 0;
+  bool saved_for_backward = false;
+  std::string alias;  // the input whose storage it shares ("" none)
+};
+std::vector<Interval> liveness(const Graph& g, bool backward, const std::vector<size_t>& backward_order,
+                               const std::vector<std::string>& wrt);
+
+// The nodes whose `_grad` runs in backward(): the output depends on a `wrt`
+// tensor and reaches the loss/seed tensor `seed`. By node position.
+std::vector<bool> grad_path(const Graph& g, const std::string& seed, const std::vector<std::string>& wrt);
 
 }  // namespace umlos::modelir

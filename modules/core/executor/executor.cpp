@@ -1,23 +1,36 @@
-// executor.cpp — UML_OS.Model.ModelIR_Executor_v1 (spec 002), first cut.
+// executor.cpp — UML_OS.Model.ModelIR_Executor_v1 and
+// UML_OS.Model.InitFromIR_v1 (spec 002).
 //
 // The graph is read from the manifest (config `model.ir`, delivered as
 // canonical CBOR by services->config_cbor) and run on whatever driver the
-// manifest names, through primitives only: this module never touches tensor
-// memory except to seed the loss gradient.
+// manifest names, through primitives only.
 //
-// Values (docs/modelir.md): graph inputs `model.input.<id>` and parameters
-// `model.param.<id>` in; graph outputs `model.out.<id>`, and in backward mode
-// parameter gradients `model.grad.<id>` and `loss_total`, out.
+// Procedure (spec 002 §6), every check before the first primitive runs:
+//  1. Contract.Validate_v1: IR schema, primitive coverage (the driver's list
+//     when config `model.driver_primitives` carries it, as `umlos exec`
+//     does; contract 1.0 otherwise), static shape/dtype inference of every
+//     node, gradient coverage in backward mode, alias/grad_edges metadata;
+//     then the bound values' shapes and dtypes.
+//  2. TopoSortNodes_v1 (Kahn, lowest node_id first; engine finalize()).
+//  3. backward: BuildGradDependencyOrder_v1 and its reverse_equivalent flag.
+//  4. AnalyzeLiveness_v1 + PrepareMemory_v2: with `model.placement: tmmu`
+//     every activation is a view at its planned offset in one arena temp
+//     (services plan_memory with the manifest's TMMU strategy, tensor_view).
+//  5. DispatchPrimitive_v1 per node (trace records), backward `_grad`s in the
+//     gradient order, contributions of multi-parent tensors summed in
+//     (consumer_node_pos, edge_id) order.
+//  6. CollectGradients_v1 (parameter registration order), outputs,
+//     StateFingerprint_v1 -> execution_fp.
 //
-// Order (spec 002 0.D): forward in Kahn order taking the lowest node_id
-// first (TopoSortNodes_v1); backward in the reverse of that order; the
-// gradient contributions of a multi-consumer tensor are summed in ascending
-// (consumer position, input slot) order, so results do not depend on anything
-// but the graph.
-//
-// Not yet here (issue 4): TMMU-planned placement of activations, saved-for-
-// backward/alias metadata, explicit grad_edges, execution_fp, node traces.
+// Values (docs/modelir.md): in `model.input.<id>`, `model.param.<id>`; out
+// `model.out.<id>`, `model.grad.<id>` and `loss_total` (backward),
+// `model.saved.<id>` (forward_train) and `model.exec.*` (ir_hash,
+// execution_fp, trace, nodes_executed, memory_reuse_ratio, peak_tmmu_usage,
+// reverse_equivalent).
+#include <umlos_tmmu.h>
+
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <queue>
 #include <set>
@@ -25,6 +38,7 @@
 #include <umlos/sdk.hpp>
 
 #include "engine.hpp"
+#include "identity.hpp"
 
 namespace sdk = umlos::sdk;
 using sdk::cbor::Value;
@@ -33,50 +47,268 @@ namespace {
 
 namespace ir = umlos::modelir;
 
-void execute(sdk::Context& c) {
-  std::optional<Value> tree = sdk::cbor::config_tree(c, "model.ir");
-  if (!tree) throw sdk::Error(UMLOS_INVALID_IR, "config key 'model.ir' (the ModelIR graph) is required");
-  const ir::Graph g = ir::load_graph(*tree);
-  const std::string mode = c.config("model.mode", "forward");
-  if (mode != "forward" && mode != "backward" && mode != "inference") {
-    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config model.mode is '", mode, "', expected forward, backward or inference");
+// The graph's canonical CBOR as the kernel delivers it.
+std::vector<uint8_t> config_bytes(sdk::Context& c, const char* key) {
+  const umlos_services* svc = c.services();
+  if (svc->struct_size < UMLOS_SERVICES_SIZE_V1_2 || !svc->config_cbor) {
+    throw sdk::Error(UMLOS_UNIMPLEMENTED, "the kernel lacks ABI 1.2 config_cbor (structured config)");
   }
-  if (mode == "backward" && g.loss.empty()) throw sdk::Error(UMLOS_INVALID_IR, "backward mode needs ir.loss");
+  const uint8_t* p = nullptr;
+  size_t n = 0;
+  umlos_status s = svc->config_cbor(c.raw(), key, &p, &n);
+  if (s == UMLOS_NOT_FOUND) return {};
+  if (s != UMLOS_OK) throw sdk::Error(s, "config_cbor('", key, "')");
+  return std::vector<uint8_t>(p, p + n);
+}
 
-  // Bind declared tensors to their values, checking shapes (SHAPE_MISMATCH).
+const char* dtype_text(int32_t d) { return sdk::dtype_name(d); }
+
+std::vector<double> read_f64(sdk::Context& c, const umlos_tensor* t) {
+  if (c.dtype(t) == UMLOS_DTYPE_F64) return c.read<double>(t);
+  if (c.dtype(t) == UMLOS_DTYPE_F32) {
+    std::vector<float> f = c.read<float>(t);
+    return std::vector<double>(f.begin(), f.end());
+  }
+  if (c.dtype(t) == UMLOS_DTYPE_I64) {
+    std::vector<int64_t> v = c.read<int64_t>(t);
+    return std::vector<double>(v.begin(), v.end());
+  }
+  throw sdk::Error(UMLOS_INVALID_ARGUMENT, "fingerprint: unsupported dtype ", dtype_text(c.dtype(t)));
+}
+
+void write_bytes_value(sdk::Context& c, const std::string& name, const std::vector<uint8_t>& bytes) {
+  umlos_tensor* t = c.output(name.c_str(), UMLOS_DTYPE_U8, {static_cast<int64_t>(bytes.size())});
+  if (!bytes.empty()) c.write_bytes(t, 0, bytes.data(), bytes.size());
+}
+
+struct Mode {
+  std::string run;     // forward | backward | inference (what the engine runs)
+  bool save = false;   // forward_train: emit saved-for-backward activations
+};
+
+Mode parse_mode(const std::string& m) {
+  if (m == "forward" || m == "inference" || m == "backward") return {m, false};
+  if (m == "forward_train") return {"forward", true};   // forward + activation saving
+  if (m == "backward_train") return {"backward", false};  // reverse-order gradient propagation
+  throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config model.mode is '", m,
+                   "', expected forward, backward, inference or a preset (forward_train, backward_train)");
+}
+
+void execute(sdk::Context& c) {
+  const std::vector<uint8_t> ir_cbor = config_bytes(c, "model.ir");
+  if (ir_cbor.empty()) throw sdk::Error(UMLOS_INVALID_IR, "config key 'model.ir' (the ModelIR graph) is required");
+  const Value tree = Value::decode(ir_cbor.data(), ir_cbor.size());
+  const ir::Graph g = ir::load_graph(tree);
+  const ir::Digest ir_hash = ir::ir_hash(ir_cbor.data(), ir_cbor.size());
+  const std::string mode_text = c.config("model.mode", "forward");
+  const Mode mode = parse_mode(mode_text);
+  const bool backward = mode.run == "backward";
+
+  // 1. Contract.Validate_v1 against the driver's primitive list when known.
+  ir::ValidateOptions vo;
+  vo.mode = mode.run;
+  if (std::optional<Value> offered = sdk::cbor::config_tree(c, "model.driver_primitives")) {
+    for (const Value& v : offered->items()) vo.offered.push_back(v.as_text());
+    vo.driver = "driver '" + c.config("model.driver_name", "?") + "'";
+  }
+  std::vector<std::string> params;
+  for (const ir::TensorDecl& d : g.declared) if (d.role == "parameter") params.push_back(d.id);
+  vo.wrt = params;
+  ir::validate(g, vo);
+
+  // Bind declared tensors, checking shapes and dtypes; constants with a value
+  // are written here (a tensor write, not a primitive).
   ir::Binding tensor;
   for (const ir::TensorDecl& d : g.declared) {
+    if (!d.value.empty()) {
+      umlos_tensor* t = c.temp(d.dtype, d.shape);
+      std::vector<double> v(sdk::element_count(d.shape), d.value[0]);
+      if (d.value.size() > 1) v = d.value;
+      if (d.dtype == UMLOS_DTYPE_F64) c.write(t, v);
+      else if (d.dtype == UMLOS_DTYPE_F32) c.write(t, std::vector<float>(v.begin(), v.end()));
+      else c.write(t, std::vector<int64_t>(v.begin(), v.end()));
+      tensor[d.id] = t;
+      continue;
+    }
     const std::string name = (d.role == "parameter" ? "model.param." : "model.input.") + d.id;
     umlos_tensor* t = const_cast<umlos_tensor*>(c.input(name.c_str()));
-    if (c.shape(t) != d.shape) {
-      throw sdk::Error(UMLOS_SHAPE_MISMATCH, "value '", name, "' has shape [", sdk::shape_string(c.shape(t)),
-                       "], the IR declares [", sdk::shape_string(d.shape), "]");
+    if (c.shape(t) != d.shape || c.dtype(t) != d.dtype) {
+      throw sdk::Error(UMLOS_SHAPE_MISMATCH, "value '", name, "' is ", dtype_text(c.dtype(t)), "[",
+                       sdk::shape_string(c.shape(t)), "], the IR declares ", dtype_text(d.dtype), "[",
+                       sdk::shape_string(d.shape), "]");
     }
     tensor[d.id] = t;
   }
-  std::set<std::string> graph_outputs(g.outputs.begin(), g.outputs.end());
-  ir::forward(c, g, tensor, [&](const ir::Node& n) {
-    return graph_outputs.count(n.output) ? c.output(("model.out." + n.output).c_str(), n.dtype, n.output_shape)
-                                         : c.temp(n.dtype, n.output_shape);
-  });
-  if (mode != "backward") return;
 
-  std::vector<std::string> params;
-  for (const ir::TensorDecl& d : g.declared) if (d.role == "parameter") params.push_back(d.id);
-  std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, tensor, {{g.loss, 1.0}}, params);
-  // CollectGradients_v1: parameters in declaration (registration) order.
-  for (const ir::TensorDecl& d : g.declared) {
-    if (d.role != "parameter") continue;
-    umlos_tensor* out = c.output(("model.grad." + d.id).c_str(), g.dtype, d.shape);
-    auto it = grads.find(d.id);
-    if (it != grads.end()) c.dispatch("copy", {it->second}, {out});
-    // else: the parameter does not reach the loss; its gradient stays zero.
+  // 3. BuildGradDependencyOrder_v1.
+  ir::GradOrder order;
+  if (backward) order = ir::grad_dependency_order(g);
+
+  // 4. AnalyzeLiveness_v1 and placement.
+  const std::vector<ir::Interval> live = ir::liveness(g, backward || mode.save, order.order.empty() ? [&] {
+    std::vector<size_t> r(g.nodes.size());
+    for (size_t k = 0; k < r.size(); ++k) r[k] = r.size() - 1 - k;
+    return r;
+  }() : order.order, params);
+  std::set<std::string> kept(g.outputs.begin(), g.outputs.end());  // values, not arena tensors
+  if (!g.loss.empty()) kept.insert(g.loss);
+  constexpr uint64_t kAlign = 64;
+  std::vector<size_t> arena_items;  // indices into live
+  uint64_t total_bytes = 0;
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (kept.count(live[i].id) || live[i].bytes == 0) continue;
+    arena_items.push_back(i);
+    total_bytes += (live[i].bytes + kAlign - 1) / kAlign * kAlign;  // without reuse, each at its own aligned offset
   }
-  std::vector<double> loss(1);
-  umlos_tensor* loss_t = tensor.at(g.loss);
-  if (c.dtype(loss_t) == UMLOS_DTYPE_F64) loss = c.read<double>(loss_t);
-  else loss[0] = static_cast<double>(c.read<float>(loss_t)[0]);
-  c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), loss);
+  const std::string placement = c.config("model.placement", "temps");
+  if (placement != "temps" && placement != "tmmu") {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config model.placement is '", placement, "', expected temps or tmmu");
+  }
+  uint64_t peak = total_bytes;
+  std::map<std::string, umlos_tensor*> placed;
+  if (placement == "tmmu" && !arena_items.empty()) {
+    std::map<std::string, size_t> item_of;
+    for (size_t k = 0; k < arena_items.size(); ++k) item_of[live[arena_items[k]].id] = k;
+    std::vector<umlos_plan_tensor> req_t(arena_items.size());
+    std::vector<uint64_t> group(arena_items.size(), 0);
+    for (size_t k = 0; k < arena_items.size(); ++k) {
+      const ir::Interval& iv = live[arena_items[k]];
+      umlos_plan_tensor& t = req_t[k];
+      std::memset(&t, 0, sizeof t);
+      t.size = iv.bytes;
+      t.begin = iv.begin;
+      t.end = iv.end;
+      t.arena = 0;
+      t.flags = iv.saved_for_backward ? UMLOS_PLAN_SAVED_FOR_BACKWARD : 0u;
+      if (!iv.alias.empty()) {
+        auto root = item_of.find(iv.alias);
+        if (root != item_of.end()) {
+          if (group[root->second] == 0) group[root->second] = root->second + 1;
+          group[k] = group[root->second];
+        }
+      }
+    }
+    for (size_t k = 0; k < arena_items.size(); ++k) req_t[k].alias_group = group[k];
+    umlos_plan_arena arena{"activations", kAlign, 0, 0, 0};
+    umlos_plan_request req;
+    std::memset(&req, 0, sizeof req);
+    req.struct_size = sizeof req;
+    req.tensors = req_t.data();
+    req.n_tensors = req_t.size();
+    req.arenas = &arena;
+    req.n_arenas = 1;
+    std::vector<uint64_t> offsets(req_t.size()), slots(req_t.size());
+    uint64_t footprint = 0;
+    umlos_plan_result res;
+    std::memset(&res, 0, sizeof res);
+    res.struct_size = sizeof res;
+    res.offsets = offsets.data();
+    res.slots = slots.data();
+    res.arena_footprint = &footprint;
+    c.plan_memory(req, res);
+    umlos_tensor* base = c.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(footprint, 1))});
+    for (size_t k = 0; k < arena_items.size(); ++k) {
+      const ir::Node& n = g.nodes[live[arena_items[k]].producer];
+      placed[n.output] = c.view(base, offsets[k], n.dtype, n.output_shape);
+    }
+    peak = footprint;
+  }
+
+  // 5. Dispatch, with node trace records.
+  ir::CborWriter trace_items;
+  uint64_t n_records = 0;
+  ir::TraceHook trace = [&](const ir::TraceRecord& r) {
+    // {pass, dtype, instr, shape, node_id, dispatch_success}: keys in
+    // canonical (bytewise encoded) order.
+    trace_items.map(6);
+    trace_items.text("pass");
+    trace_items.text(r.pass);
+    trace_items.text("dtype");
+    trace_items.text(dtype_text(r.dtype));
+    trace_items.text("instr");
+    trace_items.text(r.instr);
+    trace_items.text("shape");
+    trace_items.array(r.shape.size());
+    for (int64_t e : r.shape) trace_items.integer(e);
+    trace_items.text("node_id");
+    trace_items.integer(r.node_id);
+    trace_items.text("dispatch_success");
+    trace_items.boolean(true);
+    ++n_records;
+  };
+  ir::forward(c, g, tensor, [&](const ir::Node& n) -> umlos_tensor* {
+    if (std::find(g.outputs.begin(), g.outputs.end(), n.output) != g.outputs.end()) {
+      return c.output(("model.out." + n.output).c_str(), n.dtype, n.output_shape);
+    }
+    auto it = placed.find(n.output);
+    return it != placed.end() ? it->second : c.temp(n.dtype, n.output_shape);
+  }, {}, trace);
+  if (mode.save) {
+    for (const ir::Interval& iv : live) {
+      if (!iv.saved_for_backward) continue;
+      umlos_tensor* src = tensor.at(iv.id);
+      umlos_tensor* out = c.output(("model.saved." + iv.id).c_str(), c.dtype(src), c.shape(src));
+      c.dispatch("copy", {src}, {out});
+    }
+  }
+
+  std::vector<std::pair<std::string, umlos_tensor*>> critical;  // StateFingerprint_v1 order
+  for (const std::string& o : g.outputs) critical.push_back({"out." + o, tensor.at(o)});
+  if (backward) {
+    std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, tensor, {{g.loss, 1.0}}, params, order.order, trace);
+    // CollectGradients_v1: parameters in declaration (registration) order.
+    for (const ir::TensorDecl& d : g.declared) {
+      if (d.role != "parameter") continue;
+      umlos_tensor* out = c.output(("model.grad." + d.id).c_str(), d.dtype, d.shape);
+      auto it = grads.find(d.id);
+      if (it != grads.end()) c.dispatch("copy", {it->second}, {out});
+      // else: the parameter does not reach the loss; its gradient stays zero.
+      critical.push_back({"grad." + d.id, out});
+    }
+    std::vector<double> loss = read_f64(c, tensor.at(g.loss));
+    c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), std::vector<double>{loss.at(0)});
+  }
+
+  // 6. StateFingerprint_v1: SHA-256 of canonical CBOR
+  //    ["UML_OS.Fingerprint.StateFingerprint_v1", ir_hash, mode, trace,
+  //     [[name, dtype, shape, binary64 big-endian bytes], ...]].
+  ir::CborWriter trace_cbor;
+  trace_cbor.array(n_records);
+  trace_cbor.out.insert(trace_cbor.out.end(), trace_items.out.begin(), trace_items.out.end());
+  ir::CborWriter fp;
+  fp.array(5);
+  fp.text("UML_OS.Fingerprint.StateFingerprint_v1");
+  fp.bytes(ir_hash.data(), ir_hash.size());
+  fp.text(mode_text);
+  fp.out.insert(fp.out.end(), trace_cbor.out.begin(), trace_cbor.out.end());
+  fp.array(critical.size());
+  for (const auto& [name, t] : critical) {
+    fp.array(4);
+    fp.text(name);
+    fp.text(dtype_text(c.dtype(t)));
+    const sdk::Shape s = c.shape(t);
+    fp.array(s.size());
+    for (int64_t e : s) fp.integer(e);
+    const std::vector<double> v = read_f64(c, t);
+    std::vector<uint8_t> bytes(8 * v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint64_t u;
+      std::memcpy(&u, &v[i], 8);
+      for (int k = 0; k < 8; ++k) bytes[8 * i + k] = static_cast<uint8_t>(u >> (56 - 8 * k));
+    }
+    fp.bytes(bytes.data(), bytes.size());
+  }
+  const ir::Digest execution_fp = ir::sha256(fp.out);
+
+  write_bytes_value(c, "model.exec.ir_hash", std::vector<uint8_t>(ir_hash.begin(), ir_hash.end()));
+  write_bytes_value(c, "model.exec.execution_fp", std::vector<uint8_t>(execution_fp.begin(), execution_fp.end()));
+  write_bytes_value(c, "model.exec.trace", trace_cbor.out);
+  c.write(c.output("model.exec.nodes_executed", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{static_cast<int64_t>(n_records)});
+  c.write(c.output("model.exec.peak_tmmu_usage", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{static_cast<int64_t>(peak)});
+  c.write(c.output("model.exec.memory_reuse_ratio", UMLOS_DTYPE_F64, {}),
+          std::vector<double>{total_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(peak) / static_cast<double>(total_bytes)});
+  c.write(c.output("model.exec.reverse_equivalent", UMLOS_DTYPE_I64, {}),
+          std::vector<int64_t>{order.reverse_equivalent ? 1 : 0});
 }
 
 // UML_OS.Model.InitFromIR_v1: one draw of N(0,1) values from `init` covering
@@ -92,6 +324,7 @@ void init_from_ir(sdk::Context& c) {
   std::vector<std::pair<std::string, sdk::Shape>> order;
   uint64_t total = 0;
   for (const Value& t : ir->at("tensors").items()) {
+    if (t.find("value")) continue;  // a constant written in the IR
     const std::string name = (t.at("role").as_text() == "parameter" ? "model.param." : "model.input.") + t.at("id").as_text();
     sdk::Shape shape;
     for (const Value& d : t.at("shape").items()) shape.push_back(d.as_int());
@@ -137,6 +370,8 @@ sdk::Module describe() {
                .input("model.input.*", UMLOS_DTYPE_ANY)
                .output("model.out.*", UMLOS_DTYPE_ANY)
                .output("model.grad.*", UMLOS_DTYPE_ANY)
+               .output("model.saved.*", UMLOS_DTYPE_ANY)
+               .output("model.exec.*", UMLOS_DTYPE_ANY)
                .output("loss_total", UMLOS_DTYPE_F64, sdk::Dims{}, UMLOS_VALUE_OPTIONAL)
                .run(execute)
                .test(sdk::TestVector("forward matmul")
