@@ -1,0 +1,322 @@
+// replay.cpp — compare_traces and `umlos replay --verify RUN_DIR`.
+#include "replay.hpp"
+
+#include <stdlib.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "error.hpp"
+#include "fsutil.hpp"
+#include "manifest.hpp"
+#include "procedure.hpp"
+#include "tape.hpp"
+
+namespace umlos {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::vector<std::string>& trace_fields_ignored() {
+  // Wall-clock figures, and where the manifest and the run folder lie (a
+  // replay reruns a copy of the manifest into another folder).
+  static const std::vector<std::string> fields = {"elapsed_s",     "steps_per_s", "wall_time_s",
+                                                  "timestamp",     "manifest_file", "run_dir"};
+  return fields;
+}
+
+std::string TraceDiff::describe() const {
+  if (identical) return "identical";
+  std::string s = "line " + std::to_string(line);
+  if (!record.empty()) s += " (" + record + (t >= 0 ? " t=" + std::to_string(t) : std::string()) + ")";
+  s += ": field '" + field + "': a " + a_value + ", b " + b_value;
+  return s;
+}
+
+namespace {
+
+class JsonlReader {
+ public:
+  explicit JsonlReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) throw Failure(UMLOS_NOT_FOUND, "trace '" + path + "' does not exist");
+    if (!in_) throw Failure(UMLOS_IO_ERROR, "cannot read trace '" + path + "'");
+  }
+  // The next record, or false at the end of the file.
+  bool next(json& out) {
+    std::string line;
+    if (!std::getline(in_, line)) return false;
+    ++line_;
+    try {
+      out = json::parse(line);
+    } catch (const json::exception& e) {
+      throw Failure(UMLOS_DATA_LOSS, path_ + ":" + std::to_string(line_) + ": not a JSON record (" + e.what() + ")");
+    }
+    if (!out.is_object()) {
+      throw Failure(UMLOS_DATA_LOSS, path_ + ":" + std::to_string(line_) + ": expected a JSON object, found " +
+                                         std::string(out.type_name()));
+    }
+    return true;
+  }
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+  uint64_t line_ = 0;
+};
+
+std::string summary(const json& r) {
+  std::string s = r.value("record", std::string("?"));
+  if (r.contains("t")) s += " t=" + r["t"].dump();
+  return "{" + s + "}";
+}
+
+}  // namespace
+
+TraceDiff compare_traces(const std::string& a, const std::string& b) {
+  JsonlReader ra(a), rb(b);
+  const std::set<std::string> ignored(trace_fields_ignored().begin(), trace_fields_ignored().end());
+  TraceDiff d;
+  json ja, jb;
+  for (uint64_t line = 1;; ++line) {
+    const bool ha = ra.next(ja), hb = rb.next(jb);
+    if (!ha && !hb) {
+      d.records = line - 1;
+      return d;
+    }
+    d.line = line;
+    if (ha != hb) {
+      d.identical = false;
+      d.records = line - 1;
+      const json& present = ha ? ja : jb;
+      d.record = present.value("record", std::string());
+      d.t = present.contains("t") && present["t"].is_number_integer() ? present["t"].get<int64_t>() : -1;
+      d.field = "(record)";
+      d.a_value = ha ? summary(ja) : "(end of file)";
+      d.b_value = hb ? summary(jb) : "(end of file)";
+      return d;
+    }
+    std::vector<std::string> keys = {"record", "t"};
+    std::set<std::string> rest;
+    for (auto it = ja.begin(); it != ja.end(); ++it) rest.insert(it.key());
+    for (auto it = jb.begin(); it != jb.end(); ++it) rest.insert(it.key());
+    rest.erase("record");
+    rest.erase("t");
+    keys.insert(keys.end(), rest.begin(), rest.end());
+    for (const std::string& k : keys) {
+      if (ignored.count(k)) continue;
+      const bool ia = ja.contains(k), ib = jb.contains(k);
+      if (!ia && !ib) continue;
+      const std::string va = ia ? ja[k].dump() : "(absent)";
+      const std::string vb = ib ? jb[k].dump() : "(absent)";
+      if (va == vb) continue;
+      d.identical = false;
+      d.records = line;
+      d.record = ja.value("record", std::string());
+      d.t = ja.contains("t") && ja["t"].is_number_integer() ? ja["t"].get<int64_t>() : -1;
+      d.field = k;
+      d.a_value = va;
+      d.b_value = vb;
+      return d;
+    }
+  }
+}
+
+namespace {
+
+json first_record(const std::string& trace) {
+  std::ifstream in(trace, std::ios::binary);
+  std::string line;
+  if (!std::getline(in, line)) throw Failure(UMLOS_DATA_LOSS, trace + ":1: the trace is empty (no run_header)");
+  json r;
+  try {
+    r = json::parse(line);
+  } catch (const json::exception& e) {
+    throw Failure(UMLOS_DATA_LOSS, trace + ":1: not a JSON record (" + e.what() + ")");
+  }
+  if (!r.is_object() || r.value("record", std::string()) != "run_header") {
+    throw Failure(UMLOS_DATA_LOSS, trace + ":1: field 'record': expected \"run_header\", found " +
+                                       (r.is_object() && r.contains("record") ? r["record"].dump() : "none"));
+  }
+  return r;
+}
+
+json last_record(const std::string& trace) {
+  std::ifstream in(trace, std::ios::binary);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  try {
+    return json::parse(last);
+  } catch (const json::exception&) {
+    return json::object();
+  }
+}
+
+std::string make_work_dir() {
+  std::string tmpl = (fs::temp_directory_path() / "umlos-replay-XXXXXX").string();
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) throw Failure(UMLOS_IO_ERROR, "cannot create a folder for the rerun under " + tmpl);
+  return buf.data();
+}
+
+}  // namespace
+
+int replay_verify(const ReplayOptions& options) {
+  const fs::path run_dir(options.run_dir);
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec)) {
+    throw Failure(UMLOS_NOT_FOUND, "run folder '" + options.run_dir + "' does not exist");
+  }
+  const std::string trace = (run_dir / "trace.jsonl").string();
+  if (!fs::is_regular_file(trace, ec)) {
+    throw Failure(UMLOS_NOT_FOUND, "run folder '" + options.run_dir + "' has no trace.jsonl (expected '" + trace +
+                                       "')");
+  }
+  const bool given = !options.manifest_file.empty();
+  std::string manifest_file = given ? options.manifest_file : (run_dir / "manifest.yaml").string();
+  if (!fs::is_regular_file(manifest_file, ec)) {
+    throw Failure(UMLOS_NOT_FOUND, given ? "manifest '" + manifest_file + "' does not exist"
+                                         : "run folder '" + options.run_dir + "' has no manifest copy (expected '" +
+                                               manifest_file + "', the pinned manifest the run used; or pass --manifest)");
+  }
+  Manifest m = load_manifest(manifest_file);
+  json header = first_record(trace);
+  // The copy in the run folder keeps the manifest's text, so relative module
+  // paths resolve against RUN_DIR. When they do not, rerun the original file
+  // the run header names, provided it is still the same manifest (same
+  // canonical bytes, so the same module pins).
+  if (!given) {
+    std::string missing;
+    for (const ModuleEntry& e : m.modules) {
+      if (!fs::is_regular_file(e.resolved_path, ec)) missing += (missing.empty() ? "" : ", ") + e.resolved_path;
+    }
+    if (!missing.empty()) {
+      const std::string original = header.value("manifest_file", std::string());
+      bool used_original = false;
+      if (!original.empty() && fs::is_regular_file(original, ec)) {
+        Manifest o = load_manifest(original);
+        if (o.canonical_bytes == m.canonical_bytes) {
+          manifest_file = original;
+          m = std::move(o);
+          used_original = true;
+        }
+      }
+      if (!used_original) {
+        throw Failure(UMLOS_MODULE_NOT_FOUND,
+                      "'" + manifest_file + "': its modules do not resolve from the run folder (" + missing +
+                          ") and the original manifest " +
+                          (original.empty() ? std::string("is not named in the run header")
+                                            : "'" + original + "' is missing or another manifest") +
+                          "; pass --manifest FILE");
+      }
+    }
+  }
+  const std::string cbor_file = (run_dir / "manifest.cbor").string();
+  if (fs::is_regular_file(cbor_file, ec)) {
+    std::vector<uint8_t> recorded = read_file(cbor_file);
+    if (recorded != m.canonical_bytes) {
+      throw Failure(UMLOS_DATA_LOSS, "'" + cbor_file + "': expected the canonical bytes of '" + manifest_file +
+                                         "' (manifest_hash " + to_hex(m.manifest_hash) + "), found bytes hashing to " +
+                                         to_hex(sha256(recorded)));
+    }
+  }
+  const std::string recorded_hash = header.value("manifest_hash", std::string());
+  if (recorded_hash != to_hex(m.manifest_hash)) {
+    throw Failure(given ? UMLOS_INVALID_ARGUMENT : UMLOS_DATA_LOSS,
+                  trace + ":1: field 'manifest_hash': the run recorded " +
+                      (recorded_hash.empty() ? std::string("none") : recorded_hash) + ", manifest '" + manifest_file +
+                      "' has " + to_hex(m.manifest_hash) + ": not the manifest of this run");
+  }
+
+  const std::string work = options.work_dir.empty() ? make_work_dir() : options.work_dir;
+  const std::string rerun_dir = (fs::path(work) / "run").string();
+  fs::remove_all(rerun_dir, ec);
+  RunOptions ro;
+  ro.run_dir = rerun_dir;
+  ro.quiet = true;
+  const int rc = run_manifest(manifest_file, ro);
+  const std::string rerun_trace = (fs::path(rerun_dir) / "trace.jsonl").string();
+  const bool recorded_failed = last_record(trace).value("status", std::string()) == "failed";
+  if (rc != 0 && !recorded_failed) {
+    std::printf("rerun failed with exit status %d (the recorded run did not fail); see %s/failure.json\n", rc,
+                rerun_dir.c_str());
+    return rc;
+  }
+  if (!fs::is_regular_file(rerun_trace, ec)) {
+    std::printf("rerun wrote no trace (exit status %d); see %s\n", rc, rerun_dir.c_str());
+    return rc != 0 ? rc : exit_code_for(UMLOS_INTERNAL);
+  }
+  TraceDiff d = compare_traces(trace, rerun_trace);
+  if (!d.identical) {
+    std::printf("differ: first difference at %s\n  a = %s\n  b = %s (rerun in %s)\n", d.describe().c_str(),
+                trace.c_str(), rerun_trace.c_str(), rerun_dir.c_str());
+    if (d.t >= 0) {
+      std::printf("t %lld field %s\n  recorded %s\n  rerun    %s\n", static_cast<long long>(d.t), d.field.c_str(),
+                  d.a_value.c_str(), d.b_value.c_str());
+    }
+    return kReplayDiffersExit;
+  }
+  const std::string tape_a = (run_dir / "tape.bin").string(), tape_b = (fs::path(rerun_dir) / "tape.bin").string();
+  const bool has_a = fs::is_regular_file(tape_a, ec), has_b = fs::is_regular_file(tape_b, ec);
+  std::string tape_note;
+  if (has_a || has_b) {
+    if (has_a != has_b) {
+      std::printf("differ: tape.bin exists only in %s\n", has_a ? "the recorded run" : "the rerun");
+      return kReplayDiffersExit;
+    }
+    Digest da = read_tape(tape_a).digest, db = read_tape(tape_b).digest;
+    if (da != db) {
+      std::printf("differ: tape_digest\n  recorded %s (%s)\n  rerun    %s (%s)\n", to_hex(da).c_str(), tape_a.c_str(),
+                  to_hex(db).c_str(), tape_b.c_str());
+      return kReplayDiffersExit;
+    }
+    tape_note = ", tape_digest " + to_hex(da);
+  }
+  std::printf("identical (%llu records%s%s)\n", static_cast<unsigned long long>(d.records), tape_note.c_str(),
+              rc != 0 ? (", both runs failed, exit status " + std::to_string(rc)).c_str() : "");
+  if (!options.keep && options.work_dir.empty()) fs::remove_all(work, ec);
+  return 0;
+}
+
+}  // namespace umlos
+
+// ---- `umlos replay`
+namespace umlos {
+
+int cmd_replay(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  const char* usage = "umlos replay --verify RUN_DIR [--manifest FILE] [--work DIR] [--keep]";
+  po::options_description desc("umlos replay options");
+  ReplayOptions o;
+  bool verify = false;
+  desc.add_options()("verify", po::bool_switch(&verify),
+                     "rerun the run's manifest and compare the traces record by record")(
+      "run-dir", po::value<std::string>(&o.run_dir)->required(), "the recorded run folder")(
+      "manifest", po::value<std::string>(&o.manifest_file),
+      "the manifest to rerun (default RUN_DIR/manifest.yaml); its manifest_hash must be the run's")(
+      "work", po::value<std::string>(&o.work_dir), "rerun into DIR/run (default: a new folder under the temp dir)")(
+      "keep", po::bool_switch(&o.keep), "keep the rerun folder when the traces are identical")(
+      "help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("run-dir", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: " << usage << "\n\n"
+              << desc << "\nExit status: 0 identical, " << kReplayDiffersExit
+              << " the traces (or tapes) differ, otherwise the failure's status (docs/exit-codes.md).\n";
+    return 0;
+  }
+  po::notify(vm);
+  if (!verify) throw po::error("only --verify is implemented: " + std::string(usage));
+  return replay_verify(o);
+}
+
+}  // namespace umlos

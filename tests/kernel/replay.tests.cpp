@@ -1,0 +1,182 @@
+// Trace comparison and `umlos replay --verify RUN_DIR` on real runs of the
+// demo-walk manifest.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "error.hpp"
+#include "procedure.hpp"
+#include "replay.hpp"
+#include "test_support.hpp"
+
+using namespace umlos;
+using namespace umlos_test;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kModules = {module_path("umlos_cpu_driver"), module_path("umlos_core")};
+
+// A finished run folder holding manifest.yaml (the pinned manifest the run
+// used, modules by absolute path) and trace.jsonl.
+std::string recorded_run(const std::string& tag, int steps = 30, uint64_t seed = 7) {
+  std::string dir = temp_dir(tag) + "/run";
+  fs::create_directories(dir);
+  write_text(dir + "/manifest.yaml", walk_manifest(kModules, kWalkOperators, steps, 1, seed));
+  RunOptions o;
+  o.run_dir = dir;
+  o.quiet = true;
+  REQUIRE(run_manifest(dir + "/manifest.yaml", o) == 0);
+  return dir;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) out.push_back(line);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += l + "\n";
+  return s;
+}
+
+// The trace with `field` of the iter record of `t` replaced.
+void edit_trace(const std::string& file, int64_t t, const std::string& field, const json& value) {
+  std::vector<std::string> lines = lines_of(read_text(file));
+  for (std::string& l : lines) {
+    json r = json::parse(l);
+    if (r["record"] == "iter" && r["t"] == t) {
+      r[field] = value;
+      l = r.dump();
+    }
+  }
+  write_text(file, join(lines));
+}
+
+}  // namespace
+
+TEST_CASE("compare_traces finds two traces of one manifest identical and names the first differing t and field",
+          "[replay]") {
+  std::string a = recorded_run("cmp-a"), b = recorded_run("cmp-b");
+  TraceDiff same = compare_traces(a + "/trace.jsonl", b + "/trace.jsonl");
+  CHECK(same.identical);
+  CHECK(same.records == 32);
+  CHECK(same.describe() == "identical");
+
+  edit_trace(b + "/trace.jsonl", 9, "loss_total", 0.125);
+  edit_trace(b + "/trace.jsonl", 12, "action", "probe");
+  TraceDiff d = compare_traces(a + "/trace.jsonl", b + "/trace.jsonl");
+  REQUIRE_FALSE(d.identical);
+  CHECK(d.line == 10);
+  CHECK(d.record == "iter");
+  CHECK(d.t == 9);
+  CHECK(d.field == "loss_total");
+  CHECK(d.b_value == "0.125");
+  CHECK(d.a_value == json::parse(lines_of(read_text(a + "/trace.jsonl"))[9])["loss_total"].dump());
+  CHECK(d.describe().find("line 10 (iter t=9): field 'loss_total'") != std::string::npos);
+}
+
+TEST_CASE("compare_traces skips the wall-clock fields and reports a missing field, a missing record and a bad line",
+          "[replay]") {
+  std::string dir = temp_dir("cmp-hand");
+  const std::string header = R"({"record":"run_header","name":"x","replay_token":"ab"})";
+  write_text(dir + "/a.jsonl", header + "\n" + R"({"record":"iter","t":1,"loss_total":0.5,"elapsed_s":0.01})" + "\n" +
+                                   R"({"record":"run_end","t":1,"status":"success","steps_per_s":950.0})" + "\n");
+  write_text(dir + "/b.jsonl", header + "\n" + R"({"record":"iter","t":1,"loss_total":0.5,"elapsed_s":0.02})" + "\n" +
+                                   R"({"record":"run_end","t":1,"status":"success","steps_per_s":990.5})" + "\n");
+  CHECK(std::find(trace_fields_ignored().begin(), trace_fields_ignored().end(), "elapsed_s") !=
+        trace_fields_ignored().end());
+  CHECK(compare_traces(dir + "/a.jsonl", dir + "/b.jsonl").identical);
+
+  write_text(dir + "/c.jsonl", header + "\n" + R"({"record":"iter","t":1,"elapsed_s":0.02})" + "\n");
+  TraceDiff missing = compare_traces(dir + "/a.jsonl", dir + "/c.jsonl");
+  CHECK(missing.field == "loss_total");
+  CHECK(missing.a_value == "0.5");
+  CHECK(missing.b_value == "(absent)");
+
+  write_text(dir + "/d.jsonl", header + "\n" + R"({"record":"iter","t":1,"loss_total":0.5})" + "\n");
+  TraceDiff shorter = compare_traces(dir + "/a.jsonl", dir + "/d.jsonl");
+  CHECK(shorter.line == 3);
+  CHECK(shorter.field == "(record)");
+  CHECK(shorter.record == "run_end");
+  CHECK(shorter.b_value == "(end of file)");
+
+  // 0.1 + 0.2 and 0.3 are different doubles: the JSON texts differ.
+  write_text(dir + "/e.jsonl", header + "\n" + R"({"record":"iter","t":1,"loss_total":0.30000000000000004})" + "\n");
+  write_text(dir + "/f.jsonl", header + "\n" + R"({"record":"iter","t":1,"loss_total":0.3})" + "\n");
+  CHECK_FALSE(compare_traces(dir + "/e.jsonl", dir + "/f.jsonl").identical);
+
+  write_text(dir + "/g.jsonl", header + "\n{\"record\":\"iter\",\"t\":1,\n");
+  try {
+    compare_traces(dir + "/a.jsonl", dir + "/g.jsonl");
+    FAIL("a broken line was accepted");
+  } catch (const Failure& f) {
+    CHECK(f.code() == UMLOS_DATA_LOSS);
+    CHECK(std::string(f.what()).find(dir + "/g.jsonl:2:") != std::string::npos);
+  }
+  try {
+    compare_traces(dir + "/a.jsonl", dir + "/none.jsonl");
+    FAIL("a missing trace was accepted");
+  } catch (const Failure& f) {
+    CHECK(f.code() == UMLOS_NOT_FOUND);
+    CHECK(std::string(f.what()).find("none.jsonl") != std::string::npos);
+  }
+}
+
+TEST_CASE("umlos replay --verify reruns a recorded run and prints identical", "[replay]") {
+  std::string run = recorded_run("replay-ok");
+  CommandResult r = run_umlos("replay --verify '" + run + "'");
+  INFO(r.output);
+  CHECK(r.exit_status == 0);
+  CHECK(r.output.rfind("identical", 0) == 0);
+  CHECK(r.output.find("32 records") != std::string::npos);
+}
+
+TEST_CASE("umlos replay --verify names the first differing t and field of a tampered trace and exits 3",
+          "[replay]") {
+  std::string run = recorded_run("replay-diff");
+  edit_trace(run + "/trace.jsonl", 5, "state_fp", std::string(64, '0'));
+  std::string work = temp_dir("replay-diff-work");
+  CommandResult r = run_umlos("replay --verify '" + run + "' --work '" + work + "'");
+  INFO(r.output);
+  CHECK(r.exit_status == kReplayDiffersExit);
+  CHECK(r.output.find("t 5 field state_fp") != std::string::npos);
+  CHECK(r.output.find(std::string(64, '0')) != std::string::npos);
+  CHECK(fs::exists(work + "/run/trace.jsonl"));  // the rerun is kept for inspection
+}
+
+TEST_CASE("umlos replay --verify refuses a missing run folder, a missing manifest copy and a foreign manifest",
+          "[replay]") {
+  CommandResult none = run_umlos("replay --verify /nonexistent/umlos-run");
+  CHECK(none.exit_status == exit_code_for(UMLOS_NOT_FOUND));
+  CHECK(none.output.find("NOT_FOUND: run folder '/nonexistent/umlos-run' does not exist") != std::string::npos);
+
+  std::string run = recorded_run("replay-bad");
+  std::string other = temp_dir("replay-other") + "/other.yaml";
+  write_text(other, walk_manifest(kModules, kWalkOperators, 30, 1, 8));
+  CommandResult foreign = run_umlos("replay --verify '" + run + "' --manifest '" + other + "'");
+  INFO(foreign.output);
+  CHECK(foreign.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(foreign.output.find("field 'manifest_hash'") != std::string::npos);
+  CHECK(foreign.output.find("not the manifest of this run") != std::string::npos);
+
+  write_text(run + "/manifest.cbor", "not the canonical bytes");
+  CommandResult cbor = run_umlos("replay --verify '" + run + "'");
+  CHECK(cbor.exit_status == exit_code_for(UMLOS_DATA_LOSS));
+  CHECK(cbor.output.find("manifest.cbor") != std::string::npos);
+
+  fs::remove(run + "/manifest.cbor");
+  fs::remove(run + "/manifest.yaml");
+  CommandResult copy = run_umlos("replay --verify '" + run + "'");
+  CHECK(copy.exit_status == exit_code_for(UMLOS_NOT_FOUND));
+  CHECK(copy.output.find("manifest.yaml") != std::string::npos);
+
+  CommandResult usage = run_umlos("replay '" + run + "'");
+  CHECK(usage.exit_status == 2);
+}
