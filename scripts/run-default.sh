@@ -8,7 +8,7 @@
 set -euo pipefail
 
 # The manifest that is run when none is given.
-default_manifest=demo_walk.yaml
+default_manifest=digits.yaml
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"

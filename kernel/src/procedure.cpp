@@ -161,8 +161,9 @@ class Progress {
     bool due;
     if (tty_) due = final || std::chrono::duration<double>(now - last_).count() >= 0.2;
     else due = final || t % std::max<int64_t>(1, max_steps_ / 10) == 0;
-    if (!due) return;
+    if (!due || (final && !tty_ && printed_t_ == t)) return;
     last_ = now;
+    printed_t_ = t;
     const double rate = secs > 0 ? static_cast<double>(t) / secs : 0.0;
     char metric[64] = "";
     if (std::optional<double> v = scalar_f64(host, "val_accuracy")) std::snprintf(metric, sizeof metric, "  val_acc %.4f", *v);
@@ -179,6 +180,7 @@ class Progress {
 
  private:
   int64_t max_steps_;
+  int64_t printed_t_ = -1;
   bool tty_;
   std::chrono::steady_clock::time_point start_, last_;
 };

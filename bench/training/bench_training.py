@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""bench/training: steps per second of `umlos run` on the default manifest
+(every per-iteration state fingerprint, the trace and the contract checks
+on) next to the same model's training step in PyTorch (torch_step.py),
+measured alternately in the same run, and where umlos's time goes.
+
+usage (from the repository root, after the build):
+  /usr/bin/python3 bench/training/bench_training.py [--repeat 3] [--manifest build/manifests/digits.yaml]
+prints markdown table rows for bench/training/README.md.
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile
+
+
+def umlos_run(umlos, manifest, threads):
+    with tempfile.TemporaryDirectory() as root:
+        env = dict(os.environ, UML_OS_ROOT=root)
+        run_dir = os.path.join(root, "run")
+        subprocess.run([umlos, "run", "-q", "--profile", "--run-dir", run_dir, manifest], check=True, env=env,
+                       stderr=subprocess.DEVNULL)
+        prof = json.load(open(os.path.join(run_dir, "profile.json")))
+        steps = sum(1 for line in open(os.path.join(run_dir, "trace.jsonl")) if '"record":"iter"' in line)
+        return prof, steps
+
+
+def torch_run(steps, threads):
+    out = subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__), "torch_step.py"), "--steps",
+                          str(steps), "--threads", str(threads)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--umlos", default="build/umlos")
+    ap.add_argument("--manifest", default="build/manifests/digits.yaml")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    rows, torch_rates, profiles = [], [], []
+    for _ in range(a.repeat):
+        prof, steps = umlos_run(a.umlos, a.manifest, 1)
+        profiles.append((prof, steps))
+        torch_rates.append(torch_run(steps, 1)["steps_per_s"])
+    rates = [s / p["wall_s"] for p, s in profiles]
+    med = statistics.median(rates)
+    tmed = statistics.median(torch_rates)
+    prof, steps = profiles[rates.index(med)]
+    fp_ops = ("UML_OS.StateFingerprint_v1", "UML_OS.Fingerprint.Functional_v1")
+    kernel = prof["kernel_outside_operators_s"] + sum(o["kernel_checks_s"] for o in prof["operators"])
+    driver = sum(o["driver_s"] for o in prof["operators"] if o["operator"] not in fp_ops)
+    module = sum(o["module_s"] for o in prof["operators"] if o["operator"] not in fp_ops)
+    fps = sum(o["module_s"] + o["driver_s"] for o in prof["operators"] if o["operator"] in fp_ops)
+    wall = prof["wall_s"]
+    print("| steps | umlos steps/s (median of %d) | PyTorch %s steps/s (median) | umlos / PyTorch |" %
+          (a.repeat, "1 thread"))
+    print("|---:|---:|---:|---:|")
+    print("| %d | %.1f | %.1f | %.2f |" % (steps, med, tmed, med / tmed))
+    print()
+    print("| share of umlos wall time | seconds | % |")
+    print("|---|---:|---:|")
+    for name, v in (("kernel (contract checks, trace, quota, bootstrap)", kernel),
+                    ("operators' own work (model module + ModelIR engine, host side)", module),
+                    ("driver primitives (cpu_driver)", driver),
+                    ("fingerprints (StateFingerprint_v1 every step, Functional_v1 every 50)", fps)):
+        print("| %s | %.3f | %.1f |" % (name, v, 100 * v / wall))
+    print("| whole run | %.3f | 100 |" % wall)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
