@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include "checkpoint.pb.h"
 #include "error.hpp"
@@ -141,7 +142,18 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
     refuse(label, "(file)", "at most 2 GiB (the protobuf message limit)", std::to_string(bytes.size()) + " bytes");
   }
-  if (!msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  bool parsed;
+  {
+    // libprotobuf logs its own line on stderr for some malformed input
+    // (invalid UTF-8 in a string field); the refusal below says it all.
+    struct Quiet {
+      google::protobuf::LogHandler* old = google::protobuf::SetLogHandler(
+          [](google::protobuf::LogLevel, const char*, int, const std::string&) {});
+      ~Quiet() { google::protobuf::SetLogHandler(old); }
+    } quiet;
+    parsed = msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  if (!parsed) {
     throw Failure(UMLOS_CHECKPOINT_INVALID, "checkpoint '" + label + "': not a valid Checkpoint protobuf message (" +
                                                 std::to_string(bytes.size()) +
                                                 " bytes; truncated or corrupt, kernel/proto/checkpoint.proto)");
@@ -349,6 +361,21 @@ void restore_into(Host& host, const CheckpointData& ck, const Manifest& manifest
   host.rng().set_key(ck.rng_key[0], ck.rng_key[1]);
   for (int32_t s = 0; s < UMLOS_STREAM_COUNT; ++s) host.rng().set_offset(s, ck.rng_offsets[s]);
   host.set_iteration(ck.t);
+}
+
+CheckpointData resume_from_checkpoint(Host& host, const Manifest& manifest, const std::string& run_dir,
+                                      TapeWriter* tape, const std::string& checkpoint_file,
+                                      const RestoreOptions& options) {
+  const std::string file = checkpoint_file.empty() ? latest_checkpoint(run_dir) : checkpoint_file;
+  CheckpointData ck = read_checkpoint(file);
+  if (tape && !ck.tape) {
+    throw Failure(UMLOS_CHECKPOINT_INVALID, at(file, "tape") + "expected the tape state (the run keeps " +
+                                                (fs::path(run_dir) / "tape.bin").string() + "), found none");
+  }
+  restore_into(host, ck, manifest, options);
+  if (tape) tape->resume((fs::path(run_dir) / "tape.bin").string(), *ck.tape);
+  truncate_trace((fs::path(run_dir) / "trace.jsonl").string(), ck.trace_bytes);
+  return ck;
 }
 
 void truncate_trace(const std::string& trace_file, uint64_t bytes) {

@@ -101,6 +101,20 @@ void verify_checkpoint(const CheckpointData& ck, const Manifest& manifest, const
 // Needs the host's driver active and its modules loaded.
 void restore_into(Host& host, const CheckpointData& ck, const Manifest& manifest, const RestoreOptions& options = {});
 
+// Resume, steps 2-4 of docs/checkpoint.md in one call, after bootstrap
+// (modules loaded, driver active, bootstrap_op done): reads
+// `checkpoint_file` (default latest_checkpoint(run_dir)), restore_into(host),
+// then, when `tape` is given, tape->resume(RUN_DIR/tape.bin, ck.tape)
+// (CHECKPOINT_INVALID when the checkpoint has no tape state), then
+// truncate_trace(RUN_DIR/trace.jsonl, ck.trace_bytes). Returns the
+// checkpoint (state_fp, functional_fp for the run_end record). The caller
+// then appends to the trace without a new run_header and continues the loop
+// at the termination check after iteration ck.t.
+class TapeWriter;
+CheckpointData resume_from_checkpoint(Host& host, const Manifest& manifest, const std::string& run_dir,
+                                      TapeWriter* tape, const std::string& checkpoint_file = "",
+                                      const RestoreOptions& options = {});
+
 // Cuts `trace_file` back to `bytes` (the checkpoint's trace_bytes) and
 // fsyncs it. CHECKPOINT_INVALID when the file is shorter, or when the kept
 // part does not end with a newline (bytes > 0).

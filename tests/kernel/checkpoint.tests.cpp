@@ -539,3 +539,125 @@ TEST_CASE("The tape reader refuses a truncated tape, a corrupt event, a broken s
   std::copy(raw.begin(), raw.end(), act.begin() + 16);
   require_failure([&] { read_tape(with(act)); }, UMLOS_DATA_LOSS, {"event 0", "crc32"});
 }
+
+// ------------------------------------------------ resume, end to end
+
+namespace {
+
+// A miniature of the procedure's loop (kernel/src/procedure.cpp) on a real
+// Host: each iteration draws from the misc stream, updates a persistent
+// theta, appends an iter record to trace.jsonl and an event to tape.bin,
+// and checkpoints every 5 iterations after the iter record.
+struct MiniRun {
+  Manifest m = walk();
+  Host host;
+  std::string dir;
+  FILE* trace = nullptr;
+  TapeWriter tape;
+
+  explicit MiniRun(std::string d) : dir(std::move(d)) {
+    load(host, m);  // bootstrap: modules, driver, RNG, initial values
+    host.rng().seed_from_manifest(m.manifest_hash);
+    host.set_value("theta.w", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {4}, {0, 0, 0, 0})), true);
+    host.set_value("data.train.x", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {1}, {1})), false);
+    host.set_iteration(0);
+  }
+  ~MiniRun() {
+    if (trace) std::fclose(trace);
+  }
+  void write_line(const std::string& l) {
+    std::fwrite(l.data(), 1, l.size(), trace);
+    std::fflush(trace);
+  }
+  void start() {
+    trace = std::fopen((dir + "/trace.jsonl").c_str(), "wb");
+    write_line("{\"record\":\"run_header\",\"replay_token\":\"" + to_hex(m.replay_token) + "\"}\n");
+    tape.open(dir + "/tape.bin");
+  }
+  CheckpointData resume() {
+    CheckpointData ck = resume_from_checkpoint(host, m, dir, &tape);
+    trace = std::fopen((dir + "/trace.jsonl").c_str(), "ab");
+    return ck;
+  }
+  void step() {
+    const int64_t t = host.iteration() + 1;
+    host.set_iteration(t);
+    double u[4];
+    host.rng().fill_host(UMLOS_STREAM_MISC, host.rng().take(UMLOS_STREAM_MISC), UMLOS_DIST_UNIFORM_F64, u, 4);
+    HostTensor w = host.to_host(*host.values().at("theta.w"));
+    double* p = reinterpret_cast<double*>(w.data.data());
+    double loss = 0;
+    for (int i = 0; i < 4; ++i) {
+      p[i] += 0.1 * (u[i] - 0.5);
+      loss += p[i] * p[i];
+    }
+    host.set_value("theta.w", host.from_host(w), true);
+    Sha256 h;
+    h.update_u64_be(static_cast<uint64_t>(t));
+    h.update(w.data.data(), w.data.size());
+    const Digest fp = h.finish();
+    char num[40];
+    std::snprintf(num, sizeof num, "%.17g", loss);
+    write_line("{\"record\":\"iter\",\"t\":" + std::to_string(t) + ",\"loss_total\":" + num + ",\"state_fp\":\"" +
+               to_hex(fp) + "\"}\n");
+    TapeEvent e;
+    e.t = t;
+    e.action = static_cast<uint8_t>(t % 3 == 0 ? 1 : 0);
+    e.loss_total = loss;
+    e.state_fp = fp;
+    tape.append(e);
+    if (t % 5 == 0) {
+      CheckpointExtras x;
+      x.state_fp = fp;
+      x.trace_bytes = static_cast<uint64_t>(std::ftell(trace));
+      x.tape = tape.state();
+      write_checkpoint(dir, m, host, x);
+    }
+  }
+  void finish() {
+    write_line("{\"record\":\"run_end\",\"tape_digest\":\"" + to_hex(tape.close()) + "\"}\n");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("A run resumed from its latest checkpoint writes the same trace, tape and checkpoints as an uninterrupted run",
+          "[checkpoint]") {
+  std::string da = temp_dir("mini-a"), db = temp_dir("mini-b");
+  {
+    MiniRun a(da);
+    a.start();
+    for (int i = 0; i < 17; ++i) a.step();
+    a.finish();
+  }
+  {
+    MiniRun b(db);  // crashes after t = 12: records and events of 11, 12 are past the checkpoint
+    b.start();
+    for (int i = 0; i < 12; ++i) b.step();
+  }
+  CHECK(read_text(db + "/trace.jsonl").size() > read_checkpoint(latest_checkpoint(db)).trace_bytes);
+  {
+    MiniRun c(db);  // a new process: bootstrap, then resume
+    CheckpointData ck = c.resume();
+    CHECK(ck.t == 10);
+    CHECK(c.host.iteration() == 10);
+    CHECK(c.tape.events() == 10);
+    for (int i = 0; i < 7; ++i) c.step();
+    c.finish();
+  }
+  CHECK(read_text(db + "/trace.jsonl") == read_text(da + "/trace.jsonl"));
+  CHECK(read_file(db + "/tape.bin") == read_file(da + "/tape.bin"));
+  CHECK(read_file(db + "/checkpoints/ckpt_00000015.pb") == read_file(da + "/checkpoints/ckpt_00000015.pb"));
+  CHECK(read_tape(db + "/tape.bin").events.size() == 17);
+}
+
+TEST_CASE("Resume refuses a run folder without a checkpoint and a checkpoint without the tape the run keeps",
+          "[checkpoint]") {
+  std::string dir = temp_dir("mini-none");
+  MiniRun r(dir);
+  require_failure([&] { r.resume(); }, UMLOS_NOT_FOUND, {dir, "latest"});
+  r.start();
+  r.host.set_iteration(3);
+  write_checkpoint(dir, r.m, r.host, {});
+  require_failure([&] { r.resume(); }, UMLOS_CHECKPOINT_INVALID, {"ckpt_00000003.pb", "field 'tape'", "found none"});
+}
