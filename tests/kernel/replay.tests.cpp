@@ -180,3 +180,41 @@ TEST_CASE("umlos replay --verify refuses a missing run folder, a missing manifes
   CommandResult usage = run_umlos("replay '" + run + "'");
   CHECK(usage.exit_status == 2);
 }
+
+TEST_CASE("umlos replay --verify reruns the original manifest when the run folder's copy has relative module paths",
+          "[replay]") {
+  // The manifest names its modules relative to its own folder; the copy in
+  // RUN_DIR keeps that text, so the paths do not resolve from RUN_DIR.
+  std::string base = temp_dir("replay-rel");
+  fs::create_directories(base + "/exp");
+  std::vector<std::string> rel;
+  for (const std::string& m : kModules) rel.push_back(fs::relative(m, base + "/exp").string());
+  std::string text = walk_manifest(kModules, kWalkOperators, 20);
+  for (size_t i = 0; i < kModules.size(); ++i) {
+    size_t at = text.find(kModules[i]);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, kModules[i].size(), rel[i]);
+  }
+  write_text(base + "/exp/m.yaml", text);
+  RunOptions o;
+  o.run_dir = base + "/exp/runs/r1";
+  o.quiet = true;
+  REQUIRE(run_umlos("run '" + base + "/exp/m.yaml' --run-dir '" + o.run_dir + "' -q").exit_status == 0);
+  REQUIRE(fs::exists(o.run_dir + "/manifest.yaml"));
+
+  CommandResult r = run_umlos("replay --verify '" + o.run_dir + "'");
+  INFO(r.output);
+  CHECK(r.exit_status == 0);
+  CHECK(r.output.rfind("identical", 0) == 0);
+
+  // Without the original, the copy alone cannot name the modules.
+  fs::rename(base + "/exp/m.yaml", base + "/exp/moved.yaml");
+  CommandResult gone = run_umlos("replay --verify '" + o.run_dir + "'");
+  INFO(gone.output);
+  CHECK(gone.exit_status == exit_code_for(UMLOS_MODULE_NOT_FOUND));
+  CHECK(gone.output.find("pass --manifest") != std::string::npos);
+  // --manifest names a file whose modules resolve: accepted.
+  CommandResult given = run_umlos("replay --verify '" + o.run_dir + "' --manifest '" + base + "/exp/moved.yaml'");
+  INFO(given.output);
+  CHECK(given.exit_status == 0);
+}
