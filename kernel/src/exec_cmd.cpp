@@ -55,7 +55,7 @@ json tensor_json(const HostTensor& h) {
 }
 
 // The IR file as a CBOR value. The YAML reader sees the document embedded in
-// a minimal manifest (7 wrapper lines, 4 columns of indentation): positions
+// a minimal manifest (8 wrapper lines, 4 columns of indentation): positions
 // in its messages are mapped back to the file's own lines and columns, and
 // key paths lose the wrapper's `config.value.` prefix.
 cbor::Value read_ir(const std::string& file) {
@@ -63,7 +63,7 @@ cbor::Value read_ir(const std::string& file) {
   try {
     return parse_yaml_value(text, file);
   } catch (const Failure& f) {
-    constexpr long kLines = 7, kColumns = 4;
+    constexpr long kLines = 8, kColumns = 4;
     std::string msg = f.what();
     const std::string head = file + ":";
     if (msg.rfind(head, 0) == 0) {

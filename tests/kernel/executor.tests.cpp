@@ -228,3 +228,513 @@ TEST_CASE("The same graph through two driver configurations, changed by one mani
   CHECK(iters(ta) == iters(tb));
   CHECK_THAT(ta, Catch::Contains("\"loss_total\":"));
 }
+
+// ------------------------------------------------------------------ issue 4
+// Validation before running, ir_hash/execution_fp, examples checked against
+// finite differences, the spec's VII.B tiny DAGs against the reference
+// driver run primitive by primitive, umlos exec --inputs.
+
+#include "exec_cmd.hpp"
+
+namespace {
+
+std::string indent(const std::string& text, const std::string& pad) {
+  std::string out, line;
+  std::stringstream lines(text);
+  while (std::getline(lines, line)) out += pad + line + "\n";
+  return out;
+}
+
+std::string example(const std::string& name) {
+  return read_text(std::string(UMLOS_SOURCE_DIR) + "/examples/ir/" + name);
+}
+
+// The executor on the cpu_driver with `ir_yaml` (the bare IR map) as
+// config.model.ir, inputs and parameters drawn by InitFromIR_v1 (seed 5).
+struct Graph {
+  Host host;
+  const umlos_operator_desc* op = nullptr;
+  Graph(const std::string& mode, const std::string& ir_yaml, const std::string& extra = "", int threads = 1,
+        bool tmmu = false) {
+    host.load(module_path("umlos_cpu_driver"), std::nullopt);
+    host.load(module_path("umlos_executor"), std::nullopt);
+    if (tmmu) {
+      host.load(module_path("umlos_tmmu"), std::nullopt);
+      host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
+    }
+    std::string text = "umlos_manifest: 1\nname: g\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
+                       "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: " + mode + "\n" +
+                       (tmmu ? "    placement: tmmu\n" : "") + extra + "    ir:\n" + indent(ir_yaml, "      ");
+    host.set_operator_config(parse_manifest(text, "g.yaml", "/tmp", true).config);
+    host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
+    host.activate_driver("cpu_driver");
+    Sha256 seed;
+    seed.update(std::string_view("test"));
+    seed.update_u64_be(5);
+    host.rng().seed_from_manifest(seed.finish());
+    host.call_operator(host.find_operator("UML_OS.Model.InitFromIR_v1"));
+    op = host.find_operator("UML_OS.Model.ModelIR_Executor_v1");
+  }
+  void run() { host.call_operator(op); }
+  std::vector<double> get(const std::string& name) {
+    HostTensor h = host.to_host(*host.values().at(name));
+    std::vector<double> v(h.data.size() / 8);
+    std::memcpy(v.data(), h.data.data(), h.data.size());
+    return v;
+  }
+  void put(const std::string& name, const std::vector<double>& v) {
+    HostTensor h = host.to_host(*host.values().at(name));
+    std::memcpy(h.data.data(), v.data(), h.data.size());
+    host.values()[name] = host.from_host(h);
+  }
+  std::string hex(const std::string& name) {
+    HostTensor h = host.to_host(*host.values().at(name));
+    std::string s;
+    char b[3];
+    for (uint8_t c : h.data) {
+      std::snprintf(b, sizeof b, "%02x", c);
+      s += b;
+    }
+    return s;
+  }
+  // The failure of running the executor (code and message), or OK.
+  umlos_status failure(std::string* msg) {
+    try {
+      run();
+    } catch (const Failure& f) {
+      *msg = f.what();
+      return f.code();
+    }
+    return UMLOS_OK;
+  }
+};
+
+// Checks every parameter's gradient at up to 4 elements against binary64
+// central differences of the forward loss.
+void check_gradients(const std::string& ir_yaml) {
+  Graph b("backward", ir_yaml);
+  b.run();
+  Graph f("forward", ir_yaml);
+  std::vector<std::string> params;
+  for (const auto& [name, t] : f.host.values()) {
+    if (name.rfind("model.param.", 0) == 0) params.push_back(name.substr(12));
+  }
+  REQUIRE(!params.empty());
+  const double h = 1e-6;
+  size_t checked = 0;
+  for (const std::string& p : params) {
+    const std::vector<double> theta = f.get("model.param." + p);
+    const std::vector<double> grad = b.get("model.grad." + p);
+    REQUIRE(grad.size() == theta.size());
+    const size_t n = theta.size();
+    for (size_t i : {size_t{0}, n / 3, (2 * n) / 3, n - 1}) {
+      std::vector<double> up = theta, down = theta;
+      up[i] += h;
+      down[i] -= h;
+      f.put("model.param." + p, up);
+      f.run();
+      const double lu = f.get("model.out.loss")[0];
+      f.put("model.param." + p, down);
+      f.run();
+      const double ld = f.get("model.out.loss")[0];
+      f.put("model.param." + p, theta);
+      const double fd = (lu - ld) / (2 * h);
+      INFO("parameter " << p << "[" << i << "]");
+      CHECK(grad[i] == Approx(fd).margin(1e-7).epsilon(1e-6));
+      ++checked;
+    }
+  }
+  CHECK(checked >= params.size());
+}
+
+}  // namespace
+
+TEST_CASE("MLP, VAE and transformer-block examples: gradients match binary64 central finite differences",
+          "[executor][grad][examples]") {
+  SECTION("mlp") { check_gradients(example("mlp.yaml")); }
+  SECTION("vae") { check_gradients(example("vae.yaml")); }
+  SECTION("transformer block") { check_gradients(example("transformer_block.yaml")); }
+}
+
+namespace {
+
+// The reference path of VII.B: the graph's primitives run one by one on the
+// reference driver straight from the kernel (no executor, no placement), in
+// node_id order (the tiny DAGs below are written in topological order).
+std::map<std::string, std::vector<double>> reference_run(Graph& g, const std::string& ir_yaml) {
+  const cbor::Value ir = parse_yaml_value(ir_yaml, "ir");
+  std::map<std::string, TensorPtr> t;
+  for (const cbor::Value& d : ir.find("tensors")->as_array()) {
+    const std::string id = d.find("id")->as_text();
+    if (const cbor::Value* v = d.find("value")) {
+      HostTensor h;
+      h.dtype = UMLOS_DTYPE_F64;
+      h.shape.rank = 0;
+      double x = v->as_double();
+      h.data.resize(8);
+      std::memcpy(h.data.data(), &x, 8);
+      t[id] = g.host.from_host(h);
+      continue;
+    }
+    const std::string role = d.find("role")->as_text();
+    t[id] = g.host.values().at((role == "parameter" ? "model.param." : "model.input.") + id);
+  }
+  std::map<std::string, std::vector<double>> out;
+  for (const cbor::Value& n : ir.find("nodes")->as_array()) {
+    std::vector<const Tensor*> ins;
+    for (const cbor::Value& i : n.find("inputs")->as_array()) ins.push_back(t.at(i.as_text()).get());
+    const cbor::Value& o = *n.find("output");
+    umlos_shape s{};
+    for (const cbor::Value& e : o.find("shape")->as_array()) s.dims[s.rank++] = e.as_int64();
+    TensorPtr y = g.host.make_tensor(UMLOS_DTYPE_F64, s);
+    std::vector<umlos_attr> attrs;
+    std::vector<std::string> keep;
+    keep.reserve(64);  // attrs point into it
+    if (const cbor::Value* a = n.find("attrs")) {
+      for (const auto& [k, v] : a->as_map()) {
+        keep.push_back(k.as_text());
+        umlos_attr at{};
+        at.key = keep.back().c_str();
+        if (v.kind() == cbor::Value::Kind::Text) {
+          keep.push_back(v.as_text());
+          at.kind = UMLOS_ATTR_STRING;
+          at.s = keep.back().c_str();
+        } else {
+          at.kind = UMLOS_ATTR_INT;
+          at.i = v.as_int64();
+        }
+        attrs.push_back(at);
+      }
+    }
+    g.host.dispatch(n.find("instr")->as_text(), ins, {y.get()}, attrs);
+    const std::string id = o.find("id")->as_text();
+    t[id] = y;
+    HostTensor h = g.host.to_host(*y);
+    out[id].resize(h.data.size() / 8);
+    std::memcpy(out[id].data(), h.data.data(), h.data.size());
+  }
+  return out;
+}
+
+const char* kTinyLinear = R"(dtype: f64
+tensors:
+  - {id: x, role: input, shape: [3, 4]}
+  - {id: W, role: parameter, shape: [4, 2]}
+  - {id: b, role: parameter, shape: [2]}
+nodes:
+  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [3, 2]}}
+  - {node_id: 1, instr: bias_add, inputs: [h, b], output: {id: y, shape: [3, 2]}}
+  - {node_id: 2, instr: sum, inputs: [y], output: {id: loss, shape: []}}
+outputs: [y, loss]
+loss: loss
+)";
+
+const char* kTinyResidual = R"(dtype: f64
+tensors:
+  - {id: x, role: input, shape: [3, 4]}
+  - {id: W, role: parameter, shape: [4, 4]}
+nodes:
+  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [3, 4]}}
+  - {node_id: 1, instr: relu, inputs: [h], output: {id: r, shape: [3, 4]}}
+  - {node_id: 2, instr: add, inputs: [x, r], output: {id: y, shape: [3, 4]}}
+  - {node_id: 3, instr: mean, inputs: [y], output: {id: loss, shape: []}}
+outputs: [y, loss]
+loss: loss
+)";
+
+}  // namespace
+
+TEST_CASE("VII.B tiny linear, residual and transformer DAGs equal the reference driver run primitive by primitive, bit for bit",
+          "[executor][vii-b]") {
+  for (const std::string& ir : {std::string(kTinyLinear), std::string(kTinyResidual), example("transformer_block.yaml")}) {
+    for (bool tmmu : {false, true}) {
+      Graph g("forward", ir, "", 1, tmmu);
+      g.run();
+      std::map<std::string, std::vector<double>> ref = reference_run(g, ir);
+      CHECK(g.get("model.out.loss") == ref.at("loss"));
+      CHECK(g.get("model.out.y") == ref.at("y"));
+    }
+  }
+  // The linear DAG in closed form: y = x W + b, loss = sum y (exact here:
+  // every value is a small dyadic rational).
+  Graph g("backward", kTinyLinear);
+  const std::vector<double> x = {1, 2, 3, 4, 0.5, -1, 2, 0, -2, 1, 0.25, 3};
+  const std::vector<double> W = {0.5, -1, 2, 0.25, -0.5, 1, 1.5, -2};
+  const std::vector<double> bias = {0.125, -0.25};
+  g.put("model.input.x", x);
+  g.put("model.param.W", W);
+  g.put("model.param.b", bias);
+  g.run();
+  std::vector<double> y(6), gW(8, 0.0);
+  double loss = 0;
+  for (int r = 0; r < 3; ++r) {
+    for (int j = 0; j < 2; ++j) {
+      double s = 0.0;
+      for (int k = 0; k < 4; ++k) s += x[r * 4 + k] * W[k * 2 + j];
+      y[r * 2 + j] = s + bias[j];
+    }
+  }
+  for (double v : y) loss += v;
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 2; ++j) gW[k * 2 + j] = x[k] + x[4 + k] + x[8 + k];
+  CHECK(g.get("model.out.y") == y);
+  CHECK(g.get("loss_total")[0] == loss);
+  CHECK(g.get("model.grad.W") == gW);
+  CHECK(g.get("model.grad.b") == std::vector<double>{3, 3});
+}
+
+TEST_CASE("execution_fp is identical over repeated runs and across driver thread counts, and changes with the inputs",
+          "[executor][determinism][fingerprint]") {
+  const std::string ir = example("transformer_block.yaml");
+  Graph a("backward", ir, "", 1, true), b("backward", ir, "", 2, true), c("backward", ir, "", 1, false);
+  a.run();
+  const std::string fp1 = a.hex("model.exec.execution_fp");
+  a.run();
+  CHECK(a.hex("model.exec.execution_fp") == fp1);
+  b.run();
+  CHECK(b.hex("model.exec.execution_fp") == fp1);
+  c.run();  // placement does not enter the fingerprint (trace and critical tensors only)
+  CHECK(c.hex("model.exec.execution_fp") == fp1);
+  CHECK(a.get("model.grad.Wq") == b.get("model.grad.Wq"));
+  CHECK(a.hex("model.exec.ir_hash") == b.hex("model.exec.ir_hash"));
+  std::vector<double> x = a.get("model.input.x");
+  x[0] += 1.0 / 1024;
+  a.put("model.input.x", x);
+  a.run();
+  CHECK(a.hex("model.exec.execution_fp") != fp1);
+  // nodes_executed: 26 forward dispatches + one _grad per node (all 26 are on the path).
+  int64_t executed = 0;
+  std::memcpy(&executed, a.host.to_host(*a.host.values().at("model.exec.nodes_executed")).data.data(), 8);
+  CHECK(executed == 52);
+}
+
+TEST_CASE("ir_hash embeds the schema hash: the same graph in YAML and JSON, with or without ir_schema_hash, has one ir_hash",
+          "[executor][ir_hash]") {
+  Graph y("forward", example("mlp.yaml")), j("forward", example("mlp.json"));
+  y.run();
+  j.run();
+  const std::string h = y.hex("model.exec.ir_hash");
+  CHECK(h == j.hex("model.exec.ir_hash"));
+  CHECK(h.size() == 64);
+  // Reading the schema hash back from a run: write it into the IR; same ir_hash.
+  CommandResult r = run_umlos("exec '" + std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml' --json");
+  REQUIRE(r.exit_status == 0);
+  CHECK(nlohmann::json::parse(r.output)["ir_hash"] == h);
+  // A different schema hash is refused.
+  std::string msg;
+  Graph bad("forward", "ir_schema_hash: '" + std::string(64, '0') + "'\n" + example("mlp.yaml"));
+  CHECK(bad.failure(&msg) == UMLOS_INVALID_IR);
+  CHECK_THAT(msg, Catch::Contains("ir_schema_hash"));
+  // Changing one node changes ir_hash.
+  std::string other = example("mlp.yaml");
+  other.replace(other.find("relu"), 4, "tanh");
+  Graph o("forward", other);
+  o.run();
+  CHECK(o.hex("model.exec.ir_hash") != h);
+}
+
+TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any primitive runs", "[executor][errors][validate]") {
+  const std::string head = "tensors:\n  - {id: x, role: input, shape: [4, 3]}\n  - {id: t, role: input, shape: [4, 2]}\n"
+                           "  - {id: W, role: parameter, shape: [3, 2]}\n  - {id: b, role: parameter, shape: [2]}\nnodes:\n";
+  struct Case {
+    const char* what;
+    std::string mode;
+    std::string body;
+    umlos_status code;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"cycle", "forward",
+       "  - {node_id: 0, instr: tanh, inputs: [q], output: {id: p, shape: [4, 2]}}\n"
+       "  - {node_id: 1, instr: tanh, inputs: [p], output: {id: q, shape: [4, 2]}}\n",
+       UMLOS_CYCLE_DETECTED, "nodes 0 1"},
+      {"unknown instr", "forward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n"
+       "  - {node_id: 5, instr: frobnicate, inputs: [h], output: {id: p, shape: [4, 2]}}\n",
+       UMLOS_PRIMITIVE_UNSUPPORTED, "node 5 (frobnicate)"},
+      {"shape mismatch late in the graph", "forward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n"
+       "  - {node_id: 1, instr: tanh, inputs: [h], output: {id: a, shape: [4, 2]}}\n"
+       "  - {node_id: 2, instr: bias_add, inputs: [a, b], output: {id: z, shape: [2, 4]}}\n",
+       UMLOS_SHAPE_MISMATCH, "node 2 (bias_add): output 'z' is declared [2,4], the primitive gives [4,2]"},
+      {"matmul inner extents", "forward",
+       "  - {node_id: 0, instr: tanh, inputs: [x], output: {id: a, shape: [4, 3]}}\n"
+       "  - {node_id: 3, instr: matmul, inputs: [a, t], output: {id: h, shape: [4, 2]}}\n",
+       UMLOS_SHAPE_MISMATCH, "node 3 (matmul): inner extents differ"},
+      {"dtype mismatch", "forward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n"
+       "  - {node_id: 4, instr: tanh, inputs: [h], output: {id: a, shape: [4, 2], dtype: f32}}\n",
+       UMLOS_SHAPE_MISMATCH, "node 4 (tanh): output 'a' is declared f32, the primitive gives f64"},
+      {"dangling input", "forward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n"
+       "  - {node_id: 7, instr: add, inputs: [h, nowhere], output: {id: p, shape: [4, 2]}}\n",
+       UMLOS_INVALID_IR, "node 7: input 'nowhere'"},
+      {"backward through a node with no gradient", "backward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n"
+       "  - {node_id: 1, instr: copy, inputs: [h], output: {id: c, shape: [4, 2]}}\n"
+       "  - {node_id: 2, instr: mse, inputs: [c, t], output: {id: loss, shape: []}}\nloss: loss\n",
+       UMLOS_PRIMITIVE_UNSUPPORTED, "node 1 (copy): 'copy' has no gradient"},
+      {"grad_edges not covering an edge", "backward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n"
+       "  - {node_id: 1, instr: tanh, inputs: [h], output: {id: a, shape: [4, 2]}}\n"
+       "  - {node_id: 2, instr: mse, inputs: [a, t], output: {id: loss, shape: []}}\nloss: loss\n"
+       "grad_edges: [[2, 1]]\n",
+       UMLOS_INVALID_IR, "node 1: grad_edges lacks 1 -> 0"},
+      {"alias over a tensor still needed", "forward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n"
+       "  - {node_id: 1, instr: tanh, inputs: [h], output: {id: a, shape: [4, 2], alias: h}}\n"
+       "  - {node_id: 2, instr: add, inputs: [a, h], output: {id: s, shape: [4, 2]}}\n",
+       UMLOS_INVALID_IR, "node 1 (tanh): alias 'h' is still needed"},
+      {"loss missing in backward", "backward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n",
+       UMLOS_INVALID_IR, "backward mode needs ir.loss"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.what);
+    std::string msg;
+    umlos_status code = UMLOS_OK;
+    try {
+      Graph g(k.mode, head + k.body);
+      const uint64_t before = g.host.profile().dispatches;
+      code = g.failure(&msg);
+      CHECK(g.host.profile().dispatches == before);  // nothing ran
+    } catch (const Failure& f) {  // refused while reading the manifest
+      code = f.code();
+      msg = f.what();
+    }
+    CHECK(code == k.code);
+    CHECK_THAT(msg, Catch::Contains(k.says));
+  }
+}
+
+TEST_CASE("A driver that does not offer a primitive (or its _grad) is refused before anything runs; what it offers runs",
+          "[executor][errors][driver]") {
+  const std::string dir = temp_dir("partial");
+  const std::string drv = "--driver-module '" + module_path("test_partial_driver") + "' --driver partial_driver";
+  write_text(dir + "/mm.yaml",
+             "tensors:\n  - {id: x, role: input, shape: [2, 2]}\n  - {id: W, role: parameter, shape: [2, 2]}\n"
+             "nodes:\n  - {node_id: 0, instr: add, inputs: [x, W], output: {id: s, shape: [2, 2]}}\n"
+             "  - {node_id: 1, instr: matmul, inputs: [s, W], output: {id: h, shape: [2, 2]}}\n"
+             "  - {node_id: 2, instr: sum, inputs: [h], output: {id: loss, shape: []}}\noutputs: [loss]\nloss: loss\n");
+  CommandResult r = run_umlos("exec '" + dir + "/mm.yaml' " + drv);
+  CHECK(r.exit_status != 0);
+  CHECK_THAT(r.output, Catch::Contains("node 1 (matmul)") && Catch::Contains("does not offer primitive 'matmul'"));
+  CHECK_THAT(r.output, !Catch::Contains("partial_driver: dispatch"));
+
+  write_text(dir + "/tanh.yaml",
+             "tensors:\n  - {id: x, role: input, shape: [2, 2]}\n  - {id: W, role: parameter, shape: [2, 2]}\n"
+             "nodes:\n  - {node_id: 0, instr: add, inputs: [x, W], output: {id: s, shape: [2, 2]}}\n"
+             "  - {node_id: 1, instr: tanh, inputs: [s], output: {id: a, shape: [2, 2]}}\n"
+             "  - {node_id: 2, instr: sum, inputs: [a], output: {id: loss, shape: []}}\noutputs: [loss]\nloss: loss\n");
+  CommandResult fwd = run_umlos("exec '" + dir + "/tanh.yaml' " + drv + " --json");
+  INFO(fwd.output);
+  CHECK(fwd.exit_status == 0);  // forward needs add, tanh, sum: all offered
+  CHECK_THAT(fwd.output, Catch::Contains("partial_driver: dispatch tanh"));
+  CommandResult bwd = run_umlos("exec '" + dir + "/tanh.yaml' " + drv + " --mode backward");
+  CHECK(bwd.exit_status != 0);
+  CHECK_THAT(bwd.output, Catch::Contains("node 1 (tanh)") && Catch::Contains("does not offer 'tanh_grad'"));
+  CHECK_THAT(bwd.output, !Catch::Contains("partial_driver: dispatch"));
+}
+
+TEST_CASE("Explicit grad_edges that add an ordering give the same gradients, with reverse_equivalent 0",
+          "[executor][grad_edges]") {
+  // Two parallel branches from a1 so that an extra edge reorders backward.
+  const std::string ir =
+      "dtype: f64\ntensors:\n  - {id: x, role: input, shape: [3, 2]}\n  - {id: t, role: input, shape: [3, 2]}\n"
+      "  - {id: W, role: parameter, shape: [2, 2]}\n  - {id: V, role: parameter, shape: [2, 2]}\nnodes:\n"
+      "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [3, 2]}}\n"
+      "  - {node_id: 1, instr: tanh, inputs: [h], output: {id: a, shape: [3, 2]}}\n"
+      "  - {node_id: 2, instr: sigmoid, inputs: [h], output: {id: s, shape: [3, 2]}}\n"
+      "  - {node_id: 3, instr: matmul, inputs: [a, V], output: {id: u, shape: [3, 2]}}\n"
+      "  - {node_id: 4, instr: mul, inputs: [u, s], output: {id: y, shape: [3, 2]}}\n"
+      "  - {node_id: 5, instr: mse, inputs: [y, t], output: {id: loss, shape: []}}\noutputs: [loss]\nloss: loss\n";
+  Graph plain("backward", ir);
+  plain.run();
+  CHECK(plain.get("model.exec.reverse_equivalent").size() == 1);
+  // Backward of 2 (sigmoid) forced after backward of 1 (tanh): reversed
+  // forward order would run 3, 2, 1; this one runs ..., 1, 2.
+  Graph edged("backward", ir + "grad_edges: [[5, 4], [4, 3], [4, 2], [3, 1], [1, 0], [2, 0], [1, 2]]\n");
+  edged.run();
+  int64_t flag_plain, flag_edged;
+  std::memcpy(&flag_plain, plain.host.to_host(*plain.host.values().at("model.exec.reverse_equivalent")).data.data(), 8);
+  std::memcpy(&flag_edged, edged.host.to_host(*edged.host.values().at("model.exec.reverse_equivalent")).data.data(), 8);
+  CHECK(flag_plain == 1);
+  CHECK(flag_edged == 0);
+  CHECK(plain.get("model.grad.W") == edged.get("model.grad.W"));
+  CHECK(plain.get("model.grad.V") == edged.get("model.grad.V"));
+}
+
+TEST_CASE("TMMU placement reuses activation memory in forward mode and keeps saved tensors alive in backward",
+          "[executor][tmmu]") {
+  const std::string ir = example("transformer_block.yaml");
+  auto metric_i = [](Graph& g, const char* name) {
+    int64_t v;
+    std::memcpy(&v, g.host.to_host(*g.host.values().at(name)).data.data(), 8);
+    return v;
+  };
+  Graph f("forward", ir, "", 1, true), t("forward", ir, "", 1, false);
+  f.run();
+  t.run();
+  CHECK(f.get("model.out.y") == t.get("model.out.y"));
+  CHECK(metric_i(f, "model.exec.peak_tmmu_usage") < metric_i(t, "model.exec.peak_tmmu_usage"));
+  CHECK(f.get("model.exec.memory_reuse_ratio")[0] > 0.5);
+  CHECK(t.get("model.exec.memory_reuse_ratio")[0] == 0.0);
+  Graph b("backward", ir, "", 1, true), bt("backward", ir, "", 1, false);
+  b.run();
+  bt.run();
+  CHECK(b.get("model.grad.W1") == bt.get("model.grad.W1"));
+  CHECK(metric_i(b, "model.exec.nodes_executed") == metric_i(bt, "model.exec.nodes_executed"));
+  // forward_train: forward plus the activations backward will read.
+  Graph s("forward_train", ir, "", 1, true);
+  s.run();
+  CHECK(s.host.values().count("model.saved.attn") == 1);  // matmul_grad(attn, v_t, .) reads it
+  CHECK(s.host.values().count("model.saved.loss") == 0);  // nothing reads the loss backward
+  CHECK(s.host.values().count("model.grad.Wq") == 0);
+}
+
+TEST_CASE("umlos exec --inputs replaces drawn tensors; exec prints execution_fp, metrics and the node trace",
+          "[executor][cli][inputs]") {
+  const std::string dir = temp_dir("inputs");
+  ExecOptions o;
+  o.ir_file = std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml";
+  o.driver_module = module_path("umlos_cpu_driver");
+  o.executor_module = module_path("umlos_executor");
+  o.mode = "backward";
+  nlohmann::json a = nlohmann::json::parse(exec_json(o));
+  // Feed back x as drawn, and a new target: only the loss changes.
+  nlohmann::json in = {{"target", {{"dtype", "f64"}, {"shape", {8, 3}}, {"values", std::vector<double>(24, 0.5)}}}};
+  write_text(dir + "/in.json", in.dump());
+  o.inputs_file = dir + "/in.json";
+  nlohmann::json b = nlohmann::json::parse(exec_json(o));
+  CHECK(a["outputs"]["y"] == b["outputs"]["y"]);
+  CHECK(a["loss_total"] != b["loss_total"]);
+  CHECK(a["ir_hash"] == b["ir_hash"]);
+  CHECK(a["execution_fp"] != b["execution_fp"]);
+  CHECK(b["metrics"]["nodes_executed"] == 12);
+  REQUIRE(b["trace"].size() == 12);
+  CHECK(b["trace"][0]["instr"] == "matmul");
+  CHECK(b["trace"][0]["pass"] == "forward");
+  CHECK(b["trace"][6]["instr"] == "mse_grad");
+  CHECK(b["trace"][6]["pass"] == "backward");
+  // Bad inputs: a wrong shape, an unknown tensor.
+  write_text(dir + "/bad.json", R"({"x": {"shape": [2, 2], "values": [1, 2, 3, 4]}})");
+  o.inputs_file = dir + "/bad.json";
+  CHECK_THROWS_AS(exec_json(o), Failure);
+  write_text(dir + "/unknown.json", R"({"nope": {"values": [1]}})");
+  o.inputs_file = dir + "/unknown.json";
+  CHECK_THROWS_AS(exec_json(o), Failure);
+}
+
+TEST_CASE("YAML errors in an IR file carry the file's own line and column", "[executor][cli][yaml]") {
+  const std::string dir = temp_dir("yamlpos");
+  write_text(dir + "/bad.yaml", "dtype: f64\ntensors:\n  - {id: x, role: input, shape: [2, 2]\nnodes: []\n");
+  CommandResult r = run_umlos("exec '" + dir + "/bad.yaml'");
+  CHECK(r.exit_status != 0);
+  INFO(r.output);
+  CHECK_THAT(r.output, Catch::Contains("bad.yaml:4:1:"));  // where the reader finds the flow map unclosed
+  CHECK_THAT(r.output, !Catch::Contains("config.value"));
+  write_text(dir + "/dup.yaml", "dtype: f64\ndtype: f32\ntensors: []\nnodes: []\n");
+  CommandResult d = run_umlos("exec '" + dir + "/dup.yaml'");
+  INFO(d.output);
+  CHECK_THAT(d.output, Catch::Contains("dup.yaml:2:1") && Catch::Contains("first at line 1, column 1"));
+}

@@ -52,8 +52,8 @@ void finalize(Graph& g) {
       if (d.role != "constant") throw sdk::Error(UMLOS_INVALID_IR, "tensor '", d.id, "': only a constant has a value");
       const uint64_t n = sdk::element_count(d.shape);
       if (d.value.size() != 1 && d.value.size() != n) {
-        throw sdk::Error(UMLOS_SHAPE_MISMATCH, "tensor '", d.id, "': value has ", d.value.size(), " numbers, shape [",
-                         sdk::shape_string(d.shape), "] needs ", n, " (or 1)");
+        throw sdk::Error(UMLOS_SHAPE_MISMATCH, "tensor '", d.id, "': value has ", d.value.size(), " numbers, shape ",
+                         sdk::shape_string(d.shape), " needs ", n, " (or 1)");
       }
     }
   }

@@ -133,9 +133,9 @@ void execute(sdk::Context& c) {
     const std::string name = (d.role == "parameter" ? "model.param." : "model.input.") + d.id;
     umlos_tensor* t = const_cast<umlos_tensor*>(c.input(name.c_str()));
     if (c.shape(t) != d.shape || c.dtype(t) != d.dtype) {
-      throw sdk::Error(UMLOS_SHAPE_MISMATCH, "value '", name, "' is ", dtype_text(c.dtype(t)), "[",
-                       sdk::shape_string(c.shape(t)), "], the IR declares ", dtype_text(d.dtype), "[",
-                       sdk::shape_string(d.shape), "]");
+      throw sdk::Error(UMLOS_SHAPE_MISMATCH, "value '", name, "' is ", dtype_text(c.dtype(t)),
+                       sdk::shape_string(c.shape(t)), ", the IR declares ", dtype_text(d.dtype),
+                       sdk::shape_string(d.shape));
     }
     tensor[d.id] = t;
   }

@@ -91,7 +91,7 @@ const char* dtype_text(int32_t d) {
 bool is_scalar(const sdk::Shape& s) { return s.empty() || (s.size() == 1 && s[0] == 1); }
 
 // Shapes as the error messages print them.
-std::string sh(const sdk::Shape& s) { return "[" + sdk::shape_string(s) + "]"; }
+std::string sh(const sdk::Shape& s) { return sdk::shape_string(s); }
 
 struct Checker {
   const Node& n;

@@ -1,0 +1,306 @@
+// bench_executor — the ModelIR executor module (libumlos_executor.so) on the
+// cpu_driver, loaded from their real files through the kernel's Host (the
+// path of `umlos exec` and of a run):
+//
+//  1. dispatch overhead per node: a chain of 512 `add` nodes on [1] tensors,
+//     forward; time per node, and the part spent outside the driver
+//     (executor + kernel services), from Host::profile();
+//  2. one training step (forward + backward + CollectGradients_v1 +
+//     execution_fp) of an MLP 64-256-256-10 at batch 64, mse loss;
+//  3. one training step of a GPT-2-small-shaped block (d 768, 12 heads,
+//     FFN 3072) at sequence 128, mse loss;
+//  4. matmul GFLOP/s through the executor ([128,768] x [768,3072]) against
+//     the machine's peak for the driver's instruction mix, measured in this
+//     run (multiply then add, no FMA, AVX2, one core);
+//  5. the same steps in PyTorch (bench/executor/torch_steps.py, Debian's
+//     python3-torch) in this run, as a ratio.
+//
+// Times are medians; wall seconds and process CPU seconds are both printed
+// (the machine is shared: CPU seconds count only the time our threads ran).
+//
+// Usage: umlos_bench_executor [reps=5] [threads=1] [torch=/usr/bin/python3|none]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cbor.hpp"
+#include "host.hpp"
+#include "manifest.hpp"
+
+namespace {
+
+using umlos::Host;
+namespace cbor = umlos::cbor;
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <int kAcc>
+inline __attribute__((always_inline)) void peak_passes(double* acc, double m, double a, long passes) {
+  for (long p = 0; p < passes; ++p)
+    for (int k = 0; k < kAcc; ++k) acc[k] = acc[k] * m + a;
+}
+__attribute__((target("avx2"))) void peak_avx2(double* acc, double m, double a, long passes) {
+  peak_passes<32>(acc, m, a, passes);
+}
+double measured_peak_gflops() {
+  double best = 0;
+  for (int r = 0; r < 3; ++r) {
+    volatile double seed = 1.0000001;
+    double acc[32], m = seed, a = 1e-9 * seed;
+    for (int k = 0; k < 32; ++k) acc[k] = k;
+    const long passes = 20'000'000;
+    const double t0 = cpu_now();
+    peak_avx2(acc, m, a, passes);
+    const double t = cpu_now() - t0;
+    double sink = 0;
+    for (double v : acc) sink += v;
+    if (sink == 42.0) std::puts("");
+    best = std::max(best, 2.0 * 32 * passes / t / 1e9);
+  }
+  return best;
+}
+
+struct Exec {
+  Host host;
+  const umlos_operator_desc* op = nullptr;
+  Exec(const std::string& ir_yaml, const std::string& mode, int threads, bool tmmu) {
+    const std::string dir = UMLOS_MODULE_DIR;
+    host.load(dir + "/libumlos_cpu_driver.so", std::nullopt);
+    host.load(dir + "/libumlos_executor.so", std::nullopt);
+    if (tmmu) {
+      host.load(dir + "/libumlos_tmmu.so", std::nullopt);
+      host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
+    }
+    const cbor::Value ir = umlos::parse_yaml_value(ir_yaml, "bench ir");
+    host.set_operator_config(cbor::Value::map(
+        {{cbor::Value::text("model"),
+          cbor::Value::map({{cbor::Value::text("ir"), ir},
+                            {cbor::Value::text("mode"), cbor::Value::text(mode)},
+                            {cbor::Value::text("placement"), cbor::Value::text(tmmu ? "tmmu" : "temps")}})}}));
+    host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
+    host.activate_driver("cpu_driver");
+    umlos::Sha256 s;
+    s.update(std::string_view("bench"));
+    host.rng().seed_from_manifest(s.finish());
+    host.call_operator(host.find_operator("UML_OS.Model.InitFromIR_v1"));
+    op = host.find_operator("UML_OS.Model.ModelIR_Executor_v1");
+    host.call_operator(op);  // warm-up (and the first-call PURE input digest)
+  }
+  struct Times {
+    double wall = 0, cpu = 0, body_ns = 0, driver_ns = 0;
+    int64_t nodes = 0;
+  };
+  Times time(int reps) {
+    std::vector<double> wall, cpu, body, drv;
+    for (int r = 0; r < reps; ++r) {
+      const Host::Profile::Entry before = host.profile().ops["UML_OS.Model.ModelIR_Executor_v1"];
+      const double w0 = now(), c0 = cpu_now();
+      host.call_operator(op);
+      wall.push_back(now() - w0);
+      cpu.push_back(cpu_now() - c0);
+      const Host::Profile::Entry after = host.profile().ops["UML_OS.Model.ModelIR_Executor_v1"];
+      body.push_back(static_cast<double>(after.body_ns - before.body_ns));
+      drv.push_back(static_cast<double>(after.driver_ns - before.driver_ns));
+    }
+    Times t;
+    t.wall = median(wall);
+    t.cpu = median(cpu);
+    t.body_ns = median(body);
+    t.driver_ns = median(drv);
+    const umlos::HostTensor n = host.to_host(*host.values().at("model.exec.nodes_executed"));
+    std::memcpy(&t.nodes, n.data.data(), 8);
+    return t;
+  }
+};
+
+std::string chain_ir(int n) {
+  std::ostringstream o;
+  o << "tensors:\n  - {id: x, role: input, shape: [1]}\n  - {id: c, role: constant, shape: [1], value: 1.0}\nnodes:\n";
+  for (int i = 0; i < n; ++i) {
+    o << "  - {node_id: " << i << ", instr: add, inputs: [" << (i == 0 ? std::string("x") : "a" + std::to_string(i - 1))
+      << ", c], output: {id: a" << i << ", shape: [1]}}\n";
+  }
+  o << "outputs: [a" << n - 1 << "]\n";
+  return o.str();
+}
+
+std::string mlp_ir(const char* dtype) {
+  return std::string("dtype: ") + dtype + R"(
+tensors:
+  - {id: x, role: input, shape: [64, 64]}
+  - {id: t, role: input, shape: [64, 10]}
+  - {id: W1, role: parameter, shape: [64, 256]}
+  - {id: b1, role: parameter, shape: [256]}
+  - {id: W2, role: parameter, shape: [256, 256]}
+  - {id: b2, role: parameter, shape: [256]}
+  - {id: W3, role: parameter, shape: [256, 10]}
+  - {id: b3, role: parameter, shape: [10]}
+nodes:
+  - {node_id: 0, instr: matmul, inputs: [x, W1], output: {id: h1, shape: [64, 256]}}
+  - {node_id: 1, instr: bias_add, inputs: [h1, b1], output: {id: z1, shape: [64, 256]}}
+  - {node_id: 2, instr: relu, inputs: [z1], output: {id: a1, shape: [64, 256]}}
+  - {node_id: 3, instr: matmul, inputs: [a1, W2], output: {id: h2, shape: [64, 256]}}
+  - {node_id: 4, instr: bias_add, inputs: [h2, b2], output: {id: z2, shape: [64, 256]}}
+  - {node_id: 5, instr: relu, inputs: [z2], output: {id: a2, shape: [64, 256]}}
+  - {node_id: 6, instr: matmul, inputs: [a2, W3], output: {id: h3, shape: [64, 10]}}
+  - {node_id: 7, instr: bias_add, inputs: [h3, b3], output: {id: y, shape: [64, 10]}}
+  - {node_id: 8, instr: mse, inputs: [y, t], output: {id: loss, shape: []}}
+outputs: [loss]
+loss: loss
+)";
+}
+
+// examples/ir/transformer_block.yaml at GPT-2-small sizes.
+std::string gpt_ir(const char* dtype, int T, int D, int H, int FF) {
+  const int dh = D / H;
+  std::ostringstream o;
+  auto s2 = [](int a, int b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
+  auto s3 = [](int a, int b, int c) { return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + "]"; };
+  o << "dtype: " << dtype << "\ntensors:\n"
+    << "  - {id: x, role: input, shape: " << s2(T, D) << "}\n"
+    << "  - {id: target, role: input, shape: " << s2(T, D) << "}\n"
+    << "  - {id: scale, role: constant, shape: [], value: " << 1.0 / std::sqrt(static_cast<double>(dh)) << "}\n";
+  for (const char* p : {"ln1_g", "ln1_b", "ln2_g", "ln2_b", "b2"}) o << "  - {id: " << p << ", role: parameter, shape: [" << D << "]}\n";
+  for (const char* p : {"Wq", "Wk", "Wv", "Wo"}) o << "  - {id: " << p << ", role: parameter, shape: " << s2(D, D) << "}\n";
+  o << "  - {id: W1, role: parameter, shape: " << s2(D, FF) << "}\n  - {id: b1, role: parameter, shape: [" << FF
+    << "]}\n  - {id: W2, role: parameter, shape: " << s2(FF, D) << "}\nnodes:\n";
+  int id = 0;
+  auto node = [&](const std::string& instr, const std::string& ins, const std::string& out, const std::string& shape,
+                  const std::string& attrs = "") {
+    o << "  - {node_id: " << id++ << ", instr: " << instr << ", inputs: [" << ins << "], "
+      << (attrs.empty() ? "" : "attrs: {" + attrs + "}, ") << "output: {id: " << out << ", shape: " << shape << "}}\n";
+  };
+  node("layer_norm", "x, ln1_g, ln1_b", "h", s2(T, D));
+  for (const char* p : {"q", "k", "v"}) {
+    const std::string n = p;
+    node("matmul", "h, W" + n, n, s2(T, D));
+    node("reshape", n, n + "_h", s3(T, H, dh));
+    node("transpose", n + "_h", n + "_t", s3(H, T, dh), "perm: \"1,0,2\"");
+  }
+  node("matmul", "q_t, k_t", "scores", s3(H, T, T), "trans_b: 1");
+  node("mul", "scores, scale", "scaled", s3(H, T, T));
+  node("softmax", "scaled", "attn", s3(H, T, T));
+  node("matmul", "attn, v_t", "ctx_t", s3(H, T, dh));
+  node("transpose", "ctx_t", "ctx_h", s3(T, H, dh), "perm: \"1,0,2\"");
+  node("reshape", "ctx_h", "ctx", s2(T, D));
+  node("matmul", "ctx, Wo", "proj", s2(T, D));
+  node("add", "x, proj", "r1", s2(T, D));
+  node("layer_norm", "r1, ln2_g, ln2_b", "h2", s2(T, D));
+  node("matmul", "h2, W1", "f1", s2(T, FF));
+  node("bias_add", "f1, b1", "f1b", s2(T, FF));
+  node("gelu", "f1b", "g", s2(T, FF));
+  node("matmul", "g, W2", "f2", s2(T, D));
+  node("bias_add", "f2, b2", "f2b", s2(T, D));
+  node("add", "r1, f2b", "y", s2(T, D));
+  node("mse", "y, target", "loss", "[]");
+  o << "outputs: [loss]\nloss: loss\n";
+  return o.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
+  const int threads = argc > 2 ? std::atoi(argv[2]) : 1;
+  const std::string py = argc > 3 ? argv[3] : "/usr/bin/python3";
+  try {
+    std::printf("umlos_bench_executor reps %d, driver threads %d\n\n", reps, threads);
+
+    // 1. Dispatch overhead.
+    std::printf("| dispatch overhead (512-node add chain on [1], forward) | placement | us per node (wall) | us per node (CPU) | us per node outside the driver |\n|---|---|---:|---:|---:|\n");
+    for (bool tmmu : {false, true}) {
+      Exec e(chain_ir(512), "forward", threads, tmmu);
+      Exec::Times t = e.time(std::max(reps, 20));
+      std::printf("| 512 x add | %s | %.2f | %.2f | %.2f |\n", tmmu ? "tmmu" : "temps", 1e6 * t.wall / t.nodes,
+                  1e6 * t.cpu / t.nodes, 1e-3 * (t.body_ns - t.driver_ns) / t.nodes);
+    }
+
+    // 2.-3. Training steps; 5. PyTorch in the same run.
+    std::printf("\n| training step (forward + backward + gradients + execution_fp) | dtype | nodes | ms (wall) | ms (CPU) | driver share of the body |\n|---|---|---:|---:|---:|---:|\n");
+    struct Row {
+      std::string what, dtype;
+      double wall, cpu;
+    };
+    std::vector<Row> rows;
+    for (const char* dt : {"f32", "f64"}) {
+      {
+        Exec e(mlp_ir(dt), "backward", threads, true);
+        Exec::Times t = e.time(std::max(reps, 20));
+        std::printf("| MLP 64-256-256-10, batch 64 | %s | %lld | %.3f | %.3f | %.0f%% |\n", dt, static_cast<long long>(t.nodes),
+                    1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
+        rows.push_back({"mlp", dt, t.wall, t.cpu});
+      }
+      {
+        Exec e(gpt_ir(dt, 128, 768, 12, 3072), "backward", threads, true);
+        Exec::Times t = e.time(reps);
+        std::printf("| GPT-2-small block, T 128 (d 768, 12 heads, FFN 3072) | %s | %lld | %.1f | %.1f | %.0f%% |\n", dt,
+                    static_cast<long long>(t.nodes), 1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
+        rows.push_back({"gpt", dt, t.wall, t.cpu});
+      }
+    }
+
+    // 4. matmul through the executor vs the measured peak.
+    {
+      const char* ir = "dtype: f64\ntensors:\n  - {id: a, role: input, shape: [128, 768]}\n"
+                       "  - {id: b, role: parameter, shape: [768, 3072]}\nnodes:\n"
+                       "  - {node_id: 0, instr: matmul, inputs: [a, b], output: {id: c, shape: [128, 3072]}}\noutputs: [c]\n";
+      const double peak = measured_peak_gflops();
+      std::printf("\nmeasured peak, one core, AVX2 mul+add (no FMA), per CPU-second: %.2f GFLOP/s\n\n", peak);
+      std::printf("| matmul through the executor | GFLOP/s (wall) | GFLOP/s per CPU-second | per CPU-second / (peak x threads) |\n|---|---:|---:|---:|\n");
+      for (const char* dt : {"f32", "f64"}) {
+        std::string text = ir;
+        text.replace(text.find("f64"), 3, dt);
+        Exec e(text, "forward", threads, false);
+        Exec::Times t = e.time(reps);
+        const double flop = 2.0 * 128 * 768 * 3072;
+        std::printf("| %s [128,768] x [768,3072] | %.2f | %.2f | %.0f%% |\n", dt, flop / t.wall / 1e9, flop / t.cpu / 1e9,
+                    100.0 * flop / t.cpu / 1e9 / (peak * threads));
+      }
+    }
+
+    if (py != "none") {
+      std::printf("\n| step vs PyTorch (same run, %d thread(s)) | dtype | umlos ms (CPU) | torch ms (CPU) | umlos / torch (CPU) | umlos ms (wall) | torch ms (wall) | umlos / torch (wall) |\n|---|---|---:|---:|---:|---:|---:|---:|\n", threads);
+      for (const char* dt : {"f32", "f64"}) {
+        const std::string cmd = py + " " + UMLOS_SOURCE_DIR + "/bench/executor/torch_steps.py --reps " +
+                                std::to_string(reps) + " --threads " + std::to_string(threads) + " --dtype " + dt + " 2>/dev/null";
+        FILE* p = ::popen(cmd.c_str(), "r");
+        std::string out;
+        char buf[4096];
+        while (p && std::fgets(buf, sizeof buf, p)) out += buf;
+        if (!p || ::pclose(p) != 0 || out.empty()) {
+          std::printf("| (torch unavailable: %s) |\n", cmd.c_str());
+          break;
+        }
+        const nlohmann::json j = nlohmann::json::parse(out);
+        for (const Row& r : rows) {
+          if (r.dtype != dt) continue;
+          const double tc = j[r.what + "_cpu_s"].get<double>(), tw = j[r.what + "_s"].get<double>();
+          std::printf("| %s (torch %s) | %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |\n", r.what == "mlp" ? "MLP" : "GPT block",
+                      j["torch"].get<std::string>().c_str(), dt, 1e3 * r.cpu, 1e3 * tc, r.cpu / tc, 1e3 * r.wall, 1e3 * tw,
+                      r.wall / tw);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "umlos_bench_executor: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""PyTorch peer of bench/executor: the same training steps (forward + backward
++ gradients, no optimizer) as umlos_bench_executor, same shapes and ops:
+
+  mlp: x[64,64] -> matmul+bias, relu -> 256 -> matmul+bias, relu -> 256
+       -> matmul+bias -> 10, mse against a target
+  gpt: one pre-norm GPT-2-small-shaped block at sequence 128, d 768, 12 heads,
+       FFN 3072: layer_norm, q/k/v matmuls, attention (scaled q k^T, softmax,
+       no mask), output projection, residual, layer_norm, GELU (erf) MLP,
+       residual, mse against a target
+
+usage: /usr/bin/python3 bench/executor/torch_steps.py [--reps N] [--threads T] [--dtype f32|f64]
+prints one JSON line: {"torch", "threads", "dtype", "mlp_s", "gpt_s", "mlp_cpu_s", "gpt_cpu_s"}
+(median wall seconds per step; median process CPU seconds per step)
+"""
+import argparse, json, statistics, time
+
+import torch
+import torch.nn.functional as F
+
+
+def timed(step, reps):
+    step()  # warm-up
+    wall, cpu = [], []
+    for _ in range(reps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        step()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dtype", default="f32")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    dt = torch.float32 if a.dtype == "f32" else torch.float64
+    g = torch.Generator().manual_seed(0)
+
+    def param(*shape):
+        return (0.1 * torch.randn(*shape, generator=g, dtype=dt)).requires_grad_()
+
+    # MLP 64-256-256-10, batch 64
+    x = torch.randn(64, 64, generator=g, dtype=dt)
+    t = torch.randn(64, 10, generator=g, dtype=dt)
+    W1, b1, W2, b2, W3, b3 = param(64, 256), param(256), param(256, 256), param(256), param(256, 10), param(10)
+    mlp_params = [W1, b1, W2, b2, W3, b3]
+
+    def mlp_step():
+        for p in mlp_params:
+            p.grad = None
+        h = torch.relu(x @ W1 + b1)
+        h = torch.relu(h @ W2 + b2)
+        y = h @ W3 + b3
+        F.mse_loss(y, t).backward()
+
+    # GPT-2-small block, T 128
+    T, D, H, FF = 128, 768, 12, 3072
+    dh = D // H
+    xs = torch.randn(T, D, generator=g, dtype=dt)
+    ts = torch.randn(T, D, generator=g, dtype=dt)
+    g1, be1, g2, be2 = param(D), param(D), param(D), param(D)
+    Wq, Wk, Wv, Wo = param(D, D), param(D, D), param(D, D), param(D, D)
+    Wf1, bf1, Wf2, bf2 = param(D, FF), param(FF), param(FF, D), param(D)
+    gpt_params = [g1, be1, g2, be2, Wq, Wk, Wv, Wo, Wf1, bf1, Wf2, bf2]
+
+    def gpt_step():
+        for p in gpt_params:
+            p.grad = None
+        h = F.layer_norm(xs, (D,), g1, be1, 1e-5)
+        q = (h @ Wq).reshape(T, H, dh).transpose(0, 1)
+        k = (h @ Wk).reshape(T, H, dh).transpose(0, 1)
+        v = (h @ Wv).reshape(T, H, dh).transpose(0, 1)
+        att = torch.softmax((q @ k.transpose(1, 2)) * (1.0 / dh ** 0.5), dim=-1)
+        c = (att @ v).transpose(0, 1).reshape(T, D)
+        r1 = xs + c @ Wo
+        h2 = F.layer_norm(r1, (D,), g2, be2, 1e-5)
+        y = r1 + (F.gelu(h2 @ Wf1 + bf1) @ Wf2 + bf2)
+        F.mse_loss(y, ts).backward()
+
+    mlp_s, mlp_cpu = timed(mlp_step, max(a.reps, 20))
+    gpt_s, gpt_cpu = timed(gpt_step, a.reps)
+    print(json.dumps({"torch": torch.__version__, "threads": a.threads, "dtype": a.dtype, "mlp_s": mlp_s,
+                      "gpt_s": gpt_s, "mlp_cpu_s": mlp_cpu, "gpt_cpu_s": gpt_cpu}))
+
+
+if __name__ == "__main__":
+    main()
