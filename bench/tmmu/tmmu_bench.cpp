@@ -6,7 +6,7 @@
 //   tmmu_bench files   [--bench-dir DIR]   every CSV of the benchmark set
 //   tmmu_bench nets                        ResNet-50, GPT-2 small, BERT-base
 //   tmmu_bench scale   [--max N]           generated mixed workloads 1e3..1e6
-//   tmmu_bench quality [--bench-dir DIR]   MiniMalloc A..K with quality=high
+//   tmmu_bench quality [--bench-dir DIR]   MiniMalloc A..K: default and quality=exact
 //   tmmu_bench export DIR                  write the network graphs as JSON
 //
 // Every plan is checked (kernel checker) before its numbers are printed.
@@ -40,6 +40,7 @@ namespace {
 std::string g_module = std::string(UMLOS_MODULE_DIR) + "/libumlos_tmmu.so";
 std::vector<std::string> g_byte_options;
 bool g_baselines = true;
+std::string g_filter;  // --filter SUBSTR: only files whose path contains it
 const char* kSlot = "UML_OS.TMMU.PlanMemory_v2";
 const char* kByte = "UML_OS.TMMU.BytePlanner_v1";
 
@@ -116,6 +117,9 @@ std::vector<std::string> csv_files(const std::string& dir) {
     }
     closedir(h);
     std::sort(names.begin(), names.end());
+    names.erase(std::remove_if(names.begin(), names.end(),
+                               [](const std::string& n) { return n.find(g_filter) == std::string::npos; }),
+                names.end());
     out.insert(out.end(), names.begin(), names.end());
   }
   return out;
@@ -145,6 +149,7 @@ int main(int argc, char** argv) {
     else if (args[i] == "--min" && i + 1 < args.size()) min_n = std::stoull(args[++i]);
     else if (args[i] == "--option" && i + 1 < args.size()) g_byte_options.push_back(args[++i]);
     else if (args[i] == "--no-baselines") g_baselines = false;
+    else if (args[i] == "--filter" && i + 1 < args.size()) g_filter = args[++i];
   }
   const std::string cmd = args.empty() ? "" : args[0];
   try {
@@ -163,15 +168,33 @@ int main(int argc, char** argv) {
       for (uint64_t n = min_n; n <= max_n; n *= 10)
         print(measure(bench::mixed_workload(n, 1), g_byte_options, g_baselines, g_baselines && n <= 100000));
     } else if (cmd == "quality") {
-      std::printf("| instance | LB | default / LB | quality=high footprint | fits 1,048,576 | ms |\n|---|---:|---:|---:|---|---:|\n");
+      // quality=exact with the capacity of the file name (A.1048576.csv:
+      // 1,048,576 bytes) as the arena capacity: the canonical search's target.
+      std::printf("| instance | n | LB | greedy by size / LB | default / LB | default CPU ms | quality=exact footprint | "
+                  "exact / LB | fits capacity | exact CPU ms | exact work units |\n"
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
       for (const std::string& f : csv_files(bench_dir)) {
         if (f.find("minimalloc-challenging") == std::string::npos) continue;
         IntervalSet s = read_intervals(f);
+        const std::string base = f.substr(f.find_last_of('/') + 1);
+        const uint64_t cap = std::stoull(base.substr(base.find('.') + 1));
+        PlanReport g = run_strategy(s, g_module, kByte, {"baseline=greedy_by_size"});
         PlanReport d = run_strategy(s, g_module, kByte, {});
-        PlanReport q = run_strategy(s, g_module, kByte, {"quality=high"});
-        std::printf("| %s | %llu | %.4f | %llu | %s | %.0f |\n", f.substr(f.find_last_of('/') + 1).c_str(),
-                    (unsigned long long)q.lower_bound_bytes(), ratio(d, s), (unsigned long long)q.footprint_bytes(),
-                    q.footprint_bytes() <= 1048576 ? "yes" : "no", q.allocation_cpu_ns / 1e6);
+        for (auto& a : s.arenas) if (!a.persistent) a.capacity = cap;
+        std::vector<std::string> opts = {"quality=exact"};
+        opts.insert(opts.end(), g_byte_options.begin(), g_byte_options.end());
+        PlanReport q;
+        try {
+          q = run_strategy(s, g_module, kByte, opts);
+        } catch (const Failure&) {  // ARENA_TOO_SMALL: show the footprint it reached
+          for (auto& a : s.arenas) a.capacity = 0;
+          q = run_strategy(s, g_module, kByte, opts);
+        }
+        std::printf("| %s | %zu | %llu | %.4f | %.4f | %.1f | %llu | %.4f | %s | %.0f | %llu |\n", base.c_str(),
+                    s.tensors.size(), (unsigned long long)q.lower_bound_bytes(), ratio(g, s), ratio(d, s),
+                    d.allocation_cpu_ns / 1e6, (unsigned long long)q.footprint_bytes(), ratio(q, s),
+                    q.footprint_bytes() <= cap ? "yes" : "no", q.allocation_cpu_ns / 1e6,
+                    (unsigned long long)q.work_units);
         std::fflush(stdout);
       }
     } else if (cmd == "export" && args.size() >= 2) {

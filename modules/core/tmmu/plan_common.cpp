@@ -64,16 +64,19 @@ PlanOptions parse_options(const umlos_plan_request& request) {
       if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "fast") == 0) o.quality = 0;
       else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "default") == 0) o.quality = 1;
       else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "high") == 0) o.quality = 2;
-      else o.quality = static_cast<int>(want_int(0, 2));
+      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "exact") == 0) o.quality = 3;
+      else o.quality = static_cast<int>(want_int(0, 3));
     } else if (key == "work_budget") {
       o.work_budget = static_cast<uint64_t>(want_int(0, INT64_MAX));
+    } else if (key == "search_nodes") {
+      o.search_nodes = static_cast<uint64_t>(want_int(0, INT64_MAX));
     } else if (key == "baseline") {
       if (a.kind != UMLOS_ATTR_STRING || !a.s || std::strcmp(a.s, "greedy_by_size") != 0)
         fail(UMLOS_INVALID_ARGUMENT, "option 'baseline': expected \"greedy_by_size\"");
       o.baseline = a.s;
     } else {
       fail(UMLOS_INVALID_ARGUMENT, "unknown strategy option '" + key +
-                                       "' (known: memory_bytes_budget, quality, work_budget, baseline)");
+                                       "' (known: memory_bytes_budget, quality, work_budget, search_nodes, baseline)");
     }
   }
   return o;

@@ -34,8 +34,13 @@ struct PlanOptions {
   // Total bytes over all arenas; 0 = no budget. Over budget: QUOTA_EXCEEDED.
   uint64_t memory_bytes_budget = 0;
   // Byte planner: 0 = fast (portfolio only), 1 = default (portfolio +
-  // refinement), 2 = quality (much larger search budget).
+  // refinement + a short canonical search), 2 = high (larger budgets),
+  // 3 = exact (canonical search aimed at the arena capacity or the lower
+  // bound first, large node budget).
   int quality = 1;
+  // Byte planner: node budget of the canonical search per component;
+  // 0 = derived from quality.
+  uint64_t search_nodes = 0;
   // Byte planner: explicit work budget (placements + search nodes) per
   // arena; 0 = derived from quality.
   uint64_t work_budget = 0;
