@@ -240,9 +240,12 @@ std::string line_chart(const Run& run, const std::string& key, const std::string
   Frame f = frame_for(run.t, all);
   s += svg_open("chart-" + key, key + " over t");
   s += y_axis(f) + x_axis(f, kTop + kPlotH);
-  // Split at gaps (iter records without the value), then reduce each piece.
+  // Iter records without the value (a metric computed every 50 steps) are
+  // skipped; a non-finite value (JSON null for NaN) breaks the line.
   std::vector<std::vector<Point>> pieces(1);
   for (size_t i = 0; i < run.iters.size(); ++i) {
+    auto it = run.iters[i].find(key);
+    if (it == run.iters[i].end()) continue;
     std::optional<double> v = number_of(run.iters[i], key);
     if (v && std::isfinite(*v)) {
       pieces.back().push_back({run.t[i], *v});

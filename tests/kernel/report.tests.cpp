@@ -77,8 +77,9 @@ std::string hand_run() {
     t += "{\"record\":\"iter\",\"t\":" + std::to_string(i) + ",\"state\":\"" + (proto ? "S_PROTO" : "S_P") +
          "\",\"action\":\"" + actions[i - 1] + "\",\"state_fp\":\"ff\",\"loss_total\":" +
          std::to_string(2.0 / i) + ",\"grad_norm\":" + std::to_string(0.5 + i * 0.125) +
-         ",\"sil_mean\":" + sil + ",\"resource_util\":0,\"val_accuracy\":" + std::to_string(0.5 + i * 0.03125) +
-         "}\n";
+         ",\"sil_mean\":" + sil + ",\"resource_util\":0" +
+         // The held-out metric comes with the functional fingerprint, every 4th step here.
+         (i % 4 == 0 ? ",\"val_accuracy\":" + std::to_string(0.5 + i * 0.03125) : std::string()) + "}\n";
   }
   t += R"J({"record":"run_end","status":"success","t":12,"state_fp":"ff00","functional_fp":null,"rng_fingerprint":"cc","replay_token":"5eed","task_type":"multiclass","world_size":1,"backend_hash":"bacd","val_accuracy":0.875,"tape_digest":"7a9e"})J";
   t += "\n";
@@ -109,7 +110,8 @@ TEST_CASE("The report of a run is one well-formed self-contained page with its f
   CHECK(html.find("id=\"chart-loss_total\"") != std::string::npos);
   CHECK(html.find("id=\"chart-val_accuracy\"") != std::string::npos);
   CHECK(html.find("id=\"chart-grad_norm\"") != std::string::npos);
-  CHECK(count(html, "<polyline") == 3);
+  CHECK(count(html, "<polyline") == 3);  // the sparse held-out metric is one line too
+  CHECK(html.find("3 values; first 0.625 (t=4), last 0.875 (t=12)") != std::string::npos);
   CHECK(html.find("12 values; first 2 (t=1), last 0.166667 (t=12), min 0.166667, max 2") != std::string::npos);
   // Timelines: 12 iterations give 8 action runs and 2 state runs.
   CHECK(html.find("id=\"timeline-action\"") != std::string::npos);
