@@ -486,6 +486,8 @@ class CanonicalSearch {
       set_val(j, min_off_[j]);
       tails(i, j, old, -1);
     }
+    if (exact_floors_)
+      for (uint32_t p = c_.cb[i]; p <= c_.ce[i]; ++p) mark(p);
     for (uint32_t p : affected_) {
       uint64_t v = kNone;
       int32_t n = 0;
@@ -500,7 +502,7 @@ class CanonicalSearch {
     // In i's own sections every unplaced item now overlaps i: at least h.
     for (uint32_t p = c_.cb[i]; p <= c_.ce[i]; ++p) {
       if (floor_[p] < h) { undo_.push_back({1, p, floor_[p]}); floor_[p] = h; }
-      if (lowmin_[p] < h || cnt_[p] >= 0) {
+      if (!exact_floors_ && (lowmin_[p] < h || cnt_[p] >= 0)) {
         undo_.push_back({2, p, lowmin_[p], cnt_[p]});
         lowmin_[p] = std::max(lowmin_[p], h);
         cnt_[p] = -1;
@@ -576,6 +578,10 @@ class CanonicalSearch {
   uint32_t stamp_ = 0;
   uint64_t cap_ = 0, nodes_ = 0, limit_ = 0;
   int heuristic_ = 0, first_heuristic_ = 0;
+ public:
+  // Exact section floors in the placed item's own sections too (a scan of
+  // each; MiniMalloc's inference) instead of the cheaper bound h.
+  bool exact_floors_ = false;
 };
 
 using Key = std::vector<uint64_t>;
@@ -612,6 +618,7 @@ void exact_search(const Component& c, const PlanOptions& opt, uint64_t cap_top, 
   const uint64_t default_budget = std::min<uint64_t>(kDefaultNodes, std::max<uint64_t>(2000, kDefaultWork / m));
   if (budget == 0) budget = opt.quality >= 3 ? kExactNodes : opt.quality == 2 ? kHighNodes : default_budget;
   CanonicalSearch cs(c);
+  cs.exact_floors_ = opt.quality >= 3;
   work += m;
   std::vector<uint64_t> sol;
   uint64_t lo = c.lower_bound;
