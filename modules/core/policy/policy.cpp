@@ -184,13 +184,13 @@ void termination_check(sdk::Context& c) {
   const std::optional<double> min_delta = c.config_opt<double>("early_stop.min_delta");
   if (!patience && min_delta)
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config early_stop.min_delta is set but early_stop.patience is not");
+  const double delta = min_delta.value_or(0.0);
+  if (patience && (*patience < 1 || *patience > 255))
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config early_stop.patience is ", *patience,
+                     "; it must be in 1..255 (loss_hist keeps 256 rows)");
+  if (!(delta >= 0.0) || !std::isfinite(delta))
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config early_stop.min_delta is ", delta, "; it must be finite and >= 0");
   if (patience && !stop) {
-    if (*patience < 1 || *patience > 255)
-      throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config early_stop.patience is ", *patience,
-                       "; it must be in 1..255 (loss_hist keeps 256 rows)");
-    const double delta = min_delta.value_or(0.0);
-    if (!(delta >= 0.0) || !std::isfinite(delta))
-      throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config early_stop.min_delta is ", delta, "; it must be finite and >= 0");
     if (const umlos_tensor* h = c.optional_input("loss_hist")) {
       const std::vector<double> rows = c.read<double>(h);
       const size_t n = rows.size() / 2, w = static_cast<size_t>(*patience);
