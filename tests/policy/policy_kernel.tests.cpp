@@ -241,3 +241,54 @@ TEST_CASE("SphericalKMeans_v1 takes exactly 31 cluster draws for any k and write
     if (k == 3) CHECK(sil > 0.9);
   }
 }
+
+TEST_CASE("umlos run as a process reports a bad rule on stderr with exit status 57", "[policy][cli]") {
+  const std::string dir = temp_dir("policy-cli");
+  write_text(dir + "/m.yaml", manifest(kConfig, "    - {cond: \"t mod 5 == 0 andd state == S_P\", action: probe, priority: 1}\n"));
+  CommandResult r = run_umlos("run '" + dir + "/m.yaml' --run-dir '" + dir + "/run' --quiet");
+  CHECK(r.exit_status == 57);
+  CHECK_THAT(r.output, Catch::Contains("POLICY_INVALID"));
+  CHECK_THAT(r.output, Catch::Contains("policy.rules[0].cond: \"t mod 5 == 0 andd state == S_P\": column 14: "
+                                       "expected an operator or the end of the condition, found 'andd'"));
+}
+
+TEST_CASE("Evaluate_v1 refuses malformed rule maps with POLICY_INVALID and the rule's path", "[policy][rules]") {
+  using V = cbor::Value;
+  auto rule = [](std::vector<std::pair<V, V>> entries) { return V::map(std::move(entries)); };
+  struct Case {
+    V rules;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {V::text("t > 1"), "policy.rules: expected a list of rules"},
+      {V::array({V::integer(3)}), "policy.rules[0]: expected a map {cond, action, priority}"},
+      {V::array({rule({{V::text("cond"), V::text("t > 1")}, {V::text("action"), V::text("probe")}})}),
+       "policy.rules[0].priority: required, an integer"},
+      {V::array({rule({{V::text("cond"), V::text("true")}, {V::text("action"), V::text("probe")},
+                       {V::text("priority"), V::integer(1)}}),
+                 rule({{V::text("cond"), V::integer(1)}, {V::text("action"), V::text("probe")},
+                       {V::text("priority"), V::integer(1)}})}),
+       "policy.rules[1].cond: required, a string"},
+      {V::array({rule({{V::text("cond"), V::text("true")}, {V::text("action"), V::text("explore")},
+                       {V::text("priority"), V::integer(1)}})}),
+       "policy.rules[0].action: 'explore' is not an action; expected one of optimize, probe, switch, augment"},
+      {V::array({rule({{V::text("cond"), V::text("true")}, {V::text("action"), V::text("probe")},
+                       {V::text("priority"), V::integer(1)}, {V::text("when"), V::text("now")}})}),
+       "policy.rules[0]: unknown key 'when' (allowed: cond, action, priority)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.message);
+    Host host;
+    host.load(module_path("umlos_cpu_driver"), std::nullopt);
+    host.load(module_path("umlos_policy"), std::nullopt);
+    host.set_operator_config(V::map({{V::text("policy"), V::map({{V::text("rules"), c.rules}})}}));
+    host.activate_driver("cpu_driver");
+    try {
+      host.call_operator(host.find_operator("UML_OS.Policy.Evaluate_v1"));
+      FAIL("no error");
+    } catch (const Failure& f) {
+      CHECK(f.code() == UMLOS_POLICY_INVALID);
+      CHECK_THAT(std::string(f.what()), Catch::Contains(c.message));
+    }
+  }
+}
