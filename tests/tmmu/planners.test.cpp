@@ -6,6 +6,7 @@
 #include <functional>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -517,4 +518,109 @@ TEST_CASE("DebugFillTensor_v1 is refused in confidential and regulated modes, Ze
   PlanReport bad = r;
   bad.offsets[0] = 64;  // [64, 164) beyond the 128-byte arena
   CHECK(failure_code([&] { apply_plan(s, bad); }) == UMLOS_ADDRESS_COLLISION);
+}
+
+namespace {
+
+// A perfect tiling of a width x steps rectangle by recursive guillotine cuts
+// (offset cuts and time cuts): every step's live bytes sum to `width`, so
+// LB = width and the tiling itself is a plan of exactly LB bytes; greedy
+// orders rarely find one, a complete search must.
+void tile(std::mt19937_64& rng, uint64_t off, uint64_t w, int64_t t0, int64_t t1, int depth,
+          std::vector<std::array<int64_t, 4>>& out) {
+  const bool leaf = depth == 0 || (w < 8 && t1 - t0 < 2);
+  if (!leaf && (rng() % 2 == 0 || t1 - t0 < 2) && w >= 8) {
+    const uint64_t cut = 1 + rng() % (w - 1);
+    tile(rng, off, cut, t0, t1, depth - 1, out);
+    tile(rng, off + cut, w - cut, t0, t1, depth - 1, out);
+  } else if (!leaf && t1 - t0 >= 2) {
+    const int64_t cut = t0 + 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(t1 - t0 - 1));
+    tile(rng, off, w, t0, cut, depth - 1, out);
+    tile(rng, off, w, cut, t1, depth - 1, out);
+  } else {
+    out.push_back({static_cast<int64_t>(off), static_cast<int64_t>(w), t0, t1 - 1});
+  }
+}
+
+#ifndef TILING_DEPTH
+#define TILING_DEPTH 6
+#endif
+IntervalSet perfect_tiling(uint32_t seed, uint64_t width, int depth) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::array<int64_t, 4>> blocks;
+  tile(rng, 0, width, 0, 64, depth, blocks);
+  IntervalSet s = one_arena(1);
+  s.source = "tiling" + std::to_string(seed);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    char id[16];
+    std::snprintf(id, sizeof id, "b%04zu", i);
+    add(s, id, static_cast<uint64_t>(blocks[i][1]), blocks[i][2], blocks[i][3]);
+  }
+  sort_ids(s);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("quality=exact packs random perfect tilings into exactly their lower bound", "[tmmu][exact]") {
+  int greedy_above = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    IntervalSet s = perfect_tiling(seed, 4096, TILING_DEPTH);
+    INFO("seed " << seed << ", " << s.tensors.size() << " tensors");
+    PlanReport exact = run_strategy(s, kModule, kByte, {"quality=exact"});  // checked by the checker
+    CHECK(exact.metrics[0].lower_bound == 4096);
+    CHECK(exact.arena_footprint[0] == 4096);
+    if (greedy_by_size(s, 0) > 4096) ++greedy_above;
+  }
+  CHECK(greedy_above >= 6);  // the instances are not easy for greedy
+}
+
+TEST_CASE("quality=exact fits MiniMalloc's challenging instances I and K into their 1 MiB capacity", "[tmmu][exact][bench-data]") {
+  for (const char* f : {"I", "K"}) {
+    IntervalSet s = read_intervals(kBench + "/minimalloc-challenging/" + std::string(f) + ".1048576.csv");
+    const uint64_t gbs = greedy_by_size(s, 0);
+    s.arenas[0].capacity = 1048576;  // the search's target; above it the plan fails (ARENA_TOO_SMALL)
+    PlanReport r = run_strategy(s, kModule, kByte, {"quality=exact"});
+    INFO(f << ": " << r.arena_footprint[0] << ", greedy by size " << gbs);
+    CHECK(r.arena_footprint[0] <= 1048576);
+    CHECK(gbs > 1048576 * 13 / 10);
+  }
+}
+
+TEST_CASE("The default byte plan of every MiniMalloc challenging instance is within 1.15 x LB", "[tmmu][bench-data]") {
+  for (const char* f : {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"}) {
+    IntervalSet s = read_intervals(kBench + "/minimalloc-challenging/" + std::string(f) + ".1048576.csv");
+    PlanReport r = run_strategy(s, kModule, kByte, {});
+    INFO(f << ": " << r.arena_footprint[0] << " vs LB " << r.metrics[0].lower_bound);
+    CHECK(r.arena_footprint[0] * 100 <= r.metrics[0].lower_bound * 115);
+  }
+}
+
+TEST_CASE("The exact search gives identical offsets on every run and thread", "[tmmu][exact]") {
+  IntervalSet s = perfect_tiling(5, 4096, TILING_DEPTH);
+  const std::vector<std::string> opts = {"quality=exact"};
+  PlanReport ref = run_strategy(s, kModule, kByte, opts);
+  std::vector<PlanReport> got(3);
+  std::vector<std::thread> th;
+  for (int k = 0; k < 3; ++k) th.emplace_back([&, k] { got[k] = run_strategy(s, kModule, kByte, opts); });
+  for (auto& t : th) t.join();
+  for (const PlanReport& g : got) {
+    CHECK(g.offsets == ref.offsets);
+    CHECK(g.work_units == ref.work_units);
+  }
+}
+
+TEST_CASE("Any node budget gives a checked plan and a large one reaches the lower bound", "[tmmu][exact]") {
+  IntervalSet s = perfect_tiling(9, 4096, TILING_DEPTH);
+  for (const char* nodes : {"search_nodes=1", "search_nodes=100", "search_nodes=100000"}) {
+    PlanReport r = run_strategy(s, kModule, kByte, {"quality=exact", nodes});  // checked by the checker
+    PlanReport again = run_strategy(s, kModule, kByte, {"quality=exact", nodes});
+    INFO(nodes);
+    CHECK(r.arena_footprint[0] >= 4096);
+    CHECK(r.offsets == again.offsets);
+    CHECK(r.work_units == again.work_units);
+    if (std::string(nodes) == "search_nodes=100000") CHECK(r.arena_footprint[0] == 4096);
+  }
+  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"quality=4"}); }) == UMLOS_INVALID_ARGUMENT);
+  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"search_nodes=-1"}); }) == UMLOS_INVALID_ARGUMENT);
 }
