@@ -485,3 +485,20 @@ TEST_CASE("umlos dataset import exits with the code's status for bad data and 2 
   r = run_umlos("dataset verify '" + dir + "/nothing'");
   CHECK(r.exit_status == exit_code_for(UMLOS_NOT_FOUND));
 }
+
+TEST_CASE("Re-importing over a placed folder whose files were altered is refused, not silently reused", "[dataset][errors]") {
+  const std::string root = temp_dir("ds-reimport");
+  const DatasetRecord r = import_dataset(cancer_options(root));
+  const std::string val = r.dir + "/val.csv";
+  fs::permissions(val, fs::perms::owner_read | fs::perms::owner_write);
+  std::string t = read_text(val);
+  t[t.size() - 2] = t[t.size() - 2] == '0' ? '1' : '0';  // flip the last label
+  write_text(val, t);
+  try {
+    import_dataset(cancer_options(root));
+    FAIL("accepted");
+  } catch (const Failure& f) {
+    CHECK(f.code() == UMLOS_DATA_HASH_MISMATCH);
+    CHECK_THAT(f.what(), Catch::Contains("val.csv: SHA-256"));
+  }
+}
