@@ -502,3 +502,18 @@ TEST_CASE("Re-importing over a placed folder whose files were altered is refused
     CHECK_THAT(f.what(), Catch::Contains("val.csv: SHA-256"));
   }
 }
+
+TEST_CASE("umlos dataset verify exits 56 for a damaged split file; list names the placed folders", "[dataset][cli][errors]") {
+  const std::string root = temp_dir("ds-cli-verify");
+  const DatasetRecord r = import_dataset(cancer_options(root));
+  CommandResult l = run_umlos("dataset list --root '" + root + "'");
+  CHECK(l.exit_status == 0);
+  CHECK(l.output == r.dir + "\n");
+  const std::string train = r.dir + "/train.csv";
+  fs::permissions(train, fs::perms::owner_read | fs::perms::owner_write);
+  write_text(train, read_text(train) + "1,2\n");
+  CommandResult v = run_umlos("dataset verify '" + r.dir + "'");
+  CHECK(v.exit_status == exit_code_for(UMLOS_DATA_HASH_MISMATCH));
+  CHECK(v.exit_status == 56);
+  CHECK_THAT(v.output, Catch::Contains("umlos: DATA_HASH_MISMATCH:") && Catch::Contains("train.csv: SHA-256"));
+}
