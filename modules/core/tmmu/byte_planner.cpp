@@ -104,6 +104,15 @@ class Packer {
       const uint32_t nb = b1 - b0 + 1;
       if (nb == 1) {
         for (const Block& bl : buckets_[b0]) { visit(bl); if (done) break; }
+      } else if (nb == 2) {
+        // Two sorted lists: a plain merge (no heap).
+        const std::vector<Block>& x = buckets_[b0];
+        const std::vector<Block>& y = buckets_[b1];
+        size_t p = 0, q = 0;
+        while (!done && (p < x.size() || q < y.size())) {
+          if (q == y.size() || (p < x.size() && before(x[p], y[q]))) visit(x[p++]);
+          else visit(y[q++]);
+        }
       } else {
         // k-way merge of the buckets' sorted lists with a binary heap.
         heap_.clear();
@@ -587,7 +596,8 @@ class CanonicalSearch {
 using Key = std::vector<uint64_t>;
 
 // An order from per-item keys (descending), ties by local index (= id order).
-std::vector<uint32_t> order_by(size_t m, const std::function<bool(uint32_t, uint32_t)>& before) {
+template <class Before>
+std::vector<uint32_t> order_by(size_t m, const Before& before) {
   std::vector<uint32_t> o(m);
   std::iota(o.begin(), o.end(), 0u);
   std::sort(o.begin(), o.end(), [&](uint32_t x, uint32_t y) {
