@@ -275,6 +275,9 @@ void execute(sdk::Context& c) {
   ir::CborWriter trace_cbor;
   trace_cbor.array(n_records);
   trace_cbor.out.insert(trace_cbor.out.end(), trace_items.out.begin(), trace_items.out.end());
+  // Streamed: the CBOR bytes go to SHA-256 piece by piece, tensors read in
+  // chunks, so no copy of the critical tensors is ever built.
+  ir::Sha256Stream fp_hash;
   ir::CborWriter fp;
   fp.array(5);
   fp.text("UML_OS.Fingerprint.StateFingerprint_v1");
@@ -282,23 +285,51 @@ void execute(sdk::Context& c) {
   fp.text(mode_text);
   fp.out.insert(fp.out.end(), trace_cbor.out.begin(), trace_cbor.out.end());
   fp.array(critical.size());
+  std::vector<uint8_t> raw, be;
   for (const auto& [name, t] : critical) {
+    const int32_t dt = c.dtype(t);
+    const sdk::Shape s = c.shape(t);
+    const uint64_t n = sdk::element_count(s);
     fp.array(4);
     fp.text(name);
-    fp.text(dtype_text(c.dtype(t)));
-    const sdk::Shape s = c.shape(t);
+    fp.text(dtype_text(dt));
     fp.array(s.size());
     for (int64_t e : s) fp.integer(e);
-    const std::vector<double> v = read_f64(c, t);
-    std::vector<uint8_t> bytes(8 * v.size());
-    for (size_t i = 0; i < v.size(); ++i) {
-      uint64_t u;
-      std::memcpy(&u, &v[i], 8);
-      for (int k = 0; k < 8; ++k) bytes[8 * i + k] = static_cast<uint8_t>(u >> (56 - 8 * k));
+    fp.bytes_head(8 * n);
+    fp_hash.update(fp.out);
+    fp.out.clear();
+    const uint64_t es = sdk::dtype_size(dt);
+    if (dt != UMLOS_DTYPE_F64 && dt != UMLOS_DTYPE_F32 && dt != UMLOS_DTYPE_I64) {
+      throw sdk::Error(UMLOS_INVALID_ARGUMENT, "fingerprint: unsupported dtype ", dtype_text(dt), " of '", name, "'");
     }
-    fp.bytes(bytes.data(), bytes.size());
+    constexpr uint64_t kChunk = 1 << 16;  // elements
+    for (uint64_t at = 0; at < n; at += kChunk) {
+      const uint64_t m = std::min(kChunk, n - at);
+      raw.resize(m * es);
+      c.read_bytes(t, at * es, raw.data(), m * es);
+      be.resize(8 * m);
+      for (uint64_t i = 0; i < m; ++i) {
+        double v;
+        if (dt == UMLOS_DTYPE_F64) {
+          std::memcpy(&v, raw.data() + 8 * i, 8);
+        } else if (dt == UMLOS_DTYPE_F32) {
+          float f;
+          std::memcpy(&f, raw.data() + 4 * i, 4);
+          v = f;
+        } else {
+          int64_t k;
+          std::memcpy(&k, raw.data() + 8 * i, 8);
+          v = static_cast<double>(k);
+        }
+        uint64_t u;
+        std::memcpy(&u, &v, 8);
+        for (int k = 0; k < 8; ++k) be[8 * i + k] = static_cast<uint8_t>(u >> (56 - 8 * k));
+      }
+      fp_hash.update(be);
+    }
   }
-  const ir::Digest execution_fp = ir::sha256(fp.out);
+  fp_hash.update(fp.out);
+  const ir::Digest execution_fp = fp_hash.finish();
 
   write_bytes_value(c, "model.exec.ir_hash", std::vector<uint8_t>(ir_hash.begin(), ir_hash.end()));
   write_bytes_value(c, "model.exec.execution_fp", std::vector<uint8_t>(execution_fp.begin(), execution_fp.end()));

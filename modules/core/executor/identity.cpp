@@ -23,6 +23,26 @@ Digest sha256(const uint8_t* data, size_t size) {
   return d;
 }
 
+Sha256Stream::Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr) != 1) {
+    throw sdk::Error(UMLOS_INTERNAL, "SHA-256 (libcrypto) init failed");
+  }
+}
+Sha256Stream::~Sha256Stream() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+void Sha256Stream::update(const uint8_t* data, size_t size) {
+  if (size && EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, size) != 1) {
+    throw sdk::Error(UMLOS_INTERNAL, "SHA-256 (libcrypto) update failed");
+  }
+}
+Digest Sha256Stream::finish() {
+  Digest d{};
+  unsigned int n = 0;
+  if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), d.data(), &n) != 1 || n != 32) {
+    throw sdk::Error(UMLOS_INTERNAL, "SHA-256 (libcrypto) final failed");
+  }
+  return d;
+}
+
 std::string hex(const Digest& d) {
   static const char* k = "0123456789abcdef";
   std::string s;

@@ -15,6 +15,21 @@ namespace umlos::modelir {
 using Digest = std::array<uint8_t, 32>;
 
 Digest sha256(const uint8_t* data, size_t size);
+
+// Incremental SHA-256 (hashing a stream without building it in memory).
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  ~Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  void update(const uint8_t* data, size_t size);
+  void update(const std::vector<uint8_t>& v) { update(v.data(), v.size()); }
+  Digest finish();
+
+ private:
+  void* ctx_;
+};
 inline Digest sha256(const std::vector<uint8_t>& v) { return sha256(v.data(), v.size()); }
 std::string hex(const Digest& d);
 
@@ -39,6 +54,7 @@ class CborWriter {
     if (v >= 0) head(0, static_cast<uint64_t>(v));
     else head(1, static_cast<uint64_t>(-1 - v));
   }
+  void bytes_head(uint64_t n) { head(2, n); }  // a byte string's head; the caller streams its n bytes
   void bytes(const uint8_t* p, size_t n) {
     head(2, n);
     out.insert(out.end(), p, p + n);
