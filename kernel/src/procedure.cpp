@@ -440,6 +440,10 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       std::ifstream in(manifest.file, std::ios::binary);
       std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       write_file_atomic((fs::path(rs.run_dir) / "manifest.yaml").string(), bytes);
+      // Where it was read from (module and data paths are relative to it):
+      // `umlos run --resume` and `umlos replay` read the manifest there.
+      write_file_atomic((fs::path(rs.run_dir) / "manifest.path").string(),
+                        fs::absolute(manifest.file).lexically_normal().string() + "\n");
     }
 
     const int64_t max_steps = config_int(manifest, "max_steps", 100);
@@ -476,7 +480,6 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
                     {"abi", std::to_string(UMLOS_ABI_MAJOR) + "." + std::to_string(UMLOS_ABI_MINOR)},
                     {"modules", modules},
                     {"operators", roles_json},
-                    {"manifest_file", fs::absolute(manifest.file).lexically_normal().string()},
                     {"dataset", dataset ? json{{"id", dataset->id}, {"version", dataset->version},
                                                {"folder", fs::path(dataset->dir).filename().string()},
                                                {"train_rows", dataset->train.rows}, {"val_rows", dataset->val.rows}}
@@ -484,6 +487,13 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
 
     rs.host.set_iteration(0);
     call(rs, roles.get("bootstrap_op"));
+    // Bootstrap's "policy load" (0.P): the policy operator runs once at t = 0
+    // (PURE, no draws, its action discarded), so a bad rule fails here,
+    // before the first iteration, with nothing but the failure record left.
+    if (const umlos_operator_desc* policy = roles.get("policy_op")) {
+      call(rs, policy);
+      rs.host.values().erase("action");
+    }
     rs.loop_started = true;
 
     // ---- 4. loop until termination.

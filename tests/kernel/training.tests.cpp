@@ -161,3 +161,22 @@ TEST_CASE("A job folder that a symbolic link would move outside UML_OS_ROOT is r
   CHECK(r.output.find("NAMESPACE_VIOLATION") != std::string::npos);
   CHECK(fs::is_empty(outside));
 }
+
+TEST_CASE("A policy rule with a syntax error fails at bootstrap with its column, leaving only the failure record",
+          "[training][policy]") {
+  const std::string m = variant("digits", "badrule", {{"cond: \"t mod 250 == 0\"", "cond: \"t mod 250 === 0\""}});
+  const std::string root = temp_dir("train-badrule");
+  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  INFO(r.output);
+  CHECK(r.exit_status != 0);
+  CHECK(r.output.find("POLICY_INVALID") != std::string::npos);
+  CHECK(r.output.find("policy.rules[0].cond") != std::string::npos);
+  CHECK(r.output.find("column") != std::string::npos);
+  std::vector<fs::path> files;
+  for (auto& e : fs::recursive_directory_iterator(fs::path(root) / "namespaces")) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename() == "failure.json");
+  CHECK(json::parse(read_text(files[0].string()))["t"] == 0);
+}
