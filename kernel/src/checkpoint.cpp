@@ -307,8 +307,8 @@ void verify_checkpoint(const CheckpointData& ck, const Manifest& manifest, const
     const size_t n = std::min(ck.manifest_cbor.size(), manifest.canonical_bytes.size());
     while (i < n && ck.manifest_cbor[i] == manifest.canonical_bytes[i]) ++i;
     throw Failure(UMLOS_CHECKPOINT_INVALID,
-                  at(label, "manifest_cbor") + "expected the canonical manifest of this run" + run + " (" +
-                      std::to_string(manifest.canonical_bytes.size()) + " bytes, manifest_hash " +
+                  at(label, "manifest_cbor") + "expected the canonical manifest of this run, " + manifest.file +
+                      " (" + std::to_string(manifest.canonical_bytes.size()) + " bytes, manifest_hash " +
                       to_hex(manifest.manifest_hash) + "), found " + std::to_string(ck.manifest_cbor.size()) +
                       " bytes with manifest_hash " + to_hex(ck.manifest_hash) + ", first difference at byte " +
                       std::to_string(i) + ": the checkpoint belongs to another run");

@@ -198,7 +198,14 @@ int replay_verify(const ReplayOptions& options) {
       if (!fs::is_regular_file(e.resolved_path, ec)) missing += (missing.empty() ? "" : ", ") + e.resolved_path;
     }
     if (!missing.empty()) {
-      const std::string original = header.value("manifest_file", std::string());
+      // RUN_DIR/manifest.path (one line: the absolute path of the manifest
+      // the run read), or the run header's manifest_file.
+      std::string original = header.value("manifest_file", std::string());
+      const std::string path_file = (run_dir / "manifest.path").string();
+      if (fs::is_regular_file(path_file, ec)) {
+        original = read_text_file(path_file);
+        while (!original.empty() && (original.back() == '\n' || original.back() == '\r')) original.pop_back();
+      }
       bool used_original = false;
       if (!original.empty() && fs::is_regular_file(original, ec)) {
         Manifest o = load_manifest(original);
@@ -212,7 +219,7 @@ int replay_verify(const ReplayOptions& options) {
         throw Failure(UMLOS_MODULE_NOT_FOUND,
                       "'" + manifest_file + "': its modules do not resolve from the run folder (" + missing +
                           ") and the original manifest " +
-                          (original.empty() ? std::string("is not named in the run header")
+                          (original.empty() ? std::string("is not named (no manifest.path in the run folder)")
                                             : "'" + original + "' is missing or another manifest") +
                           "; pass --manifest FILE");
       }
