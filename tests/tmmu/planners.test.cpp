@@ -624,3 +624,17 @@ TEST_CASE("Any node budget gives a checked plan and a large one reaches the lowe
   CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"quality=4"}); }) == UMLOS_INVALID_ARGUMENT);
   CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"search_nodes=-1"}); }) == UMLOS_INVALID_ARGUMENT);
 }
+
+TEST_CASE("quality=exact plans of random aligned graphs pass the checker and never exceed greedy by size", "[tmmu][exact]") {
+  for (uint32_t seed = 21; seed <= 26; ++seed) {
+    IntervalSet s = random_graph(seed, 250);
+    PlanReport e = run_strategy(s, kModule, kByte, {"quality=exact"});  // checked by the checker
+    for (size_t a = 0; a < s.arenas.size(); ++a) {
+      INFO("seed " << seed << " arena " << s.arenas[a].name);
+      if (!s.arenas[a].persistent) CHECK(e.arena_footprint[a] <= greedy_by_size(s, static_cast<uint32_t>(a)));
+      CHECK(e.arena_footprint[a] >= e.metrics[a].lower_bound);
+      for (size_t t = 0; t < s.tensors.size(); ++t)
+        if (s.tensors[t].arena == a) CHECK(e.offsets[t] % s.arenas[a].alignment == 0);
+    }
+  }
+}

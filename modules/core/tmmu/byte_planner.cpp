@@ -581,10 +581,11 @@ class CanonicalSearch {
   const uint32_t m_;
   std::vector<uint32_t> sec_start_, sec_items_, ov_start_, ov_items_;
   std::vector<uint64_t> off_, min_off_, sol_, floor_, lowmin_, total_, eff_, pre_, suf_, ext_;
-  std::vector<uint32_t> rank_, cuts_, sec_stamp_, affected_, cand_, cuts_at_;
+  std::vector<uint32_t> rank_, cuts_, affected_, cand_, cuts_at_;
+  std::vector<uint64_t> sec_stamp_;
   std::vector<Undo> undo_;
   std::vector<int32_t> cnt_;
-  uint32_t stamp_ = 0;
+  uint64_t stamp_ = 0;
   uint64_t cap_ = 0, nodes_ = 0, limit_ = 0;
   int heuristic_ = 0, first_heuristic_ = 0;
  public:
