@@ -585,6 +585,10 @@ TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any pri
        "  - {node_id: 1, instr: tanh, inputs: [h], output: {id: a, shape: [4, 2], alias: h}}\n"
        "  - {node_id: 2, instr: add, inputs: [a, h], output: {id: s, shape: [4, 2]}}\n",
        UMLOS_INVALID_IR, "node 1 (tanh): alias 'h' is still needed"},
+      {"float labels into cross_entropy", "forward",
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n"
+       "  - {node_id: 6, instr: cross_entropy, inputs: [h, b], output: {id: ce, shape: []}}\n",
+       UMLOS_PRIMITIVE_UNSUPPORTED, "node 6 (cross_entropy): input 1 'b' is f64, labels are i32 or i64"},
       {"loss missing in backward", "backward",
        "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n",
        UMLOS_INVALID_IR, "backward mode needs ir.loss"},
@@ -723,6 +727,35 @@ TEST_CASE("umlos exec --inputs replaces drawn tensors; exec prints execution_fp,
   write_text(dir + "/unknown.json", R"({"nope": {"values": [1]}})");
   o.inputs_file = dir + "/unknown.json";
   CHECK_THROWS_AS(exec_json(o), Failure);
+}
+
+TEST_CASE("An i64 label tensor is drawn as zeros, replaced through --inputs, and cross_entropy backward runs",
+          "[executor][cli][inputs]") {
+  const std::string dir = temp_dir("labels");
+  write_text(dir + "/ce.yaml",
+             "tensors:\n  - {id: x, role: input, shape: [4, 3]}\n  - {id: labels, role: input, shape: [4], dtype: i64}\n"
+             "  - {id: W, role: parameter, shape: [3, 5]}\nnodes:\n"
+             "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: logits, shape: [4, 5]}}\n"
+             "  - {node_id: 1, instr: cross_entropy, inputs: [logits, labels], output: {id: loss, shape: []}}\n"
+             "outputs: [loss]\nloss: loss\n");
+  ExecOptions o;
+  o.ir_file = dir + "/ce.yaml";
+  o.driver_module = module_path("umlos_cpu_driver");
+  o.executor_module = module_path("umlos_executor");
+  o.mode = "backward";
+  nlohmann::json zero = nlohmann::json::parse(exec_json(o));
+  write_text(dir + "/labels.json", R"({"labels": {"dtype": "i64", "shape": [4], "values": [0, 4, 2, 1]}})");
+  o.inputs_file = dir + "/labels.json";
+  nlohmann::json given = nlohmann::json::parse(exec_json(o));
+  CHECK(zero["loss_total"] != given["loss_total"]);
+  CHECK(given["gradients"]["W"]["shape"] == nlohmann::json::array({3, 5}));
+  // Gradient rows sum to zero over the classes (softmax minus one-hot).
+  const std::vector<double> g = given["gradients"]["W"]["values"].get<std::vector<double>>();
+  for (int r = 0; r < 3; ++r) {
+    double sum = 0;
+    for (int k = 0; k < 5; ++k) sum += g[r * 5 + k];
+    CHECK(sum == Approx(0.0).margin(1e-15));
+  }
 }
 
 TEST_CASE("YAML errors in an IR file carry the file's own line and column", "[executor][cli][yaml]") {

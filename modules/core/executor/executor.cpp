@@ -350,33 +350,42 @@ void init_from_ir(sdk::Context& c) {
   std::optional<Value> ir = sdk::cbor::config_tree(c, "model.ir");
   if (!ir) throw sdk::Error(UMLOS_INVALID_IR, "config key 'model.ir' (the ModelIR graph) is required");
   const double scale = c.config<double>("model.init_scale", 0.1);
-  int32_t dtype = UMLOS_DTYPE_F64;
-  if (const Value* d = ir->find("dtype"); d && d->as_text() == "f32") dtype = UMLOS_DTYPE_F32;
-  std::vector<std::pair<std::string, sdk::Shape>> order;
+  int32_t graph_dtype = UMLOS_DTYPE_F64;
+  if (const Value* d = ir->find("dtype")) graph_dtype = ir::parse_dtype(d->as_text(), "ir.dtype");
+  struct Item {
+    std::string name;
+    sdk::Shape shape;
+    int32_t dtype;
+  };
+  std::vector<Item> order;
   uint64_t total = 0;
   for (const Value& t : ir->at("tensors").items()) {
     if (t.find("value")) continue;  // a constant written in the IR
-    const std::string name = (t.at("role").as_text() == "parameter" ? "model.param." : "model.input.") + t.at("id").as_text();
+    const std::string id = t.at("id").as_text();
+    const std::string name = (t.at("role").as_text() == "parameter" ? "model.param." : "model.input.") + id;
     sdk::Shape shape;
     for (const Value& d : t.at("shape").items()) shape.push_back(d.as_int());
+    const int32_t dtype = t.find("dtype") ? ir::parse_dtype(t.at("dtype").as_text(), "tensor '" + id + "'") : graph_dtype;
     total += sdk::element_count(shape);
-    order.emplace_back(name, std::move(shape));
+    order.push_back({name, std::move(shape), dtype});
   }
+  // One draw covers every tensor (an i64 tensor's share is drawn and
+  // unused: its elements are 0, a valid label and gather index).
   std::vector<double> draw = c.draw_host<double>(UMLOS_STREAM_INIT, UMLOS_DIST_NORMAL_F64, total);
   uint64_t at = 0;
-  for (const auto& [name, shape] : order) {
-    const uint64_t n = sdk::element_count(shape);
-    const double k = name.rfind("model.param.", 0) == 0 ? scale : 1.0;
-    umlos_tensor* out = c.output(name.c_str(), dtype, shape);
-    if (dtype == UMLOS_DTYPE_F64) {
+  for (const Item& it : order) {
+    const uint64_t n = sdk::element_count(it.shape);
+    const double k = it.name.rfind("model.param.", 0) == 0 ? scale : 1.0;
+    umlos_tensor* out = c.output(it.name.c_str(), it.dtype, it.shape);
+    if (it.dtype == UMLOS_DTYPE_F64) {
       std::vector<double> v(draw.begin() + at, draw.begin() + at + n);
       for (double& e : v) e *= k;
       c.write(out, v);
-    } else {
+    } else if (it.dtype == UMLOS_DTYPE_F32) {
       std::vector<float> v(n);
       for (uint64_t i = 0; i < n; ++i) v[i] = static_cast<float>(draw[at + i] * k);
       c.write(out, v);
-    }
+    }  // i64: left zero
     at += n;
   }
 }
