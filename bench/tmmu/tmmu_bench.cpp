@@ -5,7 +5,8 @@
 //
 //   tmmu_bench files   [--bench-dir DIR]   every CSV of the benchmark set
 //   tmmu_bench nets                        ResNet-50, GPT-2 small, BERT-base
-//   tmmu_bench scale   [--max N]           generated mixed workloads 1e3..1e6
+//   tmmu_bench scale   [--max N] [--period P] [--overlap O]
+//                                          generated mixed workloads 1e3..1e6
 //   tmmu_bench quality [--bench-dir DIR]   MiniMalloc A..K: default and quality=exact
 //   tmmu_bench export DIR                  write the network graphs as JSON
 //
@@ -141,7 +142,8 @@ std::vector<IntervalSet> networks() {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string bench_dir = std::string(UMLOS_SHARED_DIR) + "/memory-planning-bench";
-  uint64_t max_n = 1000000, min_n = 1000;
+  uint64_t max_n = 1000000, min_n = 1000, period = 0;
+  int64_t overlap = 3;
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--bench-dir" && i + 1 < args.size()) bench_dir = args[++i];
     else if (args[i] == "--module" && i + 1 < args.size()) g_module = args[++i];
@@ -150,6 +152,8 @@ int main(int argc, char** argv) {
     else if (args[i] == "--option" && i + 1 < args.size()) g_byte_options.push_back(args[++i]);
     else if (args[i] == "--no-baselines") g_baselines = false;
     else if (args[i] == "--filter" && i + 1 < args.size()) g_filter = args[++i];
+    else if (args[i] == "--period" && i + 1 < args.size()) period = std::stoull(args[++i]);
+    else if (args[i] == "--overlap" && i + 1 < args.size()) overlap = std::stoll(args[++i]);
   }
   const std::string cmd = args.empty() ? "" : args[0];
   try {
@@ -166,7 +170,8 @@ int main(int argc, char** argv) {
     } else if (cmd == "scale") {
       header();
       for (uint64_t n = min_n; n <= max_n; n *= 10)
-        print(measure(bench::mixed_workload(n, 1), g_byte_options, g_baselines, g_baselines && n <= 100000));
+        print(measure(bench::mixed_workload(n, 1, period, overlap), g_byte_options, g_baselines,
+                      g_baselines && n <= 100000));
     } else if (cmd == "quality") {
       // quality=exact with the capacity of the file name (A.1048576.csv:
       // 1,048,576 bytes) as the arena capacity: the canonical search's target.

@@ -227,12 +227,18 @@ plan::IntervalSet bert_base(uint64_t batch, uint64_t seq, bool train) {
   return s;
 }
 
-plan::IntervalSet mixed_workload(uint64_t n_tensors, uint64_t seed) {
+plan::IntervalSet mixed_workload(uint64_t n_tensors, uint64_t seed, uint64_t period, int64_t overlap) {
   std::mt19937_64 rng(seed);  // fully specified by the standard: same stream everywhere
-  plan::IntervalSet s = new_set("mixed_" + std::to_string(n_tensors) + "_s" + std::to_string(seed), true);
+  std::string name = "mixed_" + std::to_string(n_tensors) + "_s" + std::to_string(seed);
+  if (period != 0 || overlap != 3) name += "_p" + std::to_string(period) + "_o" + std::to_string(overlap);
+  plan::IntervalSet s = new_set(name, true);
   int64_t base = 0;
   uint64_t alias = 0;
   for (int m = 0; s.tensors.size() < n_tensors; ++m) {
+    // Periodic: micro-batch m repeats the shapes (and start gap) of
+    // micro-batch m mod period, like a training step of fixed bucketed
+    // shapes run again and again.
+    if (period != 0) rng.seed(seed * 1000003u + static_cast<uint64_t>(m) % period);
     // A micro-batch: 1..8 images of 32..128 px through 3 CNN stages, then
     // 2..4 transformer blocks over the resulting tokens.
     const uint64_t N = 1 + rng() % 8;
@@ -263,9 +269,9 @@ plan::IntervalSet mixed_workload(uint64_t n_tensors, uint64_t seed) {
     g.op(p + "head", {x}, N * 10 * kF32, d * 10 * kF32);
     emit(g, true, base, p, s, false, alias);
     // Later micro-batches start while this one is still in flight
-    // (pipelined: about four overlap at any step).
+    // (pipelined: about four overlap at any step with overlap = 3).
     const int64_t K = static_cast<int64_t>(g.ops.size());
-    base += K / 3 + static_cast<int64_t>(rng() % static_cast<uint64_t>(K / 3 + 1));
+    base += K / overlap + static_cast<int64_t>(rng() % static_cast<uint64_t>(K / overlap + 1));
   }
   finish(s);
   return s;

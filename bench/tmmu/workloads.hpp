@@ -27,6 +27,10 @@ plan::IntervalSet bert_base(uint64_t batch, uint64_t seq, bool train);
 // CNN stages feeding transformer blocks, trained over micro-batches of
 // varying size (1F1B-style overlap of consecutive micro-batches), until
 // about `n_tensors` activation/gradient tensors exist. Seeded, deterministic.
-plan::IntervalSet mixed_workload(uint64_t n_tensors, uint64_t seed);
+// period != 0: micro-batch m repeats the shapes of micro-batch m mod period
+// (a fixed set of bucketed shapes per training step); the next micro-batch
+// starts K/overlap + U[0, K/overlap] steps after the previous one (K = its
+// ops), so a larger overlap keeps more micro-batches in flight.
+plan::IntervalSet mixed_workload(uint64_t n_tensors, uint64_t seed, uint64_t period = 0, int64_t overlap = 3);
 
 }  // namespace umlos::bench
