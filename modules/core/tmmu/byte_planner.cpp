@@ -27,6 +27,7 @@ constexpr uint64_t kRefineFloor = 500000;        // ... and at least (half the p
 // component it runs on (each node costs O(items of the component)).
 constexpr uint64_t kDefaultNodes = 50000;     // at most, and
 constexpr uint64_t kDefaultWork = 2000000;     // ... nodes x items
+constexpr uint64_t kDefaultLive = 64;          // ... x min(1, 64 / max live)
 constexpr uint64_t kHighNodes = 1000000;
 constexpr uint64_t kExactNodes = 2000000;
 constexpr size_t kExactMaxItems = 2000;
@@ -317,6 +318,12 @@ class CanonicalSearch {
     sec_stamp_.assign(P, 0);
   }
 
+  // Most items live at one section.
+  uint32_t max_live() const {
+    uint32_t k = 0;
+    for (size_t p = 0; p + 1 < sec_start_.size(); ++p) k = std::max(k, sec_start_[p + 1] - sec_start_[p]);
+    return k;
+  }
   // Nodes used by all solve() calls so far.
   uint64_t nodes() const { return nodes_; }
 
@@ -628,11 +635,14 @@ void exact_search(const Component& c, const PlanOptions& opt, uint64_t cap_top, 
   // bound (tight instances such as MiniMalloc's): elsewhere the gain is small
   // and 1k-tensor graphs must plan in milliseconds.
   if (opt.quality < 3 && opt.search_nodes == 0 && best.top - c.lower_bound <= c.lower_bound / 50) return;
-  uint64_t budget = opt.search_nodes;
-  // Default: a node costs O(m), so small components get more nodes.
-  const uint64_t default_budget = std::min<uint64_t>(kDefaultNodes, std::max<uint64_t>(2000, kDefaultWork / m));
-  if (budget == 0) budget = opt.quality >= 3 ? kExactNodes : opt.quality == 2 ? kHighNodes : default_budget;
   CanonicalSearch cs(c);
+  uint64_t budget = opt.search_nodes;
+  // Default: a node costs O(m) and more with many items live at once, so
+  // small components with few live items get more nodes.
+  const uint64_t live = std::max<uint64_t>(kDefaultLive, cs.max_live());
+  const uint64_t default_budget =
+      std::min<uint64_t>(kDefaultNodes, std::max<uint64_t>(2000, kDefaultWork / m * kDefaultLive / live));
+  if (budget == 0) budget = opt.quality >= 3 ? kExactNodes : opt.quality == 2 ? kHighNodes : default_budget;
   cs.exact_floors_ = opt.quality >= 3;
   work += m;
   std::vector<uint64_t> sol;
