@@ -1,0 +1,176 @@
+// plan.hpp — pure host/device planning shared by driver.cpp and kernels.cu:
+// the parameter blocks the kernels take (plain structs passed by value), the
+// launch geometry, broadcasting strides and the chunk plan of the canonical
+// sum. No CUDA calls: tests/cuda_driver runs it on machines without a GPU.
+//
+// Determinism rule kept by everything here: the geometry (grid, block, how
+// many threads share work) only decides WHICH thread computes an output
+// element or a 256-element chunk sum, never the order of any operation inside
+// it. Chunk sums are folded by one thread per output, in ascending chunk
+// order. So results do not depend on the geometry, or on the GPU model's SM
+// count, only on the arithmetic (docs/cuda_driver.md).
+#pragma once
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define UMLOS_HD __host__ __device__
+#else
+#define UMLOS_HD
+#endif
+
+namespace cuda_driver {
+
+constexpr int kMaxRank = 8;          // UMLOS_MAX_RANK
+constexpr int64_t kSumChunk = 256;   // the canonical sum's chunk (spec 004 0.E)
+constexpr unsigned kBlock = 256;     // threads per block of the 1-D kernels
+constexpr int64_t kMaxGrid = 65535;  // 1-D grids are capped; kernels loop (grid-stride)
+constexpr int kGemmTile = 16;        // GEMM tile (divides kSumChunk: chunk ends fall on tile ends)
+
+// ---------------------------------------------------------------- geometry
+
+struct Launch {
+  unsigned grid = 1, block = 1;
+};
+
+// A grid-stride 1-D launch over n independent items (n may be 0: one block
+// that does nothing, so a launch never has a zero dimension).
+inline Launch launch_1d(int64_t n, unsigned block = kBlock) {
+  Launch l;
+  l.block = block;
+  int64_t blocks = (n + block - 1) / block;
+  if (blocks < 1) blocks = 1;
+  if (blocks > kMaxGrid) blocks = kMaxGrid;
+  l.grid = static_cast<unsigned>(blocks);
+  return l;
+}
+
+// ---------------------------------------------------------------- sums
+
+// x viewed as [outer, len, inner] around a reduced axis: outer*inner outputs,
+// each the canonical sum of len values at stride `inner`. Phase 1: one thread
+// per (output, chunk) computes the chunk's left fold; phase 2: one thread per
+// output folds its chunk sums in ascending order.
+struct ReducePlan {
+  int64_t outer = 1, len = 0, inner = 1;
+  int64_t chunks = 0;     // ceil(len / 256)
+  int64_t outputs = 1;    // outer * inner
+  int64_t partials = 0;   // outputs * chunks: doubles of scratch
+};
+
+inline ReducePlan plan_reduce(int64_t outer, int64_t len, int64_t inner) {
+  ReducePlan p;
+  p.outer = outer;
+  p.len = len;
+  p.inner = inner;
+  p.chunks = (len + kSumChunk - 1) / kSumChunk;
+  p.outputs = outer * inner;
+  p.partials = p.outputs * p.chunks;
+  return p;
+}
+
+// [begin, end) of chunk c of a line of `len` values.
+UMLOS_HD inline void chunk_range(int64_t len, int64_t c, int64_t* begin, int64_t* end) {
+  *begin = c * kSumChunk;
+  *end = *begin + kSumChunk < len ? *begin + kSumChunk : len;
+}
+
+// The canonical sum as one thread computes it, for any value function; the
+// host tests compare it with a direct sequential fold.
+template <class F>
+UMLOS_HD inline double canonical_fold(int64_t len, F value) {
+  double total = 0.0;
+  for (int64_t b = 0; b < len; b += kSumChunk) {
+    double chunk = 0.0;
+    int64_t e = b + kSumChunk < len ? b + kSumChunk : len;
+    for (int64_t i = b; i < e; ++i) chunk = chunk + value(i);
+    total = total + chunk;
+  }
+  return total;
+}
+
+// ---------------------------------------------------------------- broadcast
+
+// Output dims and per-operand strides in the output's index space (0 on a
+// broadcast axis), right-aligned numpy rules; rank <= kMaxRank.
+struct BroadcastDesc {
+  int32_t rank = 0;
+  int64_t numel = 1;
+  int64_t out_dims[kMaxRank] = {0};
+  int64_t stride_a[kMaxRank] = {0};
+  int64_t stride_b[kMaxRank] = {0};
+};
+
+// false when the shapes do not broadcast.
+inline bool plan_broadcast(const int64_t* a, int ra, const int64_t* b, int rb, BroadcastDesc* out) {
+  int rank = ra > rb ? ra : rb;
+  if (rank > kMaxRank) return false;
+  int64_t pa[kMaxRank], pb[kMaxRank];
+  for (int i = 0; i < rank; ++i) {
+    pa[i] = i < rank - ra ? 1 : a[i - (rank - ra)];
+    pb[i] = i < rank - rb ? 1 : b[i - (rank - rb)];
+  }
+  BroadcastDesc d;
+  d.rank = rank;
+  for (int i = 0; i < rank; ++i) {
+    if (pa[i] != pb[i] && pa[i] != 1 && pb[i] != 1) return false;
+    d.out_dims[i] = pa[i] == 1 ? pb[i] : pa[i];
+  }
+  int64_t sa = 1, sb = 1;
+  for (int k = rank - 1; k >= 0; --k) {
+    d.stride_a[k] = pa[k] == 1 ? 0 : sa;
+    d.stride_b[k] = pb[k] == 1 ? 0 : sb;
+    sa *= pa[k];
+    sb *= pb[k];
+  }
+  d.numel = 1;
+  for (int i = 0; i < rank; ++i) d.numel *= d.out_dims[i];
+  *out = d;
+  return true;
+}
+
+// Flat offsets of operands a and b for output flat index p.
+UMLOS_HD inline void broadcast_offsets(const BroadcastDesc& d, int64_t p, int64_t* ia, int64_t* ib) {
+  int64_t oa = 0, ob = 0;
+  for (int k = d.rank - 1; k >= 0; --k) {
+    int64_t ext = d.out_dims[k];
+    int64_t idx = ext ? p % ext : 0;
+    p = ext ? p / ext : 0;
+    oa += idx * d.stride_a[k];
+    ob += idx * d.stride_b[k];
+  }
+  *ia = oa;
+  *ib = ob;
+}
+
+// ---------------------------------------------------------------- GEMM
+
+// c(bi, i, j) = canonical_sum_k A(bi, i, k) * B(bi, k, j), all in binary64,
+// rounded once. Operands are addressed through strides so that one kernel
+// serves matmul forward and both gradients with any transposes:
+//   A(bi,i,k) = a[bi*a_b + i*a_i + (k / k_inner)*a_ko + (k % k_inner)*a_ki]
+//   B(bi,k,j) = b[bi*b_b + j*b_j + (k / k_inner)*b_ko + (k % k_inner)*b_ki]
+//   c(bi,i,j) = c[bi*c_b + i*c_i + j*c_j]
+// (k_inner splits the reduction index into (batch, row) for the gradient of
+// a shared b, whose sum runs over every batch's rows in ascending order).
+struct GemmDesc {
+  int64_t batch = 1, M = 0, N = 0, K = 0, k_inner = 1;
+  int64_t a_b = 0, a_i = 0, a_ko = 0, a_ki = 0;
+  int64_t b_b = 0, b_j = 0, b_ko = 0, b_ki = 0;
+  int64_t c_b = 0, c_i = 0, c_j = 0;
+};
+
+struct Launch3 {
+  unsigned gx = 1, gy = 1, gz = 1, bx = kGemmTile, by = kGemmTile;
+};
+
+inline Launch3 launch_gemm(const GemmDesc& g) {
+  Launch3 l;
+  int64_t gx = (g.N + kGemmTile - 1) / kGemmTile, gy = (g.M + kGemmTile - 1) / kGemmTile;
+  l.gx = static_cast<unsigned>(gx < 1 ? 1 : gx);
+  l.gy = static_cast<unsigned>(gy < 1 ? 1 : gy);
+  l.gz = static_cast<unsigned>(g.batch < 1 ? 1 : g.batch);
+  return l;
+}
+
+}  // namespace cuda_driver
