@@ -705,6 +705,12 @@ static MatmulShape matmul_shape(const Call& c) {
   return s;
 }
 
+static MatmulDims dims_of(const MatmulShape& s) {
+  MatmulDims d;
+  d.batch = s.batch; d.M = s.M; d.N = s.N; d.K = s.K; d.ta = s.ta; d.tb = s.tb; d.shared_b = s.shared_b;
+  return d;
+}
+
 static void run_gemm(Instance* inst, bool f32, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, GemmDesc g) {
   if (g.batch == 0 || g.M == 0 || g.N == 0) return;
   Launch3 l = launch_gemm(g);
@@ -724,13 +730,7 @@ static void native_matmul(Instance* inst, Call& c) {
   c.expect_out_dtype(0, dt);
   MatmulShape s = matmul_shape(c);
   c.expect_out_shape(0, s.out_dims);
-  GemmDesc g;
-  g.batch = s.batch; g.M = s.M; g.N = s.N; g.K = s.K; g.k_inner = std::max<int64_t>(s.K, 1);
-  // A(bi,i,k): a is [.., M, K] (or [.., K, M] when ta).
-  g.a_b = s.M * s.K; g.a_i = s.ta ? 1 : s.K; g.a_ki = s.ta ? s.M : 1; g.a_ko = 0;
-  // B(bi,k,j): b is [K, N] (or [N, K] when tb).
-  g.b_b = s.shared_b ? 0 : s.K * s.N; g.b_j = s.tb ? s.K : 1; g.b_ki = s.tb ? 1 : s.N; g.b_ko = 0;
-  g.c_b = s.M * s.N; g.c_i = s.N; g.c_j = 1;
+  GemmDesc g = gemm_forward_desc(dims_of(s));
   run_gemm(inst, dt == UMLOS_DTYPE_F32, dptr(c.in[0]), dptr(c.in[1]), dptr(c.out[0]), g);
 }
 
@@ -744,36 +744,9 @@ static void native_matmul_grad(Instance* inst, Call& c) {
   c.expect_out_shape(0, c.in[0].dims);
   c.expect_out_shape(1, c.in[1].dims);
   bool f32 = dt == UMLOS_DTYPE_F32;
-  const int64_t M = s.M, N = s.N, K = s.K;
-  // da: D(bi, m, k) = sum_n G(bi, m, n) * op(B)(bi, k, n); stored at
-  // da[m*K + k] (or da[k*M + m] when ta). Reduction index n.
-  {
-    GemmDesc g;
-    g.batch = s.batch; g.M = M; g.N = K; g.K = N; g.k_inner = std::max<int64_t>(N, 1);
-    g.a_b = M * N; g.a_i = N; g.a_ki = 1;                         // G[m, n]
-    // op(B)(k, n) = tb ? b[n, k] = b[n*K + k] : b[k, n] = b[k*N + n]
-    g.b_b = s.shared_b ? 0 : K * N;
-    g.b_j = s.tb ? 1 : N;
-    g.b_ki = s.tb ? K : 1;
-    g.c_b = M * K; g.c_i = s.ta ? 1 : K; g.c_j = s.ta ? M : 1;
-    run_gemm(inst, f32, dptr(c.in[2]), dptr(c.in[1]), dptr(c.out[0]), g);
-  }
-  // db: E(k, n) = sum_r op(A)(r, k) * G(r, n); r runs over the batch's M rows,
-  // or, for a shared b, over (batch, row) in ascending order (k_inner = M).
-  {
-    GemmDesc g;
-    g.batch = s.shared_b ? 1 : s.batch;
-    g.M = K; g.N = N;
-    g.K = s.shared_b ? s.batch * M : M;
-    g.k_inner = std::max<int64_t>(M, 1);
-    // op(A)(bi, m, k) = ta ? a[bi*M*K + k*M + m] : a[bi*M*K + m*K + k]
-    g.a_b = M * K; g.a_i = s.ta ? M : 1; g.a_ko = M * K; g.a_ki = s.ta ? 1 : K;
-    // G(bi, m, n) = dc[bi*M*N + m*N + n]
-    g.b_b = M * N; g.b_j = 1; g.b_ko = M * N; g.b_ki = N;
-    // E stored at db[k*N + n] (or db[n*K + k] when tb)
-    g.c_b = K * N; g.c_i = s.tb ? 1 : N; g.c_j = s.tb ? K : 1;
-    run_gemm(inst, f32, dptr(c.in[0]), dptr(c.in[2]), dptr(c.out[1]), g);
-  }
+  // da = dc op(b)^T, db = op(a)^T dc (plan.hpp: the strides of each product).
+  run_gemm(inst, f32, dptr(c.in[2]), dptr(c.in[1]), dptr(c.out[0]), gemm_grad_a_desc(dims_of(s)));
+  run_gemm(inst, f32, dptr(c.in[0]), dptr(c.in[2]), dptr(c.out[1]), gemm_grad_b_desc(dims_of(s)));
 }
 
 static const std::map<std::string, NativeFn>& native_table() {

@@ -173,4 +173,79 @@ inline Launch3 launch_gemm(const GemmDesc& g) {
   return l;
 }
 
+
+// The three products of matmul (docs/primitives.md), for a = [.., M, K]
+// ([.., K, M] when ta), b = [K, N] ([N, K] when tb) or with a's batch dims
+// (shared_b false), dc = [.., M, N].
+struct MatmulDims {
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  bool ta = false, tb = false, shared_b = false;
+};
+
+// c = op(a) op(b): A = op(a), B = op(b), reduction over K.
+inline GemmDesc gemm_forward_desc(const MatmulDims& s) {
+  GemmDesc g;
+  g.batch = s.batch; g.M = s.M; g.N = s.N; g.K = s.K; g.k_inner = s.K > 0 ? s.K : 1;
+  g.a_b = s.M * s.K; g.a_i = s.ta ? 1 : s.K; g.a_ki = s.ta ? s.M : 1; g.a_ko = 0;
+  g.b_b = s.shared_b ? 0 : s.K * s.N; g.b_j = s.tb ? s.K : 1; g.b_ki = s.tb ? 1 : s.N; g.b_ko = 0;
+  g.c_b = s.M * s.N; g.c_i = s.N; g.c_j = 1;
+  return g;
+}
+
+// da: D(bi, m, k) = sum_n dc(bi, m, n) * op(b)(k, n), stored transposed back
+// when ta. GEMM operands: A = dc, B = b.
+inline GemmDesc gemm_grad_a_desc(const MatmulDims& s) {
+  const int64_t M = s.M, N = s.N, K = s.K;
+  GemmDesc g;
+  g.batch = s.batch; g.M = M; g.N = K; g.K = N; g.k_inner = N > 0 ? N : 1;
+  g.a_b = M * N; g.a_i = N; g.a_ki = 1; g.a_ko = 0;
+  // op(b)(k, n) = tb ? b[n*K + k] : b[k*N + n]
+  g.b_b = s.shared_b ? 0 : K * N; g.b_j = s.tb ? 1 : N; g.b_ki = s.tb ? K : 1; g.b_ko = 0;
+  g.c_b = M * K; g.c_i = s.ta ? 1 : K; g.c_j = s.ta ? M : 1;
+  return g;
+}
+
+// db: E(k, n) = sum_r op(a)(r, k) * dc(r, n), r over the batch's M rows, or,
+// for a shared b, over (batch, row) in ascending order (k_inner = M); stored
+// transposed back when tb. GEMM operands: A = a, B = dc.
+inline GemmDesc gemm_grad_b_desc(const MatmulDims& s) {
+  const int64_t M = s.M, N = s.N, K = s.K;
+  GemmDesc g;
+  g.batch = s.shared_b ? 1 : s.batch;
+  g.M = K; g.N = N; g.K = s.shared_b ? s.batch * M : M; g.k_inner = M > 0 ? M : 1;
+  // op(a)(bi, m, k) = ta ? a[bi*M*K + k*M + m] : a[bi*M*K + m*K + k]
+  g.a_b = M * K; g.a_i = s.ta ? M : 1; g.a_ko = M * K; g.a_ki = s.ta ? 1 : K;
+  g.b_b = M * N; g.b_j = 1; g.b_ko = M * N; g.b_ki = N;
+  g.c_b = K * N; g.c_i = s.tb ? 1 : N; g.c_j = s.tb ? K : 1;
+  return g;
+}
+
+// One output element exactly as umlos_gemm_* computes it (16-wide k tiles
+// in ascending order, the chunk folded into the total every 256 k): the host
+// tests run this against cpu_driver's matmul, bit for bit.
+template <class T>
+inline double gemm_element(const GemmDesc& g, const T* a, const T* b, int64_t bi, int64_t i, int64_t j) {
+  double total = 0.0, chunk = 0.0;
+  for (int64_t k0 = 0; k0 < g.K; k0 += kGemmTile) {
+    int64_t kn = g.K - k0 < kGemmTile ? g.K - k0 : kGemmTile;
+    for (int64_t kk = 0; kk < kn; ++kk) {
+      int64_t k = k0 + kk;
+      double av = (double)a[bi * g.a_b + i * g.a_i + (k / g.k_inner) * g.a_ko + (k % g.k_inner) * g.a_ki];
+      double bv = (double)b[bi * g.b_b + j * g.b_j + (k / g.k_inner) * g.b_ko + (k % g.k_inner) * g.b_ki];
+      chunk = chunk + av * bv;
+    }
+    int64_t done = k0 + kn;
+    if (done % kSumChunk == 0 || done == g.K) {
+      total = total + chunk;
+      chunk = 0.0;
+    }
+  }
+  return total;
+}
+
+// Where element (bi, i, j) of the product is stored.
+inline int64_t gemm_out_offset(const GemmDesc& g, int64_t bi, int64_t i, int64_t j) {
+  return bi * g.c_b + i * g.c_i + j * g.c_j;
+}
+
 }  // namespace cuda_driver

@@ -1,0 +1,67 @@
+// cuda_driver_support.hpp — helpers for the cuda_driver tests: where the
+// module is (it exists only when the build found a CUDA toolkit), starting it
+// in a Host (nullptr + a reason when the machine has no usable GPU: the GPU
+// tests then WARN and return, Catch2 v2 having no SKIP), and comparisons
+// against cpu_driver, bitwise or within the documented tolerance.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "../cpu_driver/cpu_driver_support.hpp"
+#include "error.hpp"
+#include "host.hpp"
+
+namespace cuda_driver_test {
+
+inline std::string module_file() { return std::string(UMLOS_MODULE_DIR) + "/libumlos_cuda_driver.so"; }
+
+inline bool module_built() {
+  struct stat st;
+  return ::stat(module_file().c_str(), &st) == 0;
+}
+
+// The driver started on this machine's GPU 0, or nullptr with `why` set
+// (module not built, or UNAVAILABLE: no libcuda, no device, too old a GPU).
+// Any other failure to start is a test failure (thrown).
+inline std::unique_ptr<umlos::Host> start_cuda(std::string* why) {
+  if (!module_built()) {
+    *why = "cuda_driver was not built (no CUDA toolkit at configure time)";
+    return nullptr;
+  }
+  auto host = std::make_unique<umlos::Host>();
+  host->load(module_file(), std::nullopt);
+  try {
+    host->activate_driver("cuda_driver");
+  } catch (const umlos::Failure& f) {
+    if (f.code() != UMLOS_UNAVAILABLE) throw;
+    *why = f.what();
+    return nullptr;
+  }
+  return host;
+}
+
+// Primitives whose native CUDA path calls CUDA's libm (expf, tanh, erf, ...)
+// where cpu_driver calls glibc's: equal within tolerance, not bitwise. Every
+// other primitive is bitwise equal to cpu_driver (docs/cuda_driver.md).
+inline const std::set<std::string>& tolerance_primitives() {
+  static const std::set<std::string> s = {
+      "tanh", "sigmoid", "exp", "log", "sin", "cos", "gelu",
+      "tanh_grad", "sigmoid_grad", "exp_grad", "sin_grad", "cos_grad", "gelu_grad",
+      "softmax", "log_softmax"};
+  return s;
+}
+
+// |got - want| <= tol * max(|want|, 1): f64 1e-12, f32 1e-5 (relative, with
+// values below 1 compared absolutely).
+inline bool close_enough(double got, double want, int32_t dtype) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  double tol = dtype == UMLOS_DTYPE_F32 ? 1e-5 : 1e-12;
+  return std::fabs(got - want) <= tol * std::max(std::fabs(want), 1.0);
+}
+
+}  // namespace cuda_driver_test
