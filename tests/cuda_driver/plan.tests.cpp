@@ -12,6 +12,7 @@
 #include "../cpu_driver/cpu_driver_support.hpp"
 
 using namespace cpu_driver_test;
+using umlos::Host;
 namespace cd = cuda_driver;
 
 TEST_CASE("launch_1d covers n items with capped grids and never launches an empty grid", "[cuda_driver][plan]") {
