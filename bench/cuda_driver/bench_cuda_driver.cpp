@@ -1,0 +1,290 @@
+// bench_cuda_driver.cpp — cuda_driver on a GPU (README.md):
+//   1. matmul TFLOP/s through the driver (Host::dispatch, f32 and f64; the
+//      deterministic binary64-accumulating GEMM of kernels.cu), against
+//      cuBLAS SGEMM/DGEMM on the same GPU (libcublas dlopen'ed here, default
+//      math mode: no TF32), same shapes;
+//   2. one GPT-2-small-shaped block training step (forward + backward +
+//      gradients) through the executor on cuda_driver, f32 and f64; the
+//      PyTorch peer is bench/cuda_driver/torch_cuda_steps.py.
+// usage: umlos_bench_cuda_driver [reps=5] [sizes=1024,2048,4096] [gpt=1]
+// Prints one table row per measurement. Exits 2 (with the reason) where the
+// driver is UNAVAILABLE.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cbor.hpp"
+#include "cuda_api.hpp"  // the CUDA types and symbol names (header only here)
+#include "error.hpp"
+#include "host.hpp"
+#include "manifest.hpp"
+#include "sha256.hpp"
+
+using umlos::Host;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+umlos_shape shape2(int64_t a, int64_t b) {
+  umlos_shape s{};
+  s.rank = 2;
+  s.dims[0] = a;
+  s.dims[1] = b;
+  return s;
+}
+
+// ---- cuBLAS, dlopen'ed (the module never uses it; comparison only)
+
+using namespace cuda_driver;
+typedef int (*cublasCreate_t)(void**);
+typedef int (*cublasDestroy_t)(void*);
+typedef int (*cublasSgemm_t)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int,
+                             const float*, float*, int);
+typedef int (*cublasDgemm_t)(void*, int, int, int, int, int, const double*, const double*, int, const double*, int,
+                             const double*, double*, int);
+
+struct Cublas {
+  void* lib = nullptr;
+  void* cuda = nullptr;
+  cublasCreate_t create = nullptr;
+  cublasDestroy_t destroy = nullptr;
+  cublasSgemm_t sgemm = nullptr;
+  cublasDgemm_t dgemm = nullptr;
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  void* handle = nullptr;
+  std::string why;
+
+  bool open() {
+    for (const char* n : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+      lib = ::dlopen(n, RTLD_NOW | RTLD_LOCAL);
+      if (lib) break;
+    }
+    cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib || !cuda) {
+      why = !lib ? "libcublas not found" : "libcuda.so.1 not found";
+      return false;
+    }
+    create = reinterpret_cast<cublasCreate_t>(::dlsym(lib, "cublasCreate_v2"));
+    destroy = reinterpret_cast<cublasDestroy_t>(::dlsym(lib, "cublasDestroy_v2"));
+    sgemm = reinterpret_cast<cublasSgemm_t>(::dlsym(lib, "cublasSgemm_v2"));
+    dgemm = reinterpret_cast<cublasDgemm_t>(::dlsym(lib, "cublasDgemm_v2"));
+    cuInit = reinterpret_cast<decltype(cuInit)>(::dlsym(cuda, "cuInit"));
+    cuMemAlloc = reinterpret_cast<decltype(cuMemAlloc)>(::dlsym(cuda, "cuMemAlloc_v2"));
+    cuMemFree = reinterpret_cast<decltype(cuMemFree)>(::dlsym(cuda, "cuMemFree_v2"));
+    cuMemsetD8 = reinterpret_cast<decltype(cuMemsetD8)>(::dlsym(cuda, "cuMemsetD8_v2"));
+    cuCtxSynchronize = reinterpret_cast<decltype(cuCtxSynchronize)>(::dlsym(cuda, "cuCtxSynchronize"));
+    if (!create || !sgemm || !dgemm || !cuMemAlloc || !cuCtxSynchronize) {
+      why = "missing cuBLAS/CUDA symbols";
+      return false;
+    }
+    // cuBLAS binds the device's primary context (the one cuda_driver uses).
+    if (create(&handle) != 0) {
+      why = "cublasCreate_v2 failed";
+      return false;
+    }
+    return true;
+  }
+
+  // Median seconds of one n x n x n GEMM (column-major; shapes are all n).
+  double time_gemm(bool f32, int64_t n, int reps) {
+    size_t elem = f32 ? 4 : 8, bytes = static_cast<size_t>(n * n) * elem;
+    CUdeviceptr a = 0, b = 0, c = 0;
+    cuMemAlloc(&a, bytes);
+    cuMemAlloc(&b, bytes);
+    cuMemAlloc(&c, bytes);
+    cuMemsetD8(a, 0x3c, bytes);  // small positive values in either dtype
+    cuMemsetD8(b, 0x3c, bytes);
+    std::vector<double> t;
+    const float fa = 1, fb = 0;
+    const double da = 1, db = 0;
+    const int N = static_cast<int>(n);
+    for (int r = 0; r <= reps; ++r) {
+      double t0 = now();
+      if (f32)
+        sgemm(handle, 0, 0, N, N, N, &fa, reinterpret_cast<const float*>(a), N, reinterpret_cast<const float*>(b), N, &fb,
+              reinterpret_cast<float*>(c), N);
+      else
+        dgemm(handle, 0, 0, N, N, N, &da, reinterpret_cast<const double*>(a), N, reinterpret_cast<const double*>(b), N, &db,
+              reinterpret_cast<double*>(c), N);
+      cuCtxSynchronize();
+      if (r > 0) t.push_back(now() - t0);  // r == 0: warm-up
+    }
+    cuMemFree(a);
+    cuMemFree(b);
+    cuMemFree(c);
+    return median(t);
+  }
+};
+
+// ---- the driver
+
+double time_driver_matmul(Host& host, int32_t dtype, int64_t M, int64_t K, int64_t N, int reps) {
+  auto a = host.make_tensor(dtype, shape2(M, K));
+  auto b = host.make_tensor(dtype, shape2(K, N));
+  auto c = host.make_tensor(dtype, shape2(M, N));
+  umlos_attr v{};
+  v.key = "value";
+  v.kind = UMLOS_ATTR_FLOAT;
+  v.f = 0.5;
+  host.dispatch("fill", {}, {a.get()}, {v});
+  host.dispatch("fill", {}, {b.get()}, {v});
+  std::vector<double> t;
+  for (int r = 0; r <= reps; ++r) {
+    double t0 = now();
+    host.dispatch("matmul", {a.get(), b.get()}, {c.get()});  // synchronizes before returning
+    if (r > 0) t.push_back(now() - t0);
+  }
+  return median(t);
+}
+
+// examples/ir/transformer_block.yaml at GPT-2-small sizes (the graph of
+// bench/executor's gpt row).
+std::string gpt_ir(const char* dtype, int T, int D, int H, int FF) {
+  const int dh = D / H;
+  std::ostringstream o;
+  auto s2 = [](int a, int b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
+  auto s3 = [](int a, int b, int c) { return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + "]"; };
+  o << "dtype: " << dtype << "\ntensors:\n"
+    << "  - {id: x, role: input, shape: " << s2(T, D) << "}\n"
+    << "  - {id: target, role: input, shape: " << s2(T, D) << "}\n"
+    << "  - {id: scale, role: constant, shape: [], value: " << 1.0 / std::sqrt(static_cast<double>(dh)) << "}\n";
+  for (const char* p : {"ln1_g", "ln1_b", "ln2_g", "ln2_b", "b2"}) o << "  - {id: " << p << ", role: parameter, shape: [" << D << "]}\n";
+  for (const char* p : {"Wq", "Wk", "Wv", "Wo"}) o << "  - {id: " << p << ", role: parameter, shape: " << s2(D, D) << "}\n";
+  o << "  - {id: W1, role: parameter, shape: " << s2(D, FF) << "}\n  - {id: b1, role: parameter, shape: [" << FF
+    << "]}\n  - {id: W2, role: parameter, shape: " << s2(FF, D) << "}\nnodes:\n";
+  int id = 0;
+  auto node = [&](const std::string& instr, const std::string& ins, const std::string& out, const std::string& shape,
+                  const std::string& attrs = "") {
+    o << "  - {node_id: " << id++ << ", instr: " << instr << ", inputs: [" << ins << "], "
+      << (attrs.empty() ? "" : "attrs: {" + attrs + "}, ") << "output: {id: " << out << ", shape: " << shape << "}}\n";
+  };
+  node("layer_norm", "x, ln1_g, ln1_b", "h", s2(T, D));
+  for (const char* p : {"q", "k", "v"}) {
+    const std::string n = p;
+    node("matmul", "h, W" + n, n, s2(T, D));
+    node("reshape", n, n + "_h", s3(T, H, dh));
+    node("transpose", n + "_h", n + "_t", s3(H, T, dh), "perm: \"1,0,2\"");
+  }
+  node("matmul", "q_t, k_t", "scores", s3(H, T, T), "trans_b: 1");
+  node("mul", "scores, scale", "scaled", s3(H, T, T));
+  node("softmax", "scaled", "attn", s3(H, T, T));
+  node("matmul", "attn, v_t", "ctx_t", s3(H, T, dh));
+  node("transpose", "ctx_t", "ctx_h", s3(T, H, dh), "perm: \"1,0,2\"");
+  node("reshape", "ctx_h", "ctx", s2(T, D));
+  node("matmul", "ctx, Wo", "proj", s2(T, D));
+  node("add", "x, proj", "r1", s2(T, D));
+  node("layer_norm", "r1, ln2_g, ln2_b", "h2", s2(T, D));
+  node("matmul", "h2, W1", "f1", s2(T, FF));
+  node("bias_add", "f1, b1", "f1b", s2(T, FF));
+  node("gelu", "f1b", "g", s2(T, FF));
+  node("matmul", "g, W2", "f2", s2(T, D));
+  node("bias_add", "f2, b2", "f2b", s2(T, D));
+  node("add", "r1, f2b", "y", s2(T, D));
+  node("mse", "y, target", "loss", "[]");
+  o << "outputs: [loss]\nloss: loss\n";
+  return o.str();
+}
+
+double time_gpt_step(const char* dtype, int reps) {
+  const std::string dir = UMLOS_MODULE_DIR;
+  Host host;
+  host.load(dir + "/libumlos_cuda_driver.so", std::nullopt);
+  host.load(dir + "/libumlos_executor.so", std::nullopt);
+  host.load(dir + "/libumlos_tmmu.so", std::nullopt);
+  host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
+  const umlos::cbor::Value ir = umlos::parse_yaml_value(gpt_ir(dtype, 128, 768, 12, 3072), "bench ir");
+  using umlos::cbor::Value;
+  host.set_operator_config(Value::map(
+      {{Value::text("model"), Value::map({{Value::text("ir"), ir},
+                                          {Value::text("mode"), Value::text("backward")},
+                                          {Value::text("placement"), Value::text("tmmu")}})}}));
+  host.activate_driver("cuda_driver");
+  umlos::Sha256 s;
+  s.update(std::string_view("bench"));
+  host.rng().seed_from_manifest(s.finish());
+  host.call_operator(host.find_operator("UML_OS.Model.InitFromIR_v1"));
+  const umlos_operator_desc* op = host.find_operator("UML_OS.Model.ModelIR_Executor_v1");
+  host.call_operator(op);  // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    double t0 = now();
+    host.call_operator(op);
+    t.push_back(now() - t0);
+  }
+  return median(t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
+  std::vector<int64_t> sizes = {1024, 2048, 4096};
+  if (argc > 2) {
+    sizes.clear();
+    std::stringstream ss(argv[2]);
+    std::string item;
+    while (std::getline(ss, item, ',')) sizes.push_back(std::atoll(item.c_str()));
+  }
+  const bool gpt = argc > 3 ? std::atoi(argv[3]) != 0 : true;
+  try {
+    Host host;
+    host.load(std::string(UMLOS_MODULE_DIR) + "/libumlos_cuda_driver.so", std::nullopt);
+    try {
+      host.activate_driver("cuda_driver");
+    } catch (const umlos::Failure& f) {
+      std::fprintf(stderr, "cuda_driver unavailable: %s\n", f.what());
+      return 2;
+    }
+    std::printf("device: %s\n\n", host.driver_description().c_str());
+    Cublas blas;
+    bool have_blas = blas.open();
+    if (!have_blas) std::printf("cuBLAS comparison skipped: %s\n\n", blas.why.c_str());
+    std::printf("| shape (M=K=N) | dtype | cuda_driver ms | cuda_driver TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | ratio |\n");
+    std::printf("|---:|---|---:|---:|---:|---:|---:|\n");
+    for (int64_t n : sizes) {
+      for (int32_t dt : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+        const bool f32 = dt == UMLOS_DTYPE_F32;
+        const double flop = 2.0 * n * n * n;
+        double td = time_driver_matmul(host, dt, n, n, n, reps);
+        double tb = have_blas ? blas.time_gemm(f32, n, reps) : 0;
+        std::printf("| %lld | %s | %.3f | %.3f | %s | %s | %s |\n", static_cast<long long>(n), f32 ? "f32" : "f64",
+                    td * 1e3, flop / td / 1e12, have_blas ? std::to_string(tb * 1e3).c_str() : "-",
+                    have_blas ? std::to_string(flop / tb / 1e12).c_str() : "-",
+                    have_blas ? std::to_string(td / tb).c_str() : "-");
+        std::fflush(stdout);
+      }
+    }
+    if (gpt) {
+      std::printf("\n| GPT-2-small block training step, T 128 (d 768, 12 heads, FFN 3072) | dtype | ms per step |\n|---|---|---:|\n");
+      for (const char* dt : {"f32", "f64"}) {
+        double t = time_gpt_step(dt, reps);
+        std::printf("| cuda_driver via ModelIR executor | %s | %.3f |\n", dt, t * 1e3);
+        std::fflush(stdout);
+      }
+    }
+  } catch (const umlos::Failure& f) {
+    std::fprintf(stderr, "bench failed: %s: %s\n", umlos::status_name(f.code()), f.what());
+    return 1;
+  }
+  return 0;
+}
