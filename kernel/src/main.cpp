@@ -17,6 +17,8 @@
 // code) as listed in docs/exit-codes.md.
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -84,20 +86,48 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc,
 
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("umlos run options");
-  std::string manifest;
+  std::string manifest, resume_dir;
   RunOptions options;
-  desc.add_options()("manifest", po::value<std::string>(&manifest)->required(), "the manifest (YAML)")(
+  desc.add_options()("manifest", po::value<std::string>(&manifest), "the manifest (YAML)")(
       "run-dir", po::value<std::string>(&options.run_dir),
       "write trace.jsonl / failure.json here instead of the job's namespace folder under UML_OS_ROOT")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress lines")(
       "strict-contracts", po::bool_switch(&options.strict_contracts),
       "digest the inputs of PURE operators around every call, not only the first")(
       "profile", po::bool_switch(&options.profile),
-      "print the time per operator (kernel checks, module, driver); write RUN_DIR/profile.json");
+      "print the time per operator (kernel checks, module, driver); write RUN_DIR/profile.json")(
+      "checkpoint-every", po::value<int64_t>(&options.checkpoint_every),
+      "write RUN_DIR/checkpoints/ckpt_<t>.pb after every N-th iteration (default: config.checkpoint_every, "
+      "else none; docs/checkpoint.md)")(
+      "resume", po::value<std::string>(&resume_dir),
+      "RUN_DIR: continue that run from its latest checkpoint, with the manifest it was started from")(
+      "resume-from", po::value<std::string>(&options.resume_from), "with --resume: this checkpoint file");
   po::positional_options_description pos;
   pos.add("manifest", 1);
   po::variables_map vm;
-  if (!parse(args, desc, pos, vm, "umlos run MANIFEST [--run-dir DIR] [--quiet]")) return 0;
+  if (!parse(args, desc, pos, vm, "umlos run MANIFEST [--run-dir DIR] [--checkpoint-every N] [--quiet]\n"
+                                   "       umlos run --resume RUN_DIR [--resume-from CHECKPOINT]"))
+    return 0;
+  if (!vm.count("checkpoint-every")) options.checkpoint_every = -1;  // the manifest decides
+  if (!resume_dir.empty()) {
+    options.resume = true;
+    if (!options.run_dir.empty() && options.run_dir != resume_dir)
+      throw po::error("--resume RUN_DIR and --run-dir name different folders");
+    options.run_dir = resume_dir;
+    if (manifest.empty()) {
+      // The manifest the run was started from (module and data paths are
+      // relative to it); the checkpoint's canonical bytes must match it.
+      std::ifstream in(std::filesystem::path(resume_dir) / "manifest.path");
+      std::getline(in, manifest);
+      if (manifest.empty()) {
+        std::fprintf(stderr, "umlos: NOT_FOUND: %s/manifest.path is missing or empty: is '%s' a run folder? "
+                             "(give the manifest as well: umlos run MANIFEST --resume RUN_DIR)\n",
+                     resume_dir.c_str(), resume_dir.c_str());
+        return exit_code_for(UMLOS_NOT_FOUND);
+      }
+    }
+  }
+  if (manifest.empty()) throw po::error("the option '--manifest' is required but missing");
   return run_manifest(manifest, options);
 }
 

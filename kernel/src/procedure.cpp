@@ -15,10 +15,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "checkpoint.hpp"
 #include "dataset.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "host.hpp"
+#include "tape.hpp"
 
 namespace umlos {
 namespace fs = std::filesystem;
@@ -125,6 +127,20 @@ class TraceWriter {
     path_ = path;
     file_ = std::fopen(path.c_str(), "wb");
     if (!file_) throw Failure(UMLOS_IO_ERROR, "cannot create trace '" + path + "': " + std::strerror(errno));
+  }
+  // Resume: continue the trace (already cut back to the checkpoint's length).
+  void open_append(const std::string& path) {
+    path_ = path;
+    file_ = std::fopen(path.c_str(), "ab");
+    if (!file_) throw Failure(UMLOS_IO_ERROR, "cannot open trace '" + path + "': " + std::strerror(errno));
+  }
+  // Bytes in the file, synced to disk (a checkpoint records it).
+  uint64_t synced_bytes() {
+    if (!file_) return 0;
+    if (std::fflush(file_) != 0 || ::fsync(fileno(file_)) != 0) {
+      throw Failure(UMLOS_IO_ERROR, "syncing trace '" + path_ + "' failed: " + std::strerror(errno));
+    }
+    return static_cast<uint64_t>(std::ftell(file_));
   }
   void write(const json& record) {
     if (!file_) return;
@@ -435,11 +451,13 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     rs.host.activate_driver(manifest.driver_name);
     // 0.P: data manifest load + ValidateManifest_v1 (values data.*).
     const std::optional<DatasetRecord> dataset = load_datasets(manifest, rs.host);
-    // The exact manifest file beside the trace, for replay --verify.
-    {
+    // The exact manifest file beside the trace, for replay --verify (kept as
+    // it is on resume: a refused resume must not replace the run's copy).
+    if (!options.resume) {
       std::ifstream in(manifest.file, std::ios::binary);
       std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       write_file_atomic((fs::path(rs.run_dir) / "manifest.yaml").string(), bytes);
+      write_file_atomic((fs::path(rs.run_dir) / "manifest.cbor").string(), manifest.canonical_bytes);
       // Where it was read from (module and data paths are relative to it):
       // `umlos run --resume` and `umlos replay` read the manifest there.
       write_file_atomic((fs::path(rs.run_dir) / "manifest.path").string(),
@@ -447,6 +465,8 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
 
     const int64_t max_steps = config_int(manifest, "max_steps", 100);
+    const int64_t checkpoint_every =
+        options.checkpoint_every >= 0 ? options.checkpoint_every : config_int(manifest, "checkpoint_every", 0);
     const int64_t fp_every = config_int(manifest, "functional_fp_every", 50);
     std::string task_type = "multiclass";
     if (const cbor::Value* tt = lookup(manifest.config, "task_type"); tt && tt->kind() == cbor::Value::Kind::Text) {
@@ -454,7 +474,8 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
     const std::string backend_hash = json_hex(rs.host.driver_fingerprint());
 
-    rs.trace.open((fs::path(rs.run_dir) / "trace.jsonl").string());
+    const std::string trace_file = (fs::path(rs.run_dir) / "trace.jsonl").string();
+    if (!options.resume) rs.trace.open(trace_file);  // on resume: no new run_header
     json modules = json::array();
     for (const LoadedModule& m : rs.host.modules()) {
       modules.push_back({{"name", m.desc->name}, {"version", m.desc->version ? m.desc->version : ""},
@@ -495,6 +516,19 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       rs.host.values().erase("action");
     }
     rs.loop_started = true;
+
+    // Checkpoint restore (docs/checkpoint.md): values, RNG and t from the
+    // checkpoint; trace and tape cut back to it; the loop continues after t.
+    TapeWriter tape;
+    if (options.resume) {
+      rs.current_operator = "UML_OS.OS.Bootstrap_v1";
+      CheckpointData ck = resume_from_checkpoint(rs.host, manifest, rs.run_dir, &tape, options.resume_from);
+      rs.state_fp = ck.state_fp;
+      rs.functional_fp = ck.functional_fp;
+      rs.trace.open_append(trace_file);
+    } else {
+      tape.open((fs::path(rs.run_dir) / "tape.bin").string());
+    }
 
     // ---- 4. loop until termination.
     Progress progress(max_steps);
@@ -571,6 +605,16 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
         }
       }
       call(rs, roles.get("tape_op"));
+      rs.current_operator = "UML_OS.IO.WriteTape_v1";
+      {
+        TapeEvent ev;
+        ev.t = t;
+        ev.action = static_cast<uint8_t>(action);
+        ev.state = scalar_int(rs.host, "state").value_or(0) == 1 ? 1 : 0;
+        ev.loss_total = loss;
+        ev.state_fp = *rs.state_fp;
+        tape.append(ev);
+      }
       call(rs, roles.get("log_op"));
 
       json it = {{"record", "iter"},
@@ -589,6 +633,15 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
         }
       }
       rs.trace.write(it);
+      if (checkpoint_every > 0 && t % checkpoint_every == 0) {
+        rs.current_operator = "UML_OS.OS.Checkpoint";
+        CheckpointExtras x;
+        x.state_fp = rs.state_fp;
+        x.functional_fp = rs.functional_fp;
+        x.trace_bytes = rs.trace.synced_bytes();
+        x.tape = tape.state();
+        write_checkpoint(rs.run_dir, manifest, rs.host, x);
+      }
 
       if (!options.quiet) progress.update(t, loss, rs.host, false);
     }
@@ -610,7 +663,8 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
                 {"replay_token", json_hex(manifest.replay_token)},
                 {"task_type", task_type},
                 {"world_size", 1},
-                {"backend_hash", backend_hash}};
+                {"backend_hash", backend_hash},
+                {"tape_digest", to_hex(tape.close())}};
     for (const char* metric : {"val_accuracy", "val_r2"}) {
       if (std::optional<double> v = scalar_f64(rs.host, metric)) end[metric] = *v;
     }

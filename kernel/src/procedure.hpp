@@ -7,6 +7,7 @@
 // kernel itself reads: loss_total, action, terminate, state_fp, ...).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "manifest.hpp"
@@ -20,6 +21,13 @@ struct RunOptions {
   bool quiet = false;  // no progress lines on stderr
   bool strict_contracts = false;  // Host::set_strict_contracts
   bool profile = false;           // print where the time went; write RUN_DIR/profile.json
+  // Checkpoints (docs/checkpoint.md): one after the iter record of every
+  // t % checkpoint_every == 0 (0: none; -1: the manifest's
+  // config.checkpoint_every, default none).
+  int64_t checkpoint_every = 0;
+  // Continue the run in run_dir from its latest checkpoint (or resume_from).
+  bool resume = false;
+  std::string resume_from;
 };
 
 // Runs the procedure. Returns the process exit status: 0 on success, else
