@@ -1,6 +1,12 @@
 // graph.cpp — see graph.hpp.
 #include "graph.hpp"
 
+// Issue 7: the expression trees (parse, canonical form, compilation into
+// ModelIR nodes) are module code shared with libumlos_symbolic.so; compiled
+// into this module here, as the ModelIR engine is.
+#include "../../symbolic/expr.cpp"
+#include "../../symbolic/expr_ir.cpp"
+
 namespace umlos::model {
 
 namespace {
@@ -80,6 +86,15 @@ const char* task_name(Task t) {
   return "?";
 }
 
+std::vector<std::pair<std::string, double>> prototype_constants(const Dims& d) {
+  std::vector<std::pair<std::string, double>> out;
+  for (size_t i = 0; i < d.equations.size(); ++i) {
+    const std::vector<double> cs = symbolic::constants(symbolic::parse(d.equations[i]));
+    for (size_t j = 0; j < cs.size(); ++j) out.push_back({"sym" + std::to_string(i) + ".c" + std::to_string(j), cs[j]});
+  }
+  return out;
+}
+
 ir::Graph build(const Dims& d) {
   const int64_t B = d.batch, D = d.features, p = d.latent, H = d.hidden, Hh = d.head_hidden, C = d.outputs;
   Builder b;
@@ -115,7 +130,38 @@ ir::Graph build(const Dims& d) {
 
   b.segment = "head";
   b.dense("z", "head_h", "head.W1", "head.b1", B, Hh, "relu");
-  b.dense("head_h", "logits", "head.W2", "head.b2", B, C, nullptr);
+  const bool protos = !d.equations.empty();
+  b.dense("head_h", protos ? "nn_logits" : "logits", "head.W2", "head.b2", B, C, nullptr);
+  if (protos) {
+    const int64_t k = static_cast<int64_t>(d.equations.size());
+    b.declare("np_protos", "constant", {k, p}, d.dtype);
+    b.declare("np_tau", "constant", {1}, d.dtype);
+    b.declare("np_route", "constant", {k, C}, d.dtype);
+    b.declare("np_beta", "constant", {1}, d.dtype);
+    b.declare("np_zeros", "constant", {B, 1}, d.dtype);
+    b.add("cosine_similarity", {"z", "np_protos"}, "proto_sim", {B, k});
+    b.add("div", {"proto_sim", "np_tau"}, "proto_feat", {B, k});
+    b.add("softmax", {"proto_feat"}, "proto_w", {B, k});
+    std::vector<std::string> eqs;
+    for (int64_t i = 0; i < k; ++i) {
+      symbolic::Expr e;
+      try {
+        e = symbolic::parse(d.equations[i]);
+      } catch (const symbolic::EquationError& x) {
+        throw sdk::Error(UMLOS_EQUATION_INVALID, "prototype ", i, ": ", x.what());
+      }
+      if (symbolic::arity(e) > p)
+        throw sdk::Error(UMLOS_EQUATION_INVALID, "prototype ", i, ": equation '", d.equations[i], "' uses z",
+                         symbolic::arity(e) - 1, " but latent_dim is ", p);
+      const std::string prefix = "sym" + std::to_string(i) + ".";
+      eqs.push_back(symbolic::compile(e, b.g, b.next_id, "head", "z", "np_zeros", B, prefix).output);
+    }
+    b.add("concat", eqs, "sym_eq", {B, k}, {ir::NodeAttr::integer("axis", 1)});
+    b.add("mul", {"proto_w", "sym_eq"}, "sym_weighted", {B, k});
+    b.add("matmul", {"sym_weighted", "np_route"}, "sym_pred", {B, C});
+    b.add("mul", {"sym_pred", "np_beta"}, "sym_scaled", {B, C});
+    b.add("add", {"nn_logits", "sym_scaled"}, "logits", {B, C});
+  }
 
   b.segment = "loss";
   switch (d.task) {

@@ -31,6 +31,12 @@ struct Dims {
   Task task = Task::Multiclass;
   int32_t dtype = UMLOS_DTYPE_F32;
   bool training = true;     // false: inference (no decoder, no aux terms)
+  // Issue 7, the prototype path of Forward_v2 (docs/symbolic.md): k =
+  // equations.size() prototypes (np.protos [k, p]); equation i (canonical
+  // text, modules/symbolic/expr.hpp) feeds output column eq_output[i].
+  // Empty: no prototype nodes, the graph is exactly the spec 004 graph.
+  std::vector<std::string> equations;
+  std::vector<int64_t> eq_output;
 };
 
 struct Param {
@@ -44,7 +50,22 @@ std::vector<Param> parameters(const Dims& d);
 
 // The graph: declared x [B,D], y, eps [B,p]; constants ot_dirs [p,4],
 // eye [p,p], c_half [1]; parameters; node outputs as documented above.
+// With prototypes (d.equations non-empty) the head segment ends
+//   nn_logits  = relu(z U1 + d1) U2 + d2                 [B, C]
+//   proto_sim  = cosine_similarity(z, np_protos)          [B, k]
+//   proto_w    = softmax(proto_sim / np_tau)              [B, k]
+//   sym_eq     = concat(eq_0(z), ..., eq_{k-1}(z))        [B, k]  (expr_ir.hpp)
+//   sym_pred   = (proto_w * sym_eq) np_route              [B, C]
+//   logits     = nn_logits + sym_pred * np_beta           [B, C]
+// with constants np_protos [k,p], np_tau [1], np_route [k,C] (one-hot rows:
+// route[i][eq_output[i]] = 1), np_beta [1], np_zeros [B,1] and each
+// equation's constants sym<i>.c<j> [1] (prototype_constants()).
+// Throws sdk::Error(EQUATION_INVALID) for an equation that does not parse.
 ir::Graph build(const Dims& d);
+
+// The declared constant ids and values of the equations' constants, in
+// declaration order (what the caller binds besides np_*).
+std::vector<std::pair<std::string, double>> prototype_constants(const Dims& d);
 
 // The loss terms, in the fixed order of III.C.
 struct Term {

@@ -23,6 +23,7 @@
 #include <umlos/sdk.hpp>
 #include <umlos_philox.h>
 
+#include "../../symbolic/expr.hpp"
 #include "engine.hpp"
 #include "graph.hpp"
 
@@ -185,6 +186,61 @@ void bind_constants(sdk::Context& c, const Dims& d, ir::Binding& b) {
   b["eye"] = eye;
 }
 
+// ------------------------------------------------------------ prototypes (issue 7)
+
+// In state S_PROTO with np.protos present, the graph gets the prototype
+// path (graph.hpp): d.equations / d.eq_output from np.protos_equation (one
+// line per prototype, "y[c] = EXPR" or "y = EXPR", docs/symbolic.md).
+// Without them d is left as it is and the graph is the spec 004 graph.
+void load_prototypes(const sdk::Context& c, Dims& d) {
+  const umlos_tensor* st = c.optional_input("state");
+  const umlos_tensor* pr = c.optional_input("np.protos");
+  if (!st || !pr || c.read<int64_t>(st).at(0) != 1) return;
+  const umlos_tensor* eq = c.optional_input("np.protos_equation");
+  if (!eq) throw sdk::Error(UMLOS_EQUATION_INVALID, "np.protos is present but np.protos_equation is not");
+  const sdk::Shape ps = c.shape(pr);
+  if (ps.size() != 2 || ps[1] != d.latent || ps[0] < 1)
+    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "np.protos is [", sdk::shape_string(ps), "], expected [k, ", d.latent, "]");
+  const std::vector<uint8_t> bytes = c.read<uint8_t>(eq);
+  std::vector<umlos::symbolic::EquationLine> lines;
+  try {
+    lines = umlos::symbolic::parse_lines(std::string(bytes.begin(), bytes.end()), d.outputs);
+  } catch (const umlos::symbolic::EquationError& e) {
+    throw sdk::Error(UMLOS_EQUATION_INVALID, e.what());
+  }
+  if (static_cast<int64_t>(lines.size()) != ps[0])
+    throw sdk::Error(UMLOS_EQUATION_INVALID, "np.protos_equation has ", lines.size(), " lines for ", ps[0], " prototypes");
+  for (const auto& l : lines) {
+    d.equations.push_back(umlos::symbolic::print(l.expr));
+    d.eq_output.push_back(l.output);
+  }
+}
+
+void bind_prototypes(sdk::Context& c, const Dims& d, ir::Binding& b) {
+  if (d.equations.empty()) return;
+  const int64_t k = static_cast<int64_t>(d.equations.size());
+  umlos_tensor* protos = c.temp(d.dtype, {k, d.latent});
+  write_f64(c, protos, read_f64(c, c.input("np.protos")));
+  b["np_protos"] = protos;
+  umlos_tensor* tau = c.temp(d.dtype, {1});
+  write_f64(c, tau, {c.config<double>("symbolic.temperature", 0.05)});
+  b["np_tau"] = tau;
+  std::vector<double> route(static_cast<size_t>(k * d.outputs), 0.0);
+  for (int64_t i = 0; i < k; ++i) route[static_cast<size_t>(i * d.outputs + d.eq_output[i])] = 1.0;
+  umlos_tensor* rt = c.temp(d.dtype, {k, d.outputs});
+  write_f64(c, rt, route);
+  b["np_route"] = rt;
+  umlos_tensor* beta = c.temp(d.dtype, {1});
+  write_f64(c, beta, {c.config<double>("beta", 1.0)});
+  b["np_beta"] = beta;
+  b["np_zeros"] = c.temp(d.dtype, {d.batch, 1});
+  for (const auto& [id, v] : prototype_constants(d)) {
+    umlos_tensor* t = c.temp(d.dtype, {1});
+    write_f64(c, t, {v});
+    b[id] = t;
+  }
+}
+
 void bind_parameters(sdk::Context& c, const Dims& d, ir::Binding& b) {
   for (const Param& q : parameters(d)) {
     const std::string name = "theta." + q.id;
@@ -322,15 +378,18 @@ void decode(sdk::Context& c) {
 }
 
 // logits = nn_logits + beta * sym_pred; sym_pred = 0 while there are no
-// prototypes (state S_P), so logits = nn_logits here (issue 7 adds the
-// prototype path).
+// prototypes (state S_P), so logits = nn_logits and the graph is the spec
+// 004 graph; in S_PROTO with np.protos the head segment carries the
+// prototype path (graph.hpp, docs/symbolic.md).
 void forward_v2(sdk::Context& c) {
-  const Dims d = training_dims(c);
+  Dims d = training_dims(c);
+  load_prototypes(c, d);
   const ir::Graph g = build(d);
   ir::Binding b;
   bind_batch(c, b);
   bind_parameters(c, d, b);
   bind_constants(c, d, b);
+  bind_prototypes(c, d, b);
   bind_activations(c, g, b, {"encode"});
   run_segment(c, g, b, "head");
 }
@@ -338,12 +397,14 @@ void forward_v2(sdk::Context& c) {
 // ------------------------------------------------------------ TotalLoss_v1
 
 void total_loss(sdk::Context& c) {
-  const Dims d = training_dims(c);
+  Dims d = training_dims(c);
+  load_prototypes(c, d);
   const ir::Graph g = build(d);
   ir::Binding b;
   bind_batch(c, b);
   bind_parameters(c, d, b);
   bind_constants(c, d, b);
+  bind_prototypes(c, d, b);
   bind_activations(c, g, b, {"encode", "decode", "head"});
   run_segment(c, g, b, "loss");
   // III.C: L_tot = alpha L_sup + L_aux in binary64, terms in the fixed order.
@@ -375,12 +436,14 @@ void total_loss(sdk::Context& c) {
 // to config clip_norm, then the optimiser (config optimizer.name: adam |
 // sgd) with decoupled weight decay on every trainable parameter.
 void update(sdk::Context& c) {
-  const Dims d = training_dims(c);
+  Dims d = training_dims(c);
+  load_prototypes(c, d);
   const ir::Graph g = build(d);
   ir::Binding b;
   bind_batch(c, b);
   bind_parameters(c, d, b);
   bind_constants(c, d, b);
+  bind_prototypes(c, d, b);
   bind_activations(c, g, b, {"encode", "decode", "head", "loss"});
   std::vector<ir::Seed> seeds;
   for (const Term& term : loss_terms()) seeds.push_back({term.id, c.config<double>(term.weight_key, term.default_weight)});
@@ -669,6 +732,7 @@ Evaluation evaluate(sdk::Context& c, const std::string& split, const std::vector
   const int64_t D = xs.at(1), B = static_cast<int64_t>(rows.size());
   Dims d = dims_from(c, B, D, num_outputs(c, task), UMLOS_DTYPE_F64);
   d.training = false;
+  load_prototypes(c, d);
   const std::vector<double> xraw = c.read<double>(xt);
   const std::vector<double> off = c.read<double>(c.input("data.norm.offset"));
   const std::vector<double> scl = c.read<double>(c.input("data.norm.scale"));
@@ -707,6 +771,7 @@ Evaluation evaluate(sdk::Context& c, const std::string& split, const std::vector
   }
   b["eps"] = c.temp(UMLOS_DTYPE_F64, {B, d.latent});  // zeros: z = mu
   bind_constants(c, d, b);
+  bind_prototypes(c, d, b);
   // Parameters widened to binary64 (V.C: binary64 forward).
   for (const Param& q : parameters(d)) {
     umlos_tensor* t = c.temp(UMLOS_DTYPE_F64, q.shape);
@@ -780,6 +845,8 @@ void functional_fp(sdk::Context& c) {
 // fixed pattern; every vector runs twice under the kernel (identical
 // outputs, declared draws, contracts), and the ones with closed forms check
 // values.
+constexpr const char* kTinyEquations = "y[0] = (sin(z0) * z1) + 0.5\ny[1] = exp(z1) / (z0 + 2)";
+
 Dims tiny_dims() {
   Dims d;
   d.batch = 2;
@@ -798,10 +865,25 @@ std::vector<double> pattern(uint64_t n, double scale, double offset = 0.0) {
   return v;
 }
 
+// `equations`: issue 7's prototype path — state S_PROTO, np.protos (the two
+// axes of R^2) and one stored equation line per prototype.
 sdk::TestVector tiny_vector(const char* name, const std::set<std::string>& segments, bool batch = true,
-                            bool num_classes = true) {
-  const Dims d = tiny_dims();
+                            bool num_classes = true, const std::string& equations = "") {
+  Dims d = tiny_dims();
   sdk::TestVector v(name);
+  if (!equations.empty()) {
+    for (const auto& l : umlos::symbolic::parse_lines(equations, d.outputs)) {
+      d.equations.push_back(umlos::symbolic::print(l.expr));
+      d.eq_output.push_back(l.output);
+    }
+    const int64_t k = static_cast<int64_t>(d.equations.size());
+    std::vector<double> protos(static_cast<size_t>(k * 2), 0.0);
+    for (int64_t i = 0; i < k; ++i) protos[static_cast<size_t>(i * 2 + i % 2)] = 1.0;
+    v.input<int64_t>("state", {}, {1});
+    v.input<double>("np.protos", {k, 2}, protos);
+    v.input<uint8_t>("np.protos_equation", {static_cast<int64_t>(equations.size())},
+                     std::vector<uint8_t>(equations.begin(), equations.end()));
+  }
   v.config("latent_dim", int64_t{2}).config("model.hidden", int64_t{3}).config("model.head_hidden", int64_t{2});
   v.config("compute_dtype", "f64").config("batch_size", int64_t{2}).config("latent_buffer_capacity", int64_t{4});
   if (batch) {
@@ -885,10 +967,15 @@ sdk::Module describe() {
                .input("batch.*", UMLOS_DTYPE_ANY)
                .input("theta.*", UMLOS_DTYPE_ANY)
                .input("data.num_classes", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("state", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("np.protos", UMLOS_DTYPE_F64, sdk::any_shape, O)
+               .input("np.protos_equation", UMLOS_DTYPE_U8, sdk::any_shape, O)
                .input("model.act.*", UMLOS_DTYPE_ANY)
                .output("model.act.*", UMLOS_DTYPE_ANY)
                .run(forward_v2)
-               .test(tiny_vector("head on z", {"encode"})))
+               .test(tiny_vector("head on z", {"encode"}))
+               .test(tiny_vector("head on z with two prototype equations (S_PROTO)", {"encode"}, true, true,
+                                 kTinyEquations)))
       .add(Operator("UML_OS.Objective.TotalLoss_v1")
                .summary("L_tot = alpha L_sup + L_aux (III), binary64, fixed term order; appends loss_hist")
                .stateful()
@@ -898,6 +985,8 @@ sdk::Module describe() {
                .input("model.act.*", UMLOS_DTYPE_ANY)
                .input("loss_hist", UMLOS_DTYPE_F64, sdk::any_shape, O)
                .input("state", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("np.protos", UMLOS_DTYPE_F64, sdk::any_shape, O)
+               .input("np.protos_equation", UMLOS_DTYPE_U8, sdk::any_shape, O)
                .output("model.act.*", UMLOS_DTYPE_ANY)
                .output("loss.*", UMLOS_DTYPE_F64, sdk::Dims{})
                .output("loss_total", UMLOS_DTYPE_F64, sdk::Dims{})
@@ -914,6 +1003,9 @@ sdk::Module describe() {
                .input("data.num_classes", UMLOS_DTYPE_I64, sdk::Dims{}, O)
                .input("model.act.*", UMLOS_DTYPE_ANY)
                .input("opt.*", UMLOS_DTYPE_ANY)
+               .input("state", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("np.protos", UMLOS_DTYPE_F64, sdk::any_shape, O)
+               .input("np.protos_equation", UMLOS_DTYPE_U8, sdk::any_shape, O)
                .output("theta.*", UMLOS_DTYPE_ANY, sdk::any_shape, P)
                .output("opt.*", UMLOS_DTYPE_ANY, sdk::any_shape, P)
                .output("grad_norm", UMLOS_DTYPE_F64, sdk::Dims{}, P)
@@ -924,6 +1016,9 @@ sdk::Module describe() {
                          .expect<double>("opt.beta1_pow", {}, {0.9}))
                .test(tiny_vector("one SGD step with momentum", {"encode", "decode", "head", "loss"})
                          .config("optimizer.name", "sgd")
+                         .expect<int64_t>("opt.step", {}, {1}))
+               .test(tiny_vector("one Adam step through two prototype equations (S_PROTO)",
+                                 {"encode", "decode", "head", "loss"}, true, true, kTinyEquations)
                          .expect<int64_t>("opt.step", {}, {1})))
       .add(Operator("UML_OS.Contract.Validate_v1")
                .summary("KL >= 0, Cov(z) PSD, probability sums, clip bound; minimal counterexample on violation")
@@ -966,6 +1061,9 @@ sdk::Module describe() {
                .pure()
                .input("data.*", UMLOS_DTYPE_ANY)
                .input("theta.*", UMLOS_DTYPE_ANY)
+               .input("state", UMLOS_DTYPE_I64, sdk::Dims{}, O)
+               .input("np.protos", UMLOS_DTYPE_F64, sdk::any_shape, O)
+               .input("np.protos_equation", UMLOS_DTYPE_U8, sdk::any_shape, O)
                .output("functional_fp", UMLOS_DTYPE_U8, sdk::Dims{32})
                .output("probe_loss", UMLOS_DTYPE_F64, sdk::Dims{})
                .output("probe_metric", UMLOS_DTYPE_F64, sdk::Dims{})
