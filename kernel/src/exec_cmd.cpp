@@ -257,6 +257,7 @@ json run(const ExecOptions& o) {
   }
   out["ir_hash"] = hex_of(host.to_host(*host.values().at("model.exec.ir_hash")));
   out["execution_fp"] = hex_of(host.to_host(*host.values().at("model.exec.execution_fp")));
+  out["modelir_replay_t"] = hex_of(host.to_host(*host.values().at("model.exec.modelir_replay_t")));
   metrics["nodes_executed"] = scalar("model.exec.nodes_executed");
   metrics["memory_reuse_ratio"] = scalar("model.exec.memory_reuse_ratio");
   metrics["peak_tmmu_usage"] = scalar("model.exec.peak_tmmu_usage");

@@ -225,6 +225,16 @@ int replay_verify(const ReplayOptions& options) {
       }
     }
   }
+  // The header's manifest_hash first: a foreign --manifest is a usage error,
+  // whatever the stored CBOR copy holds.
+  const std::string recorded_hash = header.value("manifest_hash", std::string());
+  if (recorded_hash != to_hex(m.manifest_hash)) {
+    throw Failure(given ? UMLOS_INVALID_ARGUMENT : UMLOS_DATA_LOSS,
+                  trace + ":1: field 'manifest_hash': the run recorded " +
+                      (recorded_hash.empty() ? std::string("none") : recorded_hash) + ", manifest '" + manifest_file +
+                      "' has " + to_hex(m.manifest_hash) + ": not the manifest of this run");
+  }
+
   const std::string cbor_file = (run_dir / "manifest.cbor").string();
   if (fs::is_regular_file(cbor_file, ec)) {
     std::vector<uint8_t> recorded = read_file(cbor_file);
@@ -233,13 +243,6 @@ int replay_verify(const ReplayOptions& options) {
                                          "' (manifest_hash " + to_hex(m.manifest_hash) + "), found bytes hashing to " +
                                          to_hex(sha256(recorded)));
     }
-  }
-  const std::string recorded_hash = header.value("manifest_hash", std::string());
-  if (recorded_hash != to_hex(m.manifest_hash)) {
-    throw Failure(given ? UMLOS_INVALID_ARGUMENT : UMLOS_DATA_LOSS,
-                  trace + ":1: field 'manifest_hash': the run recorded " +
-                      (recorded_hash.empty() ? std::string("none") : recorded_hash) + ", manifest '" + manifest_file +
-                      "' has " + to_hex(m.manifest_hash) + ": not the manifest of this run");
   }
 
   const std::string work = options.work_dir.empty() ? make_work_dir() : options.work_dir;

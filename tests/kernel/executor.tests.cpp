@@ -608,6 +608,7 @@ TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any pri
     }
     CHECK(code == k.code);
     CHECK_THAT(msg, Catch::Contains(k.says));
+    CHECK_THAT(msg, Catch::Contains("[modelir_replay_t "));  // the 0.K failure record field
   }
 }
 

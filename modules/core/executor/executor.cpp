@@ -30,6 +30,7 @@
 #include <umlos_tmmu.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <queue>
@@ -94,12 +95,38 @@ Mode parse_mode(const std::string& m) {
                    "', expected forward, backward, inference or a preset (forward_train, backward_train)");
 }
 
+void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash,
+               const ir::Digest& replay_t);
+
 void execute(sdk::Context& c) {
   const std::vector<uint8_t> ir_cbor = config_bytes(c, "model.ir");
   if (ir_cbor.empty()) throw sdk::Error(UMLOS_INVALID_IR, "config key 'model.ir' (the ModelIR graph) is required");
+  const ir::Digest ir_hash = ir::ir_hash(ir_cbor.data(), ir_cbor.size());
+  // Spec 002 0.B: modelir_replay_t = SHA-256(CBOR_CANONICAL(["modelir_executor_v1",
+  // kernel_replay_token, ir_hash, mode, uint64(global_position)])), global
+  // position = the iteration t. Every failure record carries it (0.K).
+  const std::array<uint8_t, 32> token = c.replay_token();
+  ir::CborWriter w;
+  w.array(5);
+  w.text("modelir_executor_v1");
+  w.bytes(token.data(), token.size());
+  w.bytes(ir_hash.data(), ir_hash.size());
+  w.text(c.config("model.mode", "forward"));
+  w.uint(static_cast<uint64_t>(std::max<int64_t>(0, c.iteration())));
+  const ir::Digest replay_t = ir::sha256(w.out);
+  try {
+    run_graph(c, ir_cbor, ir_hash, replay_t);
+  } catch (const sdk::Error& e) {
+    throw sdk::Error(e.code(), e.what(), " [modelir_replay_t ", ir::hex(replay_t), "]");
+  }
+  write_bytes_value(c, "model.exec.modelir_replay_t", std::vector<uint8_t>(replay_t.begin(), replay_t.end()));
+}
+
+void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash,
+               const ir::Digest& replay_t) {
+  (void)replay_t;
   const Value tree = Value::decode(ir_cbor.data(), ir_cbor.size());
   const ir::Graph g = ir::load_graph(tree);
-  const ir::Digest ir_hash = ir::ir_hash(ir_cbor.data(), ir_cbor.size());
   const std::string mode_text = c.config("model.mode", "forward");
   const Mode mode = parse_mode(mode_text);
   const bool backward = mode.run == "backward";
