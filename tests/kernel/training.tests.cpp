@@ -252,3 +252,56 @@ TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrup
     CHECK(read_text(dir + "/tape.bin") == read_text(whole.dir + "/tape.bin"));
   }
 }
+
+TEST_CASE("A run with an augment step, killed before or after it and resumed, ends exactly like an uninterrupted run",
+          "[training][checkpoint][symbolic]") {
+  // digits_augment shortened: augment at t = 60, checkpoints every 40, so a
+  // resume from t = 40 crosses the augment step and one from t = 80 restores
+  // the prototypes and equations from the checkpoint.
+  const std::string m = variant("digits_augment", "kill",
+                                {{"max_steps: 600", "max_steps: 120"},
+                                 {"t == 300 and state == S_P", "t == 60 and state == S_P"},
+                                 {"checkpoint_every: 250", "checkpoint_every: 40"}});
+  Run whole = run(m, "kill-aug-whole");
+  INFO(whole.result.output);
+  REQUIRE(whole.result.exit_status == 0);
+  const std::vector<json> recs = records(whole.trace());
+  // The augment step's record and run_end carry the equations, one per prototype.
+  json found;
+  for (const json& r : recs) {
+    if (r["record"] != "iter") continue;
+    if (r["t"] == 60) {
+      REQUIRE(r["action"] == "augment");
+      REQUIRE(r.contains("equations"));
+      CHECK(r["equations"].size() == 10);
+      CHECK(r["equations"][0].get<std::string>().rfind("y[", 0) == 0);
+      found = r["equations"];
+    } else {
+      CHECK_FALSE(r.contains("equations"));
+    }
+  }
+  REQUIRE(found.is_array());
+  REQUIRE(recs.back()["record"] == "run_end");
+  CHECK(recs.back()["equations"] == found);
+  // The report prints them.
+  const std::string page = whole.dir + "/report.html";
+  CommandResult rep = run_umlos("report '" + whole.dir + "' -o '" + page + "'");
+  REQUIRE(rep.exit_status == 0);
+  const std::string html = read_text(page);
+  CHECK(html.find("symbolic prototypes") != std::string::npos);
+  CHECK(html.find("augment at t = 60") != std::string::npos);
+  CHECK(html.find("<code>" + found[0].get<std::string>() + "</code>") != std::string::npos);
+
+  const std::string trace = read_text(whole.trace());
+  for (size_t kill_at : {50u, 95u}) {
+    const std::string root = temp_dir("train-kill-aug-" + std::to_string(kill_at));
+    const std::string dir = root + "/run";
+    const size_t landed = run_and_kill(m, root, dir, kill_at);
+    INFO("killed after " << landed << " iterations (target " << kill_at << ")");
+    CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --resume '" + dir + "'");
+    INFO(r.output);
+    REQUIRE(r.exit_status == 0);
+    CHECK(read_text(dir + "/trace.jsonl") == trace);
+    CHECK(read_text(dir + "/tape.bin") == read_text(whole.dir + "/tape.bin"));
+  }
+}
