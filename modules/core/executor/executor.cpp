@@ -26,13 +26,17 @@
 // `model.out.<id>`, `model.grad.<id>` and `loss_total` (backward),
 // `model.saved.<id>` (forward_train) and `model.exec.*` (ir_hash,
 // execution_fp, trace, nodes_executed, memory_reuse_ratio, peak_tmmu_usage,
-// reverse_equivalent).
+// reverse_equivalent, tmmu_plan_hash). Dynamic inputs (model.shape_envelope,
+// spec 001 II.H, below): model.exec.tmmu_{replanned, previous_plan_hash,
+// replan_key} and the run state model.tmmu.* (envelope.<id>, plan_hash,
+// replans).
 #include <umlos_tmmu.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <umlos/cbor.hpp>
@@ -98,6 +102,129 @@ Mode parse_mode(const std::string& m) {
 void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash,
                const ir::Digest& replay_t);
 
+// ------------------------------------------- dynamic shapes (spec 001 II.H)
+//
+// config model.shape_envelope = {<declared input id>: [bound per dim]} makes
+// those inputs dynamic: a call may bind them with any shape of the declared
+// rank and dtype. Node shapes are inferred again from the bound shapes
+// (contract 1.0 rules), and the activation arena is planned at the envelope
+// in effect, so one plan serves every shape inside it.
+// config model.replan_policy: ABORT (default): a bound shape outside the
+// envelope in effect fails with INVALID_IR_SHAPES naming the input;
+// REPLAN_AT_SAFEPOINT: the envelope grows to the elementwise max of the two
+// and the arena is planned again before any primitive of the call runs. The
+// safepoint is the call boundary: every activation of a call dies before it
+// returns, and a run calls the executor once per iteration.
+// The envelope in effect and the plan hash are run state (persistent values
+// model.tmmu.*, so checkpointed, fingerprinted and restored on resume).
+struct Dynamic {
+  std::map<std::string, sdk::Shape> declared;  // configured bounds, by input id
+  bool replan = false;                         // REPLAN_AT_SAFEPOINT
+};
+
+Dynamic read_dynamic(sdk::Context& c, const ir::Graph& g) {
+  Dynamic d;
+  const std::string policy = c.config("model.replan_policy", "ABORT");
+  if (policy != "ABORT" && policy != "REPLAN_AT_SAFEPOINT") {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config model.replan_policy is '", policy,
+                     "', expected ABORT or REPLAN_AT_SAFEPOINT (spec 001 II.H)");
+  }
+  d.replan = policy == "REPLAN_AT_SAFEPOINT";
+  std::optional<Value> env = sdk::cbor::config_tree(c, "model.shape_envelope");
+  if (!env) return d;
+  if (!env->is(Value::Kind::Map)) {
+    throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "config model.shape_envelope must map input ids to bounds, e.g. {x: [8, 3]}");
+  }
+  for (const auto& [id, bounds] : env->entries()) {
+    const ir::TensorDecl* decl = g.decl(id);
+    if (!decl || decl->role != "input" || !decl->value.empty()) {
+      throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "config model.shape_envelope.", id,
+                       ": the IR declares no input tensor '", id, "' (only inputs may be dynamic)");
+    }
+    sdk::Shape s;
+    if (bounds.is(Value::Kind::Array)) {
+      for (const Value& v : bounds.items()) s.push_back(v.is(Value::Kind::Int) ? v.as_int() : 0);
+    }
+    bool ok = bounds.is(Value::Kind::Array) && s.size() == decl->shape.size();
+    for (int64_t e : s) ok = ok && e >= 1;
+    if (!ok) {
+      throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "config model.shape_envelope.", id, ": expected ",
+                       decl->shape.size(), " integer bounds >= 1 (input '", id, "' is declared ",
+                       sdk::shape_string(decl->shape), ")");
+    }
+    d.declared[id] = s;
+  }
+  return d;
+}
+
+// g with the given declared shapes replaced and every node's output shape
+// inferred again from its inputs, so a graph written for one batch size runs
+// at another. A node whose output shape is fixed by the IR (reshape) fails
+// with SHAPE_MISMATCH naming it when the element count no longer matches.
+ir::Graph reshaped(const ir::Graph& g, const std::map<std::string, sdk::Shape>& shapes) {
+  ir::Graph r = g;
+  std::map<std::string, ir::TensorType> types;
+  for (ir::TensorDecl& d : r.declared) {
+    auto it = shapes.find(d.id);
+    if (it != shapes.end()) d.shape = it->second;
+    types[d.id] = {d.shape, d.dtype};
+  }
+  auto scalar = [](const sdk::Shape& s) { return s.empty() || (s.size() == 1 && s[0] == 1); };
+  for (ir::Node& n : r.nodes) {
+    std::vector<ir::TensorType> ins;
+    for (const std::string& in : n.inputs) ins.push_back(types.at(in));
+    const ir::TensorType t = ir::infer_output(n, ins);
+    if (!(scalar(t.shape) && scalar(n.output_shape))) n.output_shape = t.shape;  // [] and [1] stay as declared
+    types[n.output] = {n.output_shape, n.dtype};
+  }
+  return r;
+}
+
+ir::Digest digest_of(const ir::CborWriter& w) { return ir::sha256(w.out); }
+
+// shape_envelope_hash = SHA-256(CBOR([[id, [bounds]], ...])), ids ascending.
+ir::Digest envelope_hash(const std::map<std::string, sdk::Shape>& env) {
+  ir::CborWriter w;
+  w.array(env.size());
+  for (const auto& [id, dims] : env) {
+    w.array(2);
+    w.text(id);
+    w.array(dims.size());
+    for (int64_t e : dims) w.integer(e);
+  }
+  return digest_of(w);
+}
+
+// arena_config_hash = SHA-256(CBOR([[name, alignment, capacity, persistent]])),
+// the form `umlos plan` hashes (docs/tmmu.md).
+ir::Digest arena_config_hash(const umlos_plan_arena& a) {
+  ir::CborWriter w;
+  w.array(1);
+  w.array(4);
+  w.text(a.name);
+  w.uint(a.alignment);
+  w.uint(a.capacity);
+  w.boolean((a.flags & UMLOS_ARENA_PERSISTENT) != 0);
+  return digest_of(w);
+}
+
+// Spec 001 10: plans are keyed by (shape_envelope_hash, mode, arena_config_hash).
+ir::Digest replan_key(const ir::Digest& envelope, const std::string& mode, const ir::Digest& arena) {
+  ir::CborWriter w;
+  w.array(4);
+  w.text("tmmu_replan_key_v1");
+  w.bytes(envelope.data(), envelope.size());
+  w.text(mode);
+  w.bytes(arena.data(), arena.size());
+  return digest_of(w);
+}
+
+std::vector<uint8_t> read_u8(sdk::Context& c, const umlos_tensor* t) {
+  std::vector<uint8_t> v(sdk::element_count(c.shape(t)));
+  if (!v.empty()) c.read_bytes(t, 0, v.data(), v.size());
+  return v;
+}
+
 void execute(sdk::Context& c) {
   const std::vector<uint8_t> ir_cbor = config_bytes(c, "model.ir");
   if (ir_cbor.empty()) throw sdk::Error(UMLOS_INVALID_IR, "config key 'model.ir' (the ModelIR graph) is required");
@@ -142,10 +269,13 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
   for (const ir::TensorDecl& d : g.declared) if (d.role == "parameter") params.push_back(d.id);
   vo.wrt = params;
   ir::validate(g, vo);
+  const Dynamic dyn = read_dynamic(c, g);
 
-  // Bind declared tensors, checking shapes and dtypes; constants with a value
-  // are written here (a tensor write, not a primitive).
+  // Bind declared tensors, checking shapes and dtypes (a dynamic input: its
+  // rank and dtype); constants with a value are written here (a tensor
+  // write, not a primitive).
   ir::Binding tensor;
+  std::map<std::string, sdk::Shape> bound;  // dynamic inputs' shapes in this call
   for (const ir::TensorDecl& d : g.declared) {
     if (!d.value.empty()) {
       umlos_tensor* t = c.temp(d.dtype, d.shape);
@@ -159,6 +289,21 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     }
     const std::string name = (d.role == "parameter" ? "model.param." : "model.input.") + d.id;
     umlos_tensor* t = const_cast<umlos_tensor*>(c.input(name.c_str()));
+    auto env = dyn.declared.find(d.id);
+    if (env != dyn.declared.end()) {
+      const sdk::Shape s = c.shape(t);
+      bool ok = c.dtype(t) == d.dtype && s.size() == d.shape.size();
+      for (int64_t e : s) ok = ok && e >= 1;
+      if (!ok) {
+        throw sdk::Error(UMLOS_SHAPE_MISMATCH, "value '", name, "' is ", dtype_text(c.dtype(t)), sdk::shape_string(s),
+                         ", the IR declares ", dtype_text(d.dtype), " of rank ", d.shape.size(),
+                         " with dims >= 1 (dynamic: model.shape_envelope.", d.id, " = ",
+                         sdk::shape_string(env->second), ")");
+      }
+      bound[d.id] = s;
+      tensor[d.id] = t;
+      continue;
+    }
     if (c.shape(t) != d.shape || c.dtype(t) != d.dtype) {
       throw sdk::Error(UMLOS_SHAPE_MISMATCH, "value '", name, "' is ", dtype_text(c.dtype(t)),
                        sdk::shape_string(c.shape(t)), ", the IR declares ", dtype_text(d.dtype),
@@ -167,25 +312,78 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     tensor[d.id] = t;
   }
 
+  // II.H: the envelope in effect is the run's (model.tmmu.envelope.*, from
+  // the previous call) or, on the first call, the configured one.
+  std::map<std::string, sdk::Shape> envelope = dyn.declared;
+  std::vector<uint8_t> previous_plan_hash(32, 0);  // zeros: no plan yet in this run
+  int64_t replans = 0;
+  if (!dyn.declared.empty()) {
+    bool have_state = true;
+    std::map<std::string, sdk::Shape> state;
+    for (const auto& [id, bounds] : dyn.declared) {
+      const umlos_tensor* s = c.optional_input(("model.tmmu.envelope." + id).c_str());
+      std::vector<int64_t> v = s ? c.read<int64_t>(s) : std::vector<int64_t>{};
+      if (v.size() != bounds.size()) {  // absent, or written for another IR: start from the configuration
+        have_state = false;
+        break;
+      }
+      state[id] = v;
+    }
+    if (have_state) {
+      envelope = state;
+      if (const umlos_tensor* h = c.optional_input("model.tmmu.plan_hash")) previous_plan_hash = read_u8(c, h);
+      if (const umlos_tensor* r = c.optional_input("model.tmmu.replans")) replans = c.read<int64_t>(r).at(0);
+    }
+  }
+  const std::map<std::string, sdk::Shape> envelope_before = envelope;
+  for (const auto& [id, s] : bound) {  // ids ascending: the first one outside is the one named
+    sdk::Shape& e = envelope[id];
+    bool inside = true;
+    for (size_t k = 0; k < s.size(); ++k) inside = inside && s[k] <= e[k];
+    if (inside) continue;
+    if (!dyn.replan) {
+      throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "input '", id, "' (model.input.", id, ") is ", sdk::shape_string(s),
+                       ", outside the shape envelope ", sdk::shape_string(e),
+                       " the memory plan was made for (model.replan_policy ABORT; spec 001 II.H)");
+    }
+    for (size_t k = 0; k < s.size(); ++k) e[k] = std::max(e[k], s[k]);
+  }
+  const bool replanned = envelope != envelope_before;
+  replans += replanned ? 1 : 0;
+  // The graph at this call's shapes, and the one the memory plan is made
+  // for (the envelope's). Without dynamic inputs both are the IR as written.
+  std::optional<ir::Graph> at_bound, at_envelope;
+  if (!dyn.declared.empty()) {
+    at_bound = reshaped(g, bound);
+    at_envelope = reshaped(g, envelope);
+    ir::validate(*at_bound, vo);
+    ir::validate(*at_envelope, vo);
+  }
+  const ir::Graph& G = at_bound ? *at_bound : g;
+  const ir::Graph& P = at_envelope ? *at_envelope : g;
+
   // 3. BuildGradDependencyOrder_v1.
   ir::GradOrder order;
-  if (backward) order = ir::grad_dependency_order(g);
+  if (backward) order = ir::grad_dependency_order(G);
 
-  // 4. AnalyzeLiveness_v1 and placement.
-  const std::vector<ir::Interval> live = ir::liveness(g, backward || mode.save, order.order.empty() ? [&] {
-    std::vector<size_t> r(g.nodes.size());
+  // 4. AnalyzeLiveness_v1 and placement. Intervals depend on the graph's
+  // structure only, so the envelope's and the call's agree but in bytes.
+  const std::vector<size_t> reverse_order = order.order.empty() ? [&] {
+    std::vector<size_t> r(G.nodes.size());
     for (size_t k = 0; k < r.size(); ++k) r[k] = r.size() - 1 - k;
     return r;
-  }() : order.order, params);
-  std::set<std::string> kept(g.outputs.begin(), g.outputs.end());  // values, not arena tensors
-  if (!g.loss.empty()) kept.insert(g.loss);
+  }() : order.order;
+  const std::vector<ir::Interval> live = ir::liveness(G, backward || mode.save, reverse_order, params);
+  const std::vector<ir::Interval> planned = at_envelope ? ir::liveness(P, backward || mode.save, reverse_order, params) : live;
+  std::set<std::string> kept(G.outputs.begin(), G.outputs.end());  // values, not arena tensors
+  if (!G.loss.empty()) kept.insert(G.loss);
   constexpr uint64_t kAlign = 64;
-  std::vector<size_t> arena_items;  // indices into live
+  std::vector<size_t> arena_items;  // indices into live (and planned)
   uint64_t total_bytes = 0;
-  for (size_t i = 0; i < live.size(); ++i) {
-    if (kept.count(live[i].id) || live[i].bytes == 0) continue;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    if (kept.count(planned[i].id) || planned[i].bytes == 0) continue;
     arena_items.push_back(i);
-    total_bytes += (live[i].bytes + kAlign - 1) / kAlign * kAlign;  // without reuse, each at its own aligned offset
+    total_bytes += (planned[i].bytes + kAlign - 1) / kAlign * kAlign;  // without reuse, each at its own aligned offset
   }
   const std::string placement = c.config("model.placement", "temps");
   if (placement != "temps" && placement != "tmmu") {
@@ -193,13 +391,15 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
   }
   uint64_t peak = total_bytes;
   std::map<std::string, umlos_tensor*> placed;
-  if (placement == "tmmu" && !arena_items.empty()) {
-    std::map<std::string, size_t> item_of;
-    for (size_t k = 0; k < arena_items.size(); ++k) item_of[live[arena_items[k]].id] = k;
+  const umlos_plan_arena arena{"activations", kAlign, 0, 0, 0};
+  std::optional<ir::Digest> plan_hash;
+  if (placement == "tmmu") {
+    std::map<std::string, size_t> item_of;  // ids ascending
+    for (size_t k = 0; k < arena_items.size(); ++k) item_of[planned[arena_items[k]].id] = k;
     std::vector<umlos_plan_tensor> req_t(arena_items.size());
     std::vector<uint64_t> group(arena_items.size(), 0);
     for (size_t k = 0; k < arena_items.size(); ++k) {
-      const ir::Interval& iv = live[arena_items[k]];
+      const ir::Interval& iv = planned[arena_items[k]];
       umlos_plan_tensor& t = req_t[k];
       std::memset(&t, 0, sizeof t);
       t.size = iv.bytes;
@@ -216,29 +416,89 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
       }
     }
     for (size_t k = 0; k < arena_items.size(); ++k) req_t[k].alias_group = group[k];
-    umlos_plan_arena arena{"activations", kAlign, 0, 0, 0};
-    umlos_plan_request req;
-    std::memset(&req, 0, sizeof req);
-    req.struct_size = sizeof req;
-    req.tensors = req_t.data();
-    req.n_tensors = req_t.size();
-    req.arenas = &arena;
-    req.n_arenas = 1;
     std::vector<uint64_t> offsets(req_t.size()), slots(req_t.size());
     uint64_t footprint = 0;
-    umlos_plan_result res;
-    std::memset(&res, 0, sizeof res);
-    res.struct_size = sizeof res;
-    res.offsets = offsets.data();
-    res.slots = slots.data();
-    res.arena_footprint = &footprint;
-    c.plan_memory(req, res);
-    umlos_tensor* base = c.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(footprint, 1))});
-    for (size_t k = 0; k < arena_items.size(); ++k) {
-      const ir::Node& n = g.nodes[live[arena_items[k]].producer];
-      placed[n.output] = c.view(base, offsets[k], n.dtype, n.output_shape);
+    if (!arena_items.empty()) {
+      umlos_plan_request req;
+      std::memset(&req, 0, sizeof req);
+      req.struct_size = sizeof req;
+      req.tensors = req_t.data();
+      req.n_tensors = req_t.size();
+      req.arenas = &arena;
+      req.n_arenas = 1;
+      umlos_plan_result res;
+      std::memset(&res, 0, sizeof res);
+      res.struct_size = sizeof res;
+      res.offsets = offsets.data();
+      res.slots = slots.data();
+      res.arena_footprint = &footprint;
+      c.plan_memory(req, res);
+      umlos_tensor* base = c.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(footprint, 1))});
+      for (size_t k = 0; k < arena_items.size(); ++k) {
+        const ir::Interval& iv = live[arena_items[k]];
+        if (iv.bytes > req_t[k].size) {  // a primitive whose output grows as an input shrinks
+          throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "activation '", iv.id, "' needs ", iv.bytes,
+                           " bytes at this call's shapes, the plan made at the shape envelope holds ",
+                           req_t[k].size, " (spec 001 II.H)");
+        }
+        const ir::Node& n = G.nodes[iv.producer];
+        placed[n.output] = c.view(base, offsets[k], n.dtype, n.output_shape);
+      }
     }
     peak = footprint;
+    // tmmu_plan_hash (spec 001 II.K) of the activation arena: SHA-256(CBOR(
+    // ["tmmu_plan_v1", [ir_hash', mode, arena_config_hash, execution_order_hash,
+    // rank 0, world_size 1, shard_spec_hash, slot_assignment_table,
+    // logical_address_table]])), where ir_hash' is the IR's hash or, with
+    // dynamic inputs, SHA-256(CBOR(["modelir_envelope_v1", ir_hash,
+    // shape_envelope_hash])): the graph the plan was made for. Tables by id.
+    ir::Digest planned_ir = ir_hash;
+    if (!dyn.declared.empty()) {
+      ir::CborWriter w;
+      w.array(3);
+      w.text("modelir_envelope_v1");
+      w.bytes(ir_hash.data(), ir_hash.size());
+      const ir::Digest e = envelope_hash(envelope);
+      w.bytes(e.data(), e.size());
+      planned_ir = digest_of(w);
+    }
+    ir::CborWriter order_cbor;  // [[forward node ids], [backward node ids]]
+    order_cbor.array(2);
+    order_cbor.array(G.nodes.size());
+    for (const ir::Node& n : G.nodes) order_cbor.integer(n.node_id);
+    order_cbor.array(order.order.size());
+    for (size_t p : order.order) order_cbor.integer(G.nodes[p].node_id);
+    const ir::Digest arena_hash = arena_config_hash(arena);
+    const ir::Digest order_hash = digest_of(order_cbor);
+    const std::vector<uint8_t> null_cbor = {0xf6};
+    const ir::Digest shard_hash = ir::sha256(null_cbor);
+    ir::CborWriter w;
+    w.array(2);
+    w.text("tmmu_plan_v1");
+    w.array(9);
+    w.bytes(planned_ir.data(), planned_ir.size());
+    w.text(mode_text);
+    w.bytes(arena_hash.data(), arena_hash.size());
+    w.bytes(order_hash.data(), order_hash.size());
+    w.uint(0);
+    w.uint(1);
+    w.bytes(shard_hash.data(), shard_hash.size());
+    w.array(item_of.size());
+    for (const auto& [id, k] : item_of) {
+      w.array(3);
+      w.text(id);
+      w.text(arena.name);
+      if (slots[k] == UMLOS_PLAN_NO_SLOT) w.out.push_back(0xf6);  // CBOR null
+      else w.uint(slots[k]);
+    }
+    w.array(item_of.size());
+    for (const auto& [id, k] : item_of) {
+      w.array(3);
+      w.text(id);
+      w.text(arena.name);
+      w.uint(offsets[k]);
+    }
+    plan_hash = digest_of(w);
   }
 
   // 5. Dispatch, with node trace records.
@@ -263,8 +523,8 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     trace_items.boolean(true);
     ++n_records;
   };
-  ir::forward(c, g, tensor, [&](const ir::Node& n) -> umlos_tensor* {
-    if (std::find(g.outputs.begin(), g.outputs.end(), n.output) != g.outputs.end()) {
+  ir::forward(c, G, tensor, [&](const ir::Node& n) -> umlos_tensor* {
+    if (std::find(G.outputs.begin(), G.outputs.end(), n.output) != G.outputs.end()) {
       return c.output(("model.out." + n.output).c_str(), n.dtype, n.output_shape);
     }
     auto it = placed.find(n.output);
@@ -280,11 +540,11 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
   }
 
   std::vector<std::pair<std::string, umlos_tensor*>> critical;  // StateFingerprint_v1 order
-  for (const std::string& o : g.outputs) critical.push_back({"out." + o, tensor.at(o)});
+  for (const std::string& o : G.outputs) critical.push_back({"out." + o, tensor.at(o)});
   if (backward) {
-    std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, tensor, {{g.loss, 1.0}}, params, order.order, trace);
+    std::map<std::string, umlos_tensor*> grads = ir::backward(c, G, tensor, {{G.loss, 1.0}}, params, order.order, trace);
     // CollectGradients_v1: parameters in declaration (registration) order.
-    for (const ir::TensorDecl& d : g.declared) {
+    for (const ir::TensorDecl& d : G.declared) {
       if (d.role != "parameter") continue;
       umlos_tensor* out = c.output(("model.grad." + d.id).c_str(), d.dtype, d.shape);
       auto it = grads.find(d.id);
@@ -292,7 +552,7 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
       // else: the parameter does not reach the loss; its gradient stays zero.
       critical.push_back({"grad." + d.id, out});
     }
-    std::vector<double> loss = read_f64(c, tensor.at(g.loss));
+    std::vector<double> loss = read_f64(c, tensor.at(G.loss));
     c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), std::vector<double>{loss.at(0)});
   }
 
@@ -367,6 +627,23 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
           std::vector<double>{total_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(peak) / static_cast<double>(total_bytes)});
   c.write(c.output("model.exec.reverse_equivalent", UMLOS_DTYPE_I64, {}),
           std::vector<int64_t>{order.reverse_equivalent ? 1 : 0});
+  if (plan_hash) write_bytes_value(c, "model.exec.tmmu_plan_hash", std::vector<uint8_t>(plan_hash->begin(), plan_hash->end()));
+  if (!dyn.declared.empty()) {
+    // II.H record: old and new plan hash of this call's safepoint, and the key.
+    const ir::Digest key = replan_key(envelope_hash(envelope), mode_text, arena_config_hash(arena));
+    write_bytes_value(c, "model.exec.tmmu_replan_key", std::vector<uint8_t>(key.begin(), key.end()));
+    c.write(c.output("model.exec.tmmu_replanned", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{replanned ? 1 : 0});
+    // Run state for the next call (persistent: checkpointed, fingerprinted).
+    for (const auto& [id, dims] : envelope) {
+      c.write(c.output(("model.tmmu.envelope." + id).c_str(), UMLOS_DTYPE_I64, {static_cast<int64_t>(dims.size())}),
+              std::vector<int64_t>(dims.begin(), dims.end()));
+    }
+    c.write(c.output("model.tmmu.replans", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{replans});
+    if (plan_hash) {
+      write_bytes_value(c, "model.exec.tmmu_previous_plan_hash", previous_plan_hash);
+      write_bytes_value(c, "model.tmmu.plan_hash", std::vector<uint8_t>(plan_hash->begin(), plan_hash->end()));
+    }
+  }
 }
 
 // UML_OS.Model.InitFromIR_v1: one draw of N(0,1) values from `init` covering
@@ -439,6 +716,10 @@ sdk::Module describe() {
                .output("model.grad.*", UMLOS_DTYPE_ANY)
                .output("model.saved.*", UMLOS_DTYPE_ANY)
                .output("model.exec.*", UMLOS_DTYPE_ANY)
+               // II.H run state of dynamic shapes (model.shape_envelope): the
+               // envelope in effect, the plan hash, the number of replans.
+               .input("model.tmmu.*", UMLOS_DTYPE_ANY)
+               .output("model.tmmu.*", UMLOS_DTYPE_ANY, sdk::any_shape, UMLOS_VALUE_PERSISTENT)
                .output("loss_total", UMLOS_DTYPE_F64, sdk::Dims{}, UMLOS_VALUE_OPTIONAL)
                .run(execute)
                .test(sdk::TestVector("forward matmul")
