@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "error.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
@@ -41,6 +42,7 @@ std::string mlp_ir(int64_t n) {
 // policy), each indented by four spaces.
 struct Exec {
   Host host;
+  Manifest manifest;
   const umlos_operator_desc* op = nullptr;
   Exec(const std::string& model, int64_t declared = 4,
        const std::string& strategy = "UML_OS.TMMU.BytePlanner_v1") {
@@ -51,7 +53,8 @@ struct Exec {
     const std::string text = "umlos_manifest: 1\nname: replan\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
                              "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: backward\n" +
                              model + "    ir:\n" + mlp_ir(declared);
-    host.set_operator_config(parse_manifest(text, "replan.yaml", "/tmp", true).config);
+    manifest = parse_manifest(text, "replan.yaml", "/tmp", true);
+    host.set_operator_config(manifest.config);
     host.activate_driver("cpu_driver");
     op = host.find_operator("UML_OS.Model.ModelIR_Executor_v1");
     set("model.param.W", {3, 5}, {0.3, -0.2, 0.5, 0.1, -0.7, 0.4, 0.2, -0.6, 0.9, 0.05, -0.3, 0.8, 0.15, -0.25, 0.35});
@@ -208,23 +211,28 @@ TEST_CASE("Replanning is deterministic: two runs of one shape sequence give the 
   }
 }
 
-TEST_CASE("A run resumed from its plan state continues on the same plan without replanning",
-          "[tmmu][executor][replan]") {
+TEST_CASE("A checkpoint stores the updated plan hash, and a run restored from it continues on the same plan",
+          "[tmmu][executor][replan][checkpoint]") {
   Exec a(kReplan);
   a.call(1, 4);
   a.call(2, 9);  // replan to [9, 3]
   const std::string h = a.plan_hash();
-  // A fresh host given the persistent values, as a checkpoint restore does.
-  Exec b(kReplan);
-  for (const std::string& name : a.host.persistent_value_names()) {
-    b.host.set_value(name, b.host.from_host(a.host.to_host(*a.host.values().at(name))), true);
+  const CheckpointData ck = decode_checkpoint(encode_checkpoint(a.manifest, a.host, CheckpointExtras{}), "test");
+  bool stored = false;
+  for (const CheckpointValue& v : ck.values) {
+    if (v.name == "model.tmmu.plan_hash") stored = Exec::to_hex_bytes(v.tensor.data) == h;
   }
+  CHECK(stored);
+  // A fresh host restored from it, as `umlos run --resume` does.
+  Exec b(kReplan);
+  restore_into(b.host, ck, b.manifest);
   b.call(3, 6);
   a.call(3, 6);
   CHECK(b.i64("model.exec.tmmu_replanned") == std::vector<int64_t>{0});
   CHECK(b.plan_hash() == h);
   CHECK(b.bytes("model.exec.execution_fp") == a.bytes("model.exec.execution_fp"));
   CHECK(b.i64("model.tmmu.replans") == std::vector<int64_t>{1});
+  CHECK(b.i64("model.tmmu.envelope.x") == std::vector<int64_t>{9, 3});
 }
 
 TEST_CASE("Under ABORT a shape outside the envelope fails with INVALID_IR_SHAPES naming the input, and nothing is committed",
