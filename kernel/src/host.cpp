@@ -1108,6 +1108,7 @@ void Host::plan_checked(const umlos_plan_request& request, umlos_plan_result& re
                                               " (nothing was allocated)");
     }
   }
+  if (plan_observer_) plan_observer_(active_strategy_->name, request, result);
 }
 
 void Host::plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request,

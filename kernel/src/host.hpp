@@ -162,6 +162,11 @@ class Host {
   void set_memory_budget(uint64_t bytes) { memory_budget_ = bytes; }
   // plan() with the active strategy, then the kernel's checker and budget.
   void plan_checked(const umlos_plan_request& request, umlos_plan_result& result);
+  // Called with every plan plan_checked() accepted (the run writes the
+  // first one as RUN_DIR/memory_plan.svg). The references live for the call.
+  using PlanObserver = std::function<void(const std::string& strategy, const umlos_plan_request& request,
+                                          const umlos_plan_result& result)>;
+  void set_plan_observer(PlanObserver observer) { plan_observer_ = std::move(observer); }
 
   int64_t iteration() const { return t_; }
   void set_iteration(int64_t t) { t_ = t; }
@@ -183,6 +188,7 @@ class Host {
   Digest replay_token_{};
   const umlos_tmmu_strategy_desc* active_strategy_ = nullptr;
   uint64_t memory_budget_ = 0;
+  PlanObserver plan_observer_;
   bool strict_contracts_ = false;
   Profile profile_;
   std::set<const umlos_operator_desc*> verified_pure_;

@@ -20,6 +20,7 @@
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "host.hpp"
+#include "plan/plan_output.hpp"
 #include "tape.hpp"
 
 namespace umlos {
@@ -464,7 +465,23 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
                     manifest.where("tmmu.strategy") + ": key 'tmmu.strategy' names '" + manifest.tmmu_strategy +
                         "', which no module of the manifest offers");
     }
-    if (!manifest.tmmu_strategy.empty()) rs.host.set_active_strategy(manifest.tmmu_strategy);
+    if (!manifest.tmmu_strategy.empty()) {
+      rs.host.set_active_strategy(manifest.tmmu_strategy);
+      // The run's first memory plan, drawn (x = step, y = offset) for
+      // `umlos report`: operators plan the same graph every iteration, so the
+      // first plan is the one the run applies. Written once, atomically.
+      const std::string svg_file = (fs::path(rs.run_dir) / "memory_plan.svg").string();
+      rs.host.set_plan_observer([&rs, svg_file](const std::string& strategy, const umlos_plan_request& request,
+                                                const umlos_plan_result& result) {
+        std::error_code ec;
+        if (fs::exists(svg_file, ec)) return;
+        plan::IntervalSet set;
+        plan::PlanReport report;
+        plan::from_request(request, result, strategy,
+                           rs.current_operator + " at t " + std::to_string(rs.host.iteration()), set, report);
+        write_file_atomic(svg_file, plan::to_svg(set, report));
+      });
+    }
     if (const cbor::Value* mb = lookup(manifest.canonical, "budgets.memory_bytes");
         mb && mb->kind() == cbor::Value::Kind::UInt) {
       rs.host.set_memory_budget(mb->as_uint());

@@ -110,6 +110,34 @@ TEST_CASE("Two runs of the same manifest write byte-identical traces", "[trainin
   CHECK(state_fps(a.trace()).size() == 120);
 }
 
+TEST_CASE("A run places Update_v1's gradient buffers with the manifest's TMMU strategy and the report draws that plan",
+          "[training][tmmu][report]") {
+  const std::string m = variant("digits", "plan", {{"max_steps: 1500", "max_steps: 5"}});
+  Run a = run(m, "plan-a"), b = run(m, "plan-b");
+  REQUIRE(a.result.exit_status == 0);
+  REQUIRE(b.result.exit_status == 0);
+  const std::string svg = read_text(a.dir + "/memory_plan.svg");
+  // The first plan of the run: Update_v1 at t 1, the byte strategy, at its lower bound.
+  CHECK(svg.find("UML_OS.Update_v1 at t 1") != std::string::npos);
+  CHECK(svg.find("UML_OS.TMMU.BytePlanner_v1") != std::string::npos);
+  std::smatch fit;
+  REQUIRE(std::regex_search(svg, fit, std::regex(R"(: (\d+) B, lower bound (\d+) B)")));
+  CHECK(std::stoull(fit[1].str()) >= std::stoull(fit[2].str()));
+  CHECK(std::stoull(fit[1].str()) <= std::stoull(fit[2].str()) * 11 / 10);
+  CHECK(svg == read_text(b.dir + "/memory_plan.svg"));  // the plan is deterministic
+  const std::string page = a.dir + "/report.html";
+  REQUIRE(run_umlos("report '" + a.dir + "' -o '" + page + "'").exit_status == 0);
+  const std::string html = read_text(page);
+  CHECK(html.find("<h2>memory plan</h2>") != std::string::npos);
+  CHECK(html.find("UML_OS.TMMU.BytePlanner_v1") != std::string::npos);
+
+  // placement: temps plans nothing and draws nothing.
+  const std::string t = variant("digits", "temps", {{"max_steps: 1500", "max_steps: 5"}, {"placement: tmmu", "placement: temps"}});
+  Run c = run(t, "plan-temps");
+  REQUIRE(c.result.exit_status == 0);
+  CHECK_FALSE(fs::exists(c.dir + "/memory_plan.svg"));
+}
+
 TEST_CASE("The state_fp sequence is the same with 1 and 2 driver threads", "[training][determinism]") {
   const std::string one = variant("digits", "threads1", {{"max_steps: 1500", "max_steps: 80"}});
   const std::string two = variant("digits", "threads2",

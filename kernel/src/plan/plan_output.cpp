@@ -282,4 +282,44 @@ std::string to_svg(const IntervalSet& set, const PlanReport& plan) {
   return o.str();
 }
 
+void from_request(const umlos_plan_request& request, const umlos_plan_result& result, const std::string& strategy,
+                  const std::string& name, IntervalSet& set, PlanReport& plan) {
+  set = IntervalSet{};
+  set.name = name;
+  set.source = name;
+  for (uint32_t a = 0; a < request.n_arenas; ++a) {
+    const umlos_plan_arena& ra = request.arenas[a];
+    ArenaSpec spec;
+    spec.name = ra.name ? ra.name : "arena" + std::to_string(a);
+    spec.alignment = ra.alignment;
+    spec.capacity = ra.capacity;
+    spec.persistent = (ra.flags & UMLOS_ARENA_PERSISTENT) != 0;
+    set.arenas.push_back(spec);
+  }
+  // Zero-padded indices keep the id order equal to the request order.
+  const size_t width = std::to_string(request.n_tensors).size();
+  for (uint64_t i = 0; i < request.n_tensors; ++i) {
+    const umlos_plan_tensor& rt = request.tensors[i];
+    TensorSpec t;
+    std::string digits = std::to_string(i);
+    t.id = "t" + std::string(width - digits.size(), '0') + digits;
+    t.arena = rt.arena;
+    t.size = t.actual_size = rt.size;
+    t.alignment = rt.alignment;
+    t.begin = rt.begin;
+    t.end = rt.end;
+    t.flags = rt.flags;
+    t.alias_group = rt.alias_group;
+    set.tensors.push_back(t);
+  }
+  plan = PlanReport{};
+  plan.strategy = strategy;
+  plan.offsets.assign(result.offsets, result.offsets + request.n_tensors);
+  if (result.slots) plan.slots.assign(result.slots, result.slots + request.n_tensors);
+  else plan.slots.assign(request.n_tensors, UMLOS_PLAN_NO_SLOT);
+  plan.arena_footprint.assign(result.arena_footprint, result.arena_footprint + request.n_arenas);
+  plan.work_units = result.work_units;
+  plan.metrics = compute_metrics(request, result);
+}
+
 }  // namespace umlos::plan

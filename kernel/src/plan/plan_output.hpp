@@ -43,4 +43,9 @@ std::string to_text(const IntervalSet& set, const PlanReport& plan, const Digest
 // lower bound as a dashed line.
 std::string to_svg(const IntervalSet& set, const PlanReport& plan);
 
+// The interval set and report of a plan made through services->plan_memory
+// (a module's request; tensors are named by request index, "t0042").
+void from_request(const umlos_plan_request& request, const umlos_plan_result& result, const std::string& strategy,
+                  const std::string& name, IntervalSet& set, PlanReport& plan);
+
 }  // namespace umlos::plan

@@ -1,7 +1,12 @@
 // engine.cpp — see engine.hpp.
 #include "engine.hpp"
 
+#include <umlos_tmmu.h>
+
 #include <algorithm>
+#include <cstring>
+#include <optional>
+#include <functional>
 #include <queue>
 #include <set>
 
@@ -248,10 +253,32 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
   return backward(c, g, b, seeds, wrt, order, TraceHook{});
 }
 
-std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
-                                              const std::vector<Seed>& seeds,
-                                              const std::vector<std::string>& wrt,
-                                              const std::vector<size_t>& order, const TraceHook& trace) {
+namespace {
+
+// The control flow of backward(), shared by backward() (which dispatches)
+// and gradient_buffers() (which only records when each gradient buffer is
+// born and last used), so the plan and the run cannot disagree. Buffers are
+// numbered in allocation order: the seeds, then for each node of `order`
+// that runs, one per float input in slot order. Steps: 0 the seeds' fill,
+// j >= 1 the j-th entry of `order`; order.size() + 1 the caller reading the
+// returned gradients.
+struct BackwardHooks {
+  // Makes buffer `index` (seed k or input `slot` of node `pos`).
+  std::function<void(size_t index, const std::string& of)> make;
+  // Adds buffer `from` into buffer `into` at `step`.
+  std::function<void(size_t from, size_t into, int64_t step)> accumulate;
+  // Runs node `pos`'s gradient at `step`: reads buffer `dy`, writes `outs`.
+  std::function<void(size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>& slots,
+                     int64_t step)> run;
+  // Buffer `index` is dropped after `step` (not a contribution to a tensor
+  // the gradients flow through).
+  std::function<void(size_t index, int64_t step)> drop;
+};
+
+std::map<std::string, size_t> walk_backward(const Graph& g, const std::vector<Seed>& seeds,
+                                            const std::vector<std::string>& wrt, const std::vector<size_t>& order,
+                                            const std::function<bool(const std::string&)>& has_gradient,
+                                            const BackwardHooks& h) {
   // Which tensors depend on a `wrt` tensor (only their gradients matter).
   std::set<std::string> depends(wrt.begin(), wrt.end());
   for (const Node& n : g.nodes) {
@@ -259,48 +286,96 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
       if (depends.count(in)) { depends.insert(n.output); break; }
     }
   }
+  // Contributions keyed by (consumer position + 1, input slot); the seeds
+  // take (0, k), so they are summed first, in list order.
+  using Key = std::pair<size_t, size_t>;
+  std::map<std::string, std::vector<std::pair<Key, size_t>>> contributions;
+  size_t next = 0;
+  auto gradient_of = [&](const std::string& id, int64_t step) -> std::optional<size_t> {
+    auto it = contributions.find(id);
+    if (it == contributions.end() || it->second.empty()) return std::nullopt;
+    auto& list = it->second;
+    std::stable_sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    const size_t sum = list.front().second;
+    for (size_t k = 1; k < list.size(); ++k) h.accumulate(list[k].second, sum, step);
+    list.resize(1);
+    return sum;
+  };
+  for (size_t k = 0; k < seeds.size(); ++k) {
+    h.make(next, seeds[k].id);
+    contributions[seeds[k].id].push_back({{0, k}, next++});
+  }
+  int64_t step = 0;
+  for (size_t pos : order) {
+    ++step;
+    if (pos >= g.nodes.size()) throw sdk::Error(UMLOS_INTERNAL, "backward: node position ", pos, " out of range");
+    const Node& n = g.nodes[pos];
+    if (!depends.count(n.output)) continue;
+    const std::optional<size_t> dy = gradient_of(n.output, step);
+    if (!dy) continue;  // does not reach a seed
+    std::vector<size_t> outs, slots;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (!has_gradient(n.inputs[k])) continue;  // index inputs have no gradient
+      h.make(next, n.inputs[k]);
+      outs.push_back(next++);
+      slots.push_back(k);
+    }
+    h.run(pos, *dy, outs, slots, step);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (!depends.count(n.inputs[slots[k]])) {
+        h.drop(outs[k], step);
+        continue;
+      }
+      contributions[n.inputs[slots[k]]].push_back({{pos + 1, slots[k]}, outs[k]});
+    }
+  }
+  std::map<std::string, size_t> out;
+  for (const std::string& id : wrt) {
+    if (std::optional<size_t> grad = gradient_of(id, step + 1)) out[id] = *grad;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
+                                              const std::vector<Seed>& seeds,
+                                              const std::vector<std::string>& wrt,
+                                              const std::vector<size_t>& order, const TraceHook& trace) {
+  return backward(c, g, b, seeds, wrt, order, trace, GradAllocator{});
+}
+
+std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
+                                              const std::vector<Seed>& seeds,
+                                              const std::vector<std::string>& wrt,
+                                              const std::vector<size_t>& order, const TraceHook& trace,
+                                              const GradAllocator& alloc) {
   auto bound = [&](const std::string& id) -> umlos_tensor* {
     auto it = b.find(id);
     if (it == b.end()) throw sdk::Error(UMLOS_INVALID_IR, "backward: tensor '", id, "' is not bound (run forward first)");
     return it->second;
   };
-  // Contributions keyed by (consumer position + 1, input slot); the seeds
-  // take (0, k), so they are summed first, in list order.
-  using Key = std::pair<size_t, size_t>;
-  std::map<std::string, std::vector<std::pair<Key, umlos_tensor*>>> contributions;
-  auto gradient_of = [&](const std::string& id) -> umlos_tensor* {
-    auto it = contributions.find(id);
-    if (it == contributions.end() || it->second.empty()) return nullptr;
-    auto& list = it->second;
-    std::stable_sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    umlos_tensor* sum = list.front().second;
-    for (size_t k = 1; k < list.size(); ++k) c.dispatch("accumulate", {list[k].second}, {sum});
-    list.resize(1);
-    return sum;
+  std::vector<umlos_tensor*> buffer;
+  size_t seeds_made = 0;  // the walk makes the seeds' buffers first, in list order
+  BackwardHooks h;
+  h.make = [&](size_t index, const std::string& of) {
+    const umlos_tensor* x = bound(of);
+    umlos_tensor* t = alloc ? alloc(index, c.dtype(x), c.shape(x)) : c.temp(c.dtype(x), c.shape(x));
+    buffer.push_back(t);
+    if (seeds_made < seeds.size()) {
+      c.dispatch("fill", {}, {t}, {sdk::Attr::real("value", seeds[seeds_made].value)});
+      ++seeds_made;
+    }
   };
-  for (size_t k = 0; k < seeds.size(); ++k) {
-    umlos_tensor* t = bound(seeds[k].id);
-    umlos_tensor* seed = c.temp(c.dtype(t), c.shape(t));
-    c.dispatch("fill", {}, {seed}, {sdk::Attr::real("value", seeds[k].value)});
-    contributions[seeds[k].id].push_back({{0, k}, seed});
-  }
-  for (size_t pos : order) {
-    if (pos >= g.nodes.size()) throw sdk::Error(UMLOS_INTERNAL, "backward: node position ", pos, " out of range");
+  h.accumulate = [&](size_t from, size_t into, int64_t) { c.dispatch("accumulate", {buffer[from]}, {buffer[into]}); };
+  h.drop = [](size_t, int64_t) {};
+  h.run = [&](size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>&, int64_t) {
     const Node& n = g.nodes[pos];
-    if (!depends.count(n.output)) continue;
-    umlos_tensor* dy = gradient_of(n.output);
-    if (!dy) continue;  // does not reach a seed
     std::vector<const umlos_tensor*> ins;
     for (const std::string& in : n.inputs) ins.push_back(bound(in));
-    ins.push_back(dy);
+    ins.push_back(buffer[dy]);
     std::vector<umlos_tensor*> grads;
-    std::vector<size_t> slots;
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      umlos_tensor* x = bound(n.inputs[k]);
-      if (!is_float(c.dtype(x))) continue;  // index inputs have no gradient
-      grads.push_back(c.temp(c.dtype(x), c.shape(x)));
-      slots.push_back(k);
-    }
+    for (size_t o : outs) grads.push_back(buffer[o]);
     const std::string grad_instr = n.instr + "_grad";
     try {
       c.dispatch(grad_instr.c_str(), ins, grads, attrs_of(n));
@@ -318,16 +393,85 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
       }
       trace(r);
     }
-    for (size_t k = 0; k < grads.size(); ++k) {
-      if (!depends.count(n.inputs[slots[k]])) continue;
-      contributions[n.inputs[slots[k]]].push_back({{pos + 1, slots[k]}, grads[k]});
-    }
-  }
+  };
+  const std::map<std::string, size_t> result = walk_backward(
+      g, seeds, wrt, order, [&](const std::string& id) { return is_float(c.dtype(bound(id))); }, h);
   std::map<std::string, umlos_tensor*> out;
-  for (const std::string& id : wrt) {
-    if (umlos_tensor* grad = gradient_of(id)) out[id] = grad;
-  }
+  for (const auto& [id, index] : result) out[id] = buffer[index];
   return out;
+}
+
+std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
+                                         const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                         const std::vector<size_t>& order) {
+  auto bound = [&](const std::string& id) -> const umlos_tensor* {
+    auto it = b.find(id);
+    if (it == b.end()) throw sdk::Error(UMLOS_INVALID_IR, "backward: tensor '", id, "' is not bound (run forward first)");
+    return it->second;
+  };
+  std::vector<GradBuffer> out;
+  const int64_t last = static_cast<int64_t>(order.size()) + 1;
+  BackwardHooks h;
+  h.make = [&](size_t, const std::string& of) {
+    const umlos_tensor* x = bound(of);
+    GradBuffer gb;
+    gb.of = of;
+    gb.dtype = c.dtype(x);
+    gb.shape = c.shape(x);
+    gb.bytes = sdk::element_count(gb.shape) * sdk::dtype_size(gb.dtype);
+    gb.begin = 0;   // seeds; a node's buffers get their step in run()
+    gb.end = last;  // until consumed; gradients the caller reads stay to the end
+    out.push_back(gb);
+  };
+  h.accumulate = [&](size_t from, size_t, int64_t step) { out[from].end = step; };
+  h.drop = [&](size_t index, int64_t step) { out[index].end = step; };
+  h.run = [&](size_t, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>&, int64_t step) {
+    out[dy].end = step;
+    for (size_t o : outs) out[o].begin = step;
+  };
+  const std::map<std::string, size_t> result = walk_backward(
+      g, seeds, wrt, order, [&](const std::string& id) { return is_float(c.dtype(bound(id))); }, h);
+  for (const auto& [id, index] : result) out[index].end = last;
+  return out;
+}
+
+PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
+                                       const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                       const std::vector<size_t>& order) {
+  const std::vector<GradBuffer> buffers = gradient_buffers(c, g, b, seeds, wrt, order);
+  std::vector<umlos_plan_tensor> tensors(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    std::memset(&tensors[i], 0, sizeof tensors[i]);
+    tensors[i].size = std::max<uint64_t>(buffers[i].bytes, 1);
+    tensors[i].begin = buffers[i].begin;
+    tensors[i].end = buffers[i].end;
+  }
+  umlos_plan_arena arena{"gradients", 64, 0, 0, 0};
+  umlos_plan_request req;
+  std::memset(&req, 0, sizeof req);
+  req.struct_size = sizeof req;
+  req.tensors = tensors.data();
+  req.n_tensors = tensors.size();
+  req.arenas = &arena;
+  req.n_arenas = 1;
+  PlacedGradients p;
+  p.offsets.assign(tensors.size(), 0);
+  std::vector<uint64_t> slots(tensors.size());
+  umlos_plan_result res;
+  std::memset(&res, 0, sizeof res);
+  res.struct_size = sizeof res;
+  res.offsets = p.offsets.data();
+  res.slots = slots.data();
+  res.arena_footprint = &p.footprint;
+  if (!tensors.empty()) c.plan_memory(req, res);
+  p.arena = c.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(p.footprint, 1))});
+  umlos_tensor* base = p.arena;
+  const std::vector<uint64_t> offsets = p.offsets;
+  p.alloc = [&c, base, offsets](size_t i, int32_t dtype, const sdk::Shape& shape) {
+    if (i >= offsets.size()) throw sdk::Error(UMLOS_INTERNAL, "gradient buffer ", i, " was not planned");
+    return c.view(base, offsets[i], dtype, shape);
+  };
+  return p;
 }
 
 }  // namespace umlos::modelir

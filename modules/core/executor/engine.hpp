@@ -142,6 +142,49 @@ using TraceHook = std::function<void(const TraceRecord&)>;
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
              const TraceHook& trace);
 
+// Gradient buffers: backward() with `alloc(index, dtype, shape)` making
+// each gradient buffer (index in allocation order: the seeds, then each
+// running node's float inputs in slot order) instead of a temp; the
+// buffers need not be zeroed (every one is written in full before it is
+// read). gradient_buffers() returns the same buffers with their lives in
+// backward steps (0: the seeds' fill; j >= 1: the j-th entry of `order`;
+// order.size() + 1: the caller reading the returned gradients), computed by
+// the same walk without dispatching anything, so a TMMU plan of them holds.
+// The Binding must hold every tensor backward() would read (after forward()).
+using GradAllocator = std::function<umlos_tensor*(size_t index, int32_t dtype, const sdk::Shape& shape)>;
+struct GradBuffer {
+  std::string of;  // the tensor this buffer is a gradient (contribution) of
+  int32_t dtype = UMLOS_DTYPE_F64;
+  sdk::Shape shape;
+  uint64_t bytes = 0;
+  int64_t begin = 0;  // inclusive
+  int64_t end = 0;    // inclusive
+};
+std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
+                                              const std::vector<Seed>& seeds,
+                                              const std::vector<std::string>& wrt,
+                                              const std::vector<size_t>& order, const TraceHook& trace,
+                                              const GradAllocator& alloc);
+std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
+                                         const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                         const std::vector<size_t>& order);
+
+// The gradient buffers of a backward() call placed by the manifest's TMMU
+// strategy: gradient_buffers() planned with services->plan_memory as one
+// arena named "gradients" (alignment 64), allocated as one temp of the
+// plan's footprint; alloc() hands out views at the planned offsets. Lives
+// for the operator call (the temp's lifetime); pass `alloc` to backward()
+// with the same arguments.
+struct PlacedGradients {
+  umlos_tensor* arena = nullptr;
+  std::vector<uint64_t> offsets;
+  uint64_t footprint = 0;
+  GradAllocator alloc;
+};
+PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
+                                       const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                       const std::vector<size_t>& order);
+
 // What Contract.Validate_v1 checks a graph against.
 struct ValidateOptions {
   std::string mode = "forward";           // forward | backward | inference

@@ -542,7 +542,14 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
   std::vector<std::pair<std::string, umlos_tensor*>> critical;  // StateFingerprint_v1 order
   for (const std::string& o : G.outputs) critical.push_back({"out." + o, tensor.at(o)});
   if (backward) {
-    std::map<std::string, umlos_tensor*> grads = ir::backward(c, G, tensor, {{G.loss, 1.0}}, params, order.order, trace);
+    // With placement tmmu the gradient buffers, like the activations, live
+    // where the manifest's strategy puts them (one "gradients" arena).
+    const std::vector<ir::Seed> seeds = {{G.loss, 1.0}};
+    const ir::GradAllocator grad_alloc =
+        placement == "tmmu" ? ir::place_gradient_buffers(c, G, tensor, seeds, params, order.order).alloc
+                            : ir::GradAllocator{};
+    std::map<std::string, umlos_tensor*> grads =
+        ir::backward(c, G, tensor, seeds, params, order.order, trace, grad_alloc);
     // CollectGradients_v1: parameters in declaration (registration) order.
     for (const ir::TensorDecl& d : G.declared) {
       if (d.role != "parameter") continue;

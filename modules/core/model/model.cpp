@@ -22,6 +22,7 @@
 
 #include <umlos/sdk.hpp>
 #include <umlos_philox.h>
+#include <umlos_tmmu.h>
 
 #include "../../symbolic/expr.hpp"
 #include "engine.hpp"
@@ -450,7 +451,19 @@ void update(sdk::Context& c) {
   const std::vector<Param> ps = parameters(d);
   std::vector<std::string> wrt;
   for (const Param& q : ps) wrt.push_back(q.id);
-  const std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, b, seeds, wrt);
+  // Gradient buffers: temps, or (config placement: tmmu, with the manifest's
+  // tmmu strategy) views into one "gradients" arena at the offsets the
+  // strategy plans over backward steps (docs/model.md). Same values either way.
+  std::vector<size_t> order(g.nodes.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = order.size() - 1 - k;
+  const std::string placement = c.config("placement", "temps");
+  ir::GradAllocator alloc;
+  if (placement == "tmmu") {
+    alloc = ir::place_gradient_buffers(c, g, b, seeds, wrt, order).alloc;
+  } else if (placement != "temps") {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'placement' is '", placement, "', expected temps or tmmu");
+  }
+  const std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc);
 
   std::vector<std::vector<double>> gv(ps.size());
   ChunkedSum squares;
