@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 3
+#define UMLOS_ABI_MINOR 4
 
 #define UMLOS_MODULE_ENTRY_SYMBOL "umlos_module_entry"
 
@@ -324,12 +324,23 @@ typedef struct umlos_services {
    * `none`, is always 0). Reading it takes no draw. `key` (2 words) and
    * `offsets` (UMLOS_STREAM_COUNT words) are caller-owned. */
   void (*rng_state)(umlos_ctx *ctx, uint32_t key[2], uint64_t *offsets);
+
+  /* --- 1.4: the active driver, for validation before anything runs --- */
+
+  /* The active driver's name and the primitive names it runs (the driver
+   * descriptor's static arrays: valid while its module is loaded, i.e. for
+   * the whole call; not to be freed). FAILED_PRECONDITION when no driver is
+   * active. Lets an operator refuse a graph whose primitive the driver
+   * lacks before dispatching anything (spec 002 0.K). */
+  umlos_status (*driver_primitives)(umlos_ctx *ctx, const char **driver_name,
+                                    const char *const **names, uint32_t *n_names);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
 #define UMLOS_SERVICES_SIZE_V1_1 UMLOS_STRUCT_SIZE(umlos_services, plan_memory)
 #define UMLOS_SERVICES_SIZE_V1_2 UMLOS_STRUCT_SIZE(umlos_services, config_cbor)
 #define UMLOS_SERVICES_SIZE_V1_3 UMLOS_STRUCT_SIZE(umlos_services, rng_state)
+#define UMLOS_SERVICES_SIZE_V1_4 UMLOS_STRUCT_SIZE(umlos_services, driver_primitives)
 
 /* ------------------------------------------------------------- operators */
 

@@ -592,6 +592,21 @@ void svc_rng_state(umlos_ctx* ctx, uint32_t key[2], uint64_t* offsets) {
   }
 }
 
+umlos_status svc_driver_primitives(umlos_ctx* ctx, const char** driver_name, const char* const** names,
+                                   uint32_t* n_names) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (!driver_name || !names || !n_names) {
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT, "driver_primitives: NULL driver_name, names or n_names");
+    }
+    const umlos_driver_desc* d = host_of(ctx).driver();
+    if (!d) return set_error(ctx, UMLOS_FAILED_PRECONDITION, "driver_primitives: no driver is active");
+    *driver_name = d->name;
+    *names = d->primitives;
+    *n_names = d->n_primitives;
+    return UMLOS_OK;
+  });
+}
+
 const umlos_services kServices = {
     sizeof(umlos_services), UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR,
     svc_log, svc_error,
@@ -602,7 +617,7 @@ const umlos_services kServices = {
     svc_iteration, svc_replay_token,
     svc_tensor_view, svc_plan_memory,
     svc_config_cbor,
-    svc_rng_state,
+    svc_rng_state, svc_driver_primitives,
 };
 
 }  // namespace

@@ -641,6 +641,30 @@ TEST_CASE("A driver that does not offer a primitive (or its _grad) is refused be
   CHECK_THAT(bwd.output, !Catch::Contains("partial_driver: dispatch"));
 }
 
+TEST_CASE("In a manifest run the executor checks the graph against the active driver's own primitives (ABI 1.4)",
+          "[executor][errors][driver][runner]") {
+  const std::string graph =
+      "      tensors:\n        - {id: x, role: input, shape: [2, 2]}\n        - {id: W, role: parameter, shape: [2, 2]}\n"
+      "      nodes:\n        - {node_id: 0, instr: add, inputs: [x, W], output: {id: s, shape: [2, 2]}}\n"
+      "        - {node_id: 1, instr: matmul, inputs: [s, W], output: {id: h, shape: [2, 2]}}\n"
+      "        - {node_id: 2, instr: sum, inputs: [h], output: {id: loss, shape: []}}\n"
+      "      outputs: [loss]\n      loss: loss\n";
+  const std::string text =
+      "umlos_manifest: 1\nname: exec_partial\nseed: 3\n" +
+      pinned_modules({module_path("test_partial_driver"), module_path("umlos_executor")}) +
+      "driver: {name: partial_driver}\n"
+      "operators:\n  bootstrap_op: UML_OS.Model.InitFromIR_v1\n  forward_op: UML_OS.Model.ModelIR_Executor_v1\n"
+      "config:\n  max_steps: 2\n  model:\n    mode: forward\n    ir:\n" + graph;
+  const std::string dir = temp_dir("exec_partial");
+  write_text(dir + "/p.yaml", text);
+  CommandResult r = run_umlos("run -q '" + dir + "/p.yaml' --run-dir '" + dir + "/run'");
+  INFO(r.output);
+  CHECK(r.exit_status == exit_code_for(UMLOS_PRIMITIVE_UNSUPPORTED));
+  CHECK_THAT(r.output, Catch::Contains("node 1 (matmul)") &&
+                           Catch::Contains("driver 'partial_driver' does not offer primitive 'matmul'"));
+  CHECK_THAT(r.output, !Catch::Contains("partial_driver: dispatch add"));  // nothing ran
+}
+
 TEST_CASE("Explicit grad_edges that add an ordering give the same gradients, with reverse_equivalent 0",
           "[executor][grad_edges]") {
   // Two parallel branches from a1 so that an extra edge reorders backward.

@@ -261,9 +261,18 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
   // 1. Contract.Validate_v1 against the driver's primitive list when known.
   ir::ValidateOptions vo;
   vo.mode = mode.run;
-  if (std::optional<Value> offered = sdk::cbor::config_tree(c, "model.driver_primitives")) {
-    for (const Value& v : offered->items()) vo.offered.push_back(v.as_text());
-    vo.driver = "driver '" + c.config("model.driver_name", "?") + "'";
+  // The active driver's own list (ABI 1.4); from an older kernel, config
+  // model.driver_primitives when given; else contract 1.0.
+  try {
+    const sdk::Context::DriverPrimitives dp = c.driver_primitives();
+    vo.offered = dp.primitives;
+    vo.driver = "driver '" + dp.driver + "'";
+  } catch (const sdk::Error& e) {
+    if (e.code() != UMLOS_UNIMPLEMENTED && e.code() != UMLOS_FAILED_PRECONDITION) throw;
+    if (std::optional<Value> offered = sdk::cbor::config_tree(c, "model.driver_primitives")) {
+      for (const Value& v : offered->items()) vo.offered.push_back(v.as_text());
+      vo.driver = "driver '" + c.config("model.driver_name", "?") + "'";
+    }
   }
   std::vector<std::string> params;
   for (const ir::TensorDecl& d : g.declared) if (d.role == "parameter") params.push_back(d.id);

@@ -631,6 +631,25 @@ class Context {
     return r;
   }
 
+  // ABI 1.4: the active driver's name and primitive names. UNIMPLEMENTED
+  // against an older kernel.
+  struct DriverPrimitives {
+    std::string driver;
+    std::vector<std::string> primitives;
+  };
+  DriverPrimitives driver_primitives() const {
+    const char* name = nullptr;
+    const char* const* names = nullptr;
+    uint32_t n = 0;
+    check(svc(&umlos_services::driver_primitives, UMLOS_STRUCT_SIZE(umlos_services, driver_primitives),
+              "driver_primitives")(ctx_, &name, &names, &n),
+          "driver_primitives");
+    DriverPrimitives d;
+    d.driver = name ? name : "";
+    for (uint32_t i = 0; i < n; ++i) if (names && names[i]) d.primitives.emplace_back(names[i]);
+    return d;
+  }
+
   // ---- ABI 1.1: placement (UNIMPLEMENTED against a 1.0 kernel)
 
   // A typed tensor at `byte_offset` inside `base` (e.g. a U8 temp used as an
