@@ -89,6 +89,30 @@ std::optional<json> equation_lines(const Host& host) {
   return lines;
 }
 
+// Operators add fields to the iteration's trace record by writing values
+// named trace.<field> (u8 text: a JSON object or array is embedded as JSON,
+// anything else as a string; an f64/i64 scalar as a number). They describe
+// this iteration only, so the kernel removes them once logged: they never
+// reach a checkpoint or a fingerprint.
+void take_trace_fields(Host& host, json& record) {
+  auto& values = host.values();
+  for (auto v = values.lower_bound("trace."); v != values.end() && v->first.rfind("trace.", 0) == 0;) {
+    const std::string field = v->first.substr(6);
+    const Tensor& t = *v->second;
+    if (t.dtype == UMLOS_DTYPE_U8) {
+      std::string text(t.bytes, '\0');
+      if (t.bytes) host.read(t, text.data(), t.bytes);
+      json parsed = json::parse(text, nullptr, false);
+      record[field] = (!parsed.is_discarded() && (parsed.is_object() || parsed.is_array())) ? parsed : json(text);
+    } else if (std::optional<double> f = scalar_f64(host, v->first)) {
+      record[field] = *f;
+    } else if (std::optional<int64_t> i = scalar_int(host, v->first)) {
+      record[field] = *i;
+    }
+    v = values.erase(v);
+  }
+}
+
 std::optional<Digest> digest_value(const Host& host, const std::string& name) {
   auto it = host.values().find(name);
   if (it == host.values().end()) return std::nullopt;
@@ -667,6 +691,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       if (action == 3) {
         if (std::optional<json> eq = equation_lines(rs.host)) it["equations"] = *eq;
       }
+      take_trace_fields(rs.host, it);
       if (fp_now) {
         it["functional_fp"] = json_hex(*rs.functional_fp);
         for (const char* metric : {"val_accuracy", "val_r2"}) {

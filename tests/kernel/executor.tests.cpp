@@ -665,6 +665,63 @@ TEST_CASE("In a manifest run the executor checks the graph against the active dr
   CHECK_THAT(r.output, !Catch::Contains("partial_driver: dispatch add"));  // nothing ran
 }
 
+TEST_CASE("A batch that leaves the shape envelope mid-run is replanned at the iteration boundary and logged in the trace",
+          "[executor][runner][tmmu][replan]") {
+  auto manifest = [&](const std::string& policy) {
+    return "umlos_manifest: 1\nname: exec_replan\nseed: 3\n" +
+           pinned_modules({module_path("umlos_cpu_driver"), module_path("umlos_executor"), module_path("umlos_tmmu"),
+                           module_path("test_growing_batch")}) +
+           "driver: {name: cpu_driver}\ntmmu: {strategy: UML_OS.TMMU.BytePlanner_v1}\n"
+           "operators:\n  bootstrap_op: UML_OS.Model.InitFromIR_v1\n  next_batch_op: Test.GrowingBatch_v1\n"
+           "  forward_op: UML_OS.Model.ModelIR_Executor_v1\n"
+           "config:\n  max_steps: 5\n  growing: {at: 3, rows_before: 2, rows_after: 4, cols: 3}\n"
+           "  model:\n    mode: backward\n    placement: tmmu\n    shape_envelope: {x: [2, 3]}\n"
+           "    replan_policy: " + policy + "\n    ir:\n"
+           "      tensors:\n        - {id: x, role: input, shape: [2, 3]}\n        - {id: W, role: parameter, shape: [3, 2]}\n"
+           "      nodes:\n        - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [2, 2]}}\n"
+           "        - {node_id: 1, instr: tanh, inputs: [h], output: {id: a, shape: [2, 2]}}\n"
+           "        - {node_id: 2, instr: sum, inputs: [a], output: {id: loss, shape: []}}\n"
+           "      outputs: [loss]\n      loss: loss\n";
+  };
+  const std::string dir = temp_dir("exec_replan");
+  write_text(dir + "/replan.yaml", manifest("REPLAN_AT_SAFEPOINT"));
+  std::vector<std::string> traces;
+  for (const char* run : {"ra", "rb"}) {
+    CommandResult r = run_umlos("run -q '" + dir + "/replan.yaml' --run-dir '" + dir + "/" + run + "'");
+    INFO(r.output);
+    REQUIRE(r.exit_status == 0);
+    traces.push_back(read_text(dir + "/" + run + "/trace.jsonl"));
+  }
+  CHECK(traces[0] == traces[1]);  // replanning is deterministic
+  std::stringstream ss(traces[0]);
+  std::string line;
+  int replans = 0;
+  while (std::getline(ss, line)) {
+    const nlohmann::json rec = nlohmann::json::parse(line);
+    if (rec["record"] != "iter") continue;
+    if (rec["t"] == 3) {
+      REQUIRE(rec.contains("tmmu_replan"));
+      const nlohmann::json& rp = rec["tmmu_replan"];
+      CHECK(rp["old_plan_hash"].get<std::string>().size() == 64);
+      CHECK(rp["new_plan_hash"].get<std::string>().size() == 64);
+      CHECK(rp["old_plan_hash"] != rp["new_plan_hash"]);
+      CHECK(rp["old_plan_hash"] != std::string(64, '0'));  // the plan of t 1..2
+      CHECK(rp["replans"] == 1);
+      ++replans;
+    } else {
+      CHECK_FALSE(rec.contains("tmmu_replan"));  // once per change, not every iteration
+    }
+  }
+  CHECK(replans == 1);
+
+  // ABORT: the grown batch fails at t 3 with the 0.K code naming the input.
+  write_text(dir + "/abort.yaml", manifest("ABORT"));
+  CommandResult a = run_umlos("run -q '" + dir + "/abort.yaml' --run-dir '" + dir + "/rabort'");
+  INFO(a.output);
+  CHECK(a.exit_status == exit_code_for(UMLOS_INVALID_IR_SHAPES));
+  CHECK_THAT(a.output, Catch::Contains("outside the shape envelope"));
+}
+
 TEST_CASE("Explicit grad_edges that add an ordering give the same gradients, with reverse_equivalent 0",
           "[executor][grad_edges]") {
   // Two parallel branches from a1 so that an extra edge reorders backward.

@@ -655,6 +655,18 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
               std::vector<int64_t>(dims.begin(), dims.end()));
     }
     c.write(c.output("model.tmmu.replans", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{replans});
+    if (plan_hash && replanned) {
+      // The II.H trace record: the kernel copies trace.* values into this
+      // iteration's trace record (docs/training.md), so the replan is logged
+      // with old and new tmmu_plan_hash where the run's history is read.
+      ir::Digest old_hash{};
+      std::copy_n(previous_plan_hash.begin(), std::min<size_t>(previous_plan_hash.size(), 32), old_hash.begin());
+      const std::string record = "{\"node\":\"UML_OS.Model.ModelIR_Executor_v1\",\"old_plan_hash\":\"" +
+                                 ir::hex(old_hash) + "\",\"new_plan_hash\":\"" + ir::hex(*plan_hash) +
+                                 "\",\"replan_key\":\"" + ir::hex(key) + "\",\"replans\":" +
+                                 std::to_string(replans) + "}";
+      write_bytes_value(c, "trace.tmmu_replan", std::vector<uint8_t>(record.begin(), record.end()));
+    }
     if (plan_hash) {
       write_bytes_value(c, "model.exec.tmmu_previous_plan_hash", previous_plan_hash);
       write_bytes_value(c, "model.tmmu.plan_hash", std::vector<uint8_t>(plan_hash->begin(), plan_hash->end()));
@@ -737,6 +749,8 @@ sdk::Module describe() {
                .input("model.tmmu.*", UMLOS_DTYPE_ANY)
                .output("model.tmmu.*", UMLOS_DTYPE_ANY, sdk::any_shape, UMLOS_VALUE_PERSISTENT)
                .output("loss_total", UMLOS_DTYPE_F64, sdk::Dims{}, UMLOS_VALUE_OPTIONAL)
+               // Fields for this iteration's trace record (II.H replans).
+               .output("trace.*", UMLOS_DTYPE_U8, sdk::any_shape, UMLOS_VALUE_OPTIONAL)
                .run(execute)
                .test(sdk::TestVector("forward matmul")
                          .config("model.mode", "forward")
