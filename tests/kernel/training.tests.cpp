@@ -4,6 +4,7 @@
 // bad data leaves only the failure record.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "error.hpp"
 #include "test_support.hpp"
 
 using namespace umlos_test;
@@ -169,6 +171,107 @@ TEST_CASE("A data set whose hash does not match leaves only the failure record i
   CHECK(jobs[0].filename() == "failure.json");
   const json f = json::parse(read_text(jobs[0].string()));
   CHECK(f["failure_code"] == "DATA_HASH_MISMATCH");
+}
+
+namespace {
+
+// The only file under RUN_DIR and the job namespace after a failed run.
+void expect_only_failure_record(const std::string& run_dir, const std::string& code) {
+  std::vector<fs::path> files;
+  for (auto& e : fs::recursive_directory_iterator(run_dir)) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename() == "failure.json");
+  const json f = json::parse(read_text(files[0].string()));
+  CHECK(f["failure_code"] == code);
+  CHECK(f["record"] == "failure");
+}
+
+}  // namespace
+
+TEST_CASE("Bad data through a run: each error names file, line and column, exits with its code, and leaves only the failure record",
+          "[training][dataset][errors]") {
+  const std::string dir = temp_dir("train-bad-data");
+  const std::vector<std::string> digits = [&] {
+    REQUIRE(std::system(("gzip -dc '" + std::string(UMLOS_SOURCE_DIR) + "/data/digits.csv.gz' > '" + dir +
+                         "/digits.csv'").c_str()) == 0);
+    std::vector<std::string> rows;
+    std::istringstream in(read_text(dir + "/digits.csv"));
+    std::string line;
+    while (std::getline(in, line)) rows.push_back(line);
+    return rows;
+  }();
+  auto write_rows = [&](const std::string& name, std::vector<std::string> rows) {
+    std::string text;
+    for (const std::string& r : rows) text += r + "\n";
+    write_text(dir + "/" + name, text);
+    return dir + "/" + name;
+  };
+  std::vector<std::string> rows = digits;
+  rows[10].replace(rows[10].find(','), 1, ",x");
+  const std::string malformed = write_rows("malformed.csv", rows);
+  rows = digits;
+  rows[5] = rows[5].substr(0, rows[5].rfind(','));
+  const std::string short_row = write_rows("short_row.csv", rows);
+
+  struct Case {
+    std::string name, manifest, code, says;
+  };
+  const std::string pinned = read_text(pinned_manifest("digits"));
+  const size_t at = pinned.find("path: \"", pinned.find("datasets:"));
+  REQUIRE(at != std::string::npos);
+  const std::string original = pinned.substr(at + 6, pinned.find('"', at + 7) - at - 5);
+  const std::vector<Case> cases = {
+      {"malformed", variant("digits", "bad-malformed", {{original, "\"" + malformed + "\""}}), "DATA_MANIFEST_INVALID",
+       malformed + ":11:3: field 2: expected a finite decimal number, found 'x"},
+      {"columns", variant("digits", "bad-columns", {{original, "\"" + short_row + "\""}}), "DATA_MANIFEST_INVALID",
+       "expected 65 fields (as on line 1), found 64"},
+      {"missing", variant("digits", "bad-missing", {{original, "\"" + dir + "/absent.csv\""}}), "NOT_FOUND",
+       "data file does not exist"},
+      {"task", variant("digits", "bad-task", {{"task_type: multiclass", "task_type: multilabel"}}), "MANIFEST_INVALID",
+       "key 'config.task_type': expected multiclass, binary or regression, found 'multilabel'"},
+  };
+  // A binary label outside {0, 1} (breast cancer: the sklearn header line, then rows).
+  std::vector<std::string> bc;
+  {
+    std::istringstream in(read_text(std::string(UMLOS_SOURCE_DIR) + "/data/breast_cancer.csv"));
+    std::string line;
+    while (std::getline(in, line)) bc.push_back(line);
+  }
+  bc[4] = bc[4].substr(0, bc[4].rfind(',')) + ",2";
+  const std::string bad_label = write_rows("bad_label.csv", bc);
+  const std::string bc_pinned = read_text(pinned_manifest("breast_cancer"));
+  const size_t bc_at = bc_pinned.find("path: \"", bc_pinned.find("datasets:"));
+  const std::string bc_original = bc_pinned.substr(bc_at + 6, bc_pinned.find('"', bc_at + 7) - bc_at - 5);
+  std::vector<Case> all = cases;
+  all.push_back({"label", variant("breast_cancer", "bad-label", {{bc_original, "\"" + bad_label + "\""}}),
+                 "DATA_MANIFEST_INVALID", bad_label + ":5:206: label: expected 0 or 1 (binary task), found 2"});
+  for (const Case& c : all) {
+    SECTION(c.name) {
+      const std::string root = temp_dir("train-bad-" + c.name);
+      CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + root + "/run' '" + c.manifest + "'");
+      INFO(r.output);
+      CHECK(r.exit_status != 0);
+      CHECK(r.output.find(c.code + ": ") != std::string::npos);
+      CHECK(r.output.find(c.says) != std::string::npos);
+      expect_only_failure_record(root + "/run", c.code);
+    }
+  }
+}
+
+TEST_CASE("A non-finite objective stops the run with INVALID_OBJECTIVE before any update and leaves the failure record",
+          "[training][errors]") {
+  // lambda_rec at 1e308 makes the weighted gradient overflow at t 1.
+  const std::string m = variant("digits", "nan", {{"max_steps: 1500", "max_steps: 20"}, {"lambda_rec: 1.0", "lambda_rec: 1.0e+308"}});
+  Run r = run(m, "nan");
+  INFO(r.result.output);
+  CHECK(r.result.exit_status == umlos::exit_code_for(UMLOS_INVALID_OBJECTIVE));
+  const json f = json::parse(read_text(r.dir + "/failure.json"));
+  CHECK(f["failure_code"] == "INVALID_OBJECTIVE");
+  CHECK(f["t"] == 1);
+  CHECK(f["state_fp_t"].is_null());  // no state after an update exists: none was applied
+  CHECK(state_fps(r.trace()).empty());
 }
 
 TEST_CASE("A namespace component that would leave UML_OS_ROOT is refused", "[training][namespace]") {
