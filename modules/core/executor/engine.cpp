@@ -435,6 +435,30 @@ std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const 
   return out;
 }
 
+PlannedArena plan_arena(sdk::Context& c, const umlos_plan_arena& arena, const std::vector<umlos_plan_tensor>& tensors) {
+  PlannedArena p;
+  p.offsets.assign(tensors.size(), 0);
+  p.slots.assign(tensors.size(), 0);
+  if (!tensors.empty()) {
+    umlos_plan_request req;
+    std::memset(&req, 0, sizeof req);
+    req.struct_size = sizeof req;
+    req.tensors = tensors.data();
+    req.n_tensors = tensors.size();
+    req.arenas = &arena;
+    req.n_arenas = 1;
+    umlos_plan_result res;
+    std::memset(&res, 0, sizeof res);
+    res.struct_size = sizeof res;
+    res.offsets = p.offsets.data();
+    res.slots = p.slots.data();
+    res.arena_footprint = &p.footprint;
+    c.plan_memory(req, res);
+  }
+  p.base = c.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(p.footprint, 1))});
+  return p;
+}
+
 PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                        const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                        const std::vector<size_t>& order) {
@@ -446,25 +470,11 @@ PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Bi
     tensors[i].begin = buffers[i].begin;
     tensors[i].end = buffers[i].end;
   }
-  umlos_plan_arena arena{"gradients", 64, 0, 0, 0};
-  umlos_plan_request req;
-  std::memset(&req, 0, sizeof req);
-  req.struct_size = sizeof req;
-  req.tensors = tensors.data();
-  req.n_tensors = tensors.size();
-  req.arenas = &arena;
-  req.n_arenas = 1;
+  const PlannedArena planned = plan_arena(c, umlos_plan_arena{"gradients", 64, 0, 0, 0}, tensors);
   PlacedGradients p;
-  p.offsets.assign(tensors.size(), 0);
-  std::vector<uint64_t> slots(tensors.size());
-  umlos_plan_result res;
-  std::memset(&res, 0, sizeof res);
-  res.struct_size = sizeof res;
-  res.offsets = p.offsets.data();
-  res.slots = slots.data();
-  res.arena_footprint = &p.footprint;
-  if (!tensors.empty()) c.plan_memory(req, res);
-  p.arena = c.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(p.footprint, 1))});
+  p.arena = planned.base;
+  p.offsets = planned.offsets;
+  p.footprint = planned.footprint;
   umlos_tensor* base = p.arena;
   const std::vector<uint64_t> offsets = p.offsets;
   p.alloc = [&c, base, offsets](size_t i, int32_t dtype, const sdk::Shape& shape) {

@@ -19,6 +19,7 @@
 
 #include <umlos/cbor.hpp>
 #include <umlos/sdk.hpp>
+#include <umlos_tmmu.h>
 
 namespace umlos::modelir {
 
@@ -168,6 +169,18 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
 std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                          const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                          const std::vector<size_t>& order);
+
+// One arena planned by the manifest's TMMU strategy (services->plan_memory,
+// checked by the kernel) and allocated as one temp of its footprint (at
+// least 1 byte): views at `offsets` place the tensors. `tensors` must all
+// name arena 0. Lives for the operator call.
+struct PlannedArena {
+  umlos_tensor* base = nullptr;
+  std::vector<uint64_t> offsets;
+  std::vector<uint64_t> slots;
+  uint64_t footprint = 0;
+};
+PlannedArena plan_arena(sdk::Context& c, const umlos_plan_arena& arena, const std::vector<umlos_plan_tensor>& tensors);
 
 // The gradient buffers of a backward() call placed by the manifest's TMMU
 // strategy: gradient_buffers() planned with services->plan_memory as one

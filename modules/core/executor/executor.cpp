@@ -428,21 +428,11 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     std::vector<uint64_t> offsets(req_t.size()), slots(req_t.size());
     uint64_t footprint = 0;
     if (!arena_items.empty()) {
-      umlos_plan_request req;
-      std::memset(&req, 0, sizeof req);
-      req.struct_size = sizeof req;
-      req.tensors = req_t.data();
-      req.n_tensors = req_t.size();
-      req.arenas = &arena;
-      req.n_arenas = 1;
-      umlos_plan_result res;
-      std::memset(&res, 0, sizeof res);
-      res.struct_size = sizeof res;
-      res.offsets = offsets.data();
-      res.slots = slots.data();
-      res.arena_footprint = &footprint;
-      c.plan_memory(req, res);
-      umlos_tensor* base = c.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(footprint, 1))});
+      const ir::PlannedArena pa = ir::plan_arena(c, arena, req_t);
+      offsets = pa.offsets;
+      slots = pa.slots;
+      footprint = pa.footprint;
+      umlos_tensor* base = pa.base;
       for (size_t k = 0; k < arena_items.size(); ++k) {
         const ir::Interval& iv = live[arena_items[k]];
         if (iv.bytes > req_t[k].size) {  // a primitive whose output grows as an input shrinks
