@@ -386,6 +386,11 @@ std::string math_of(const std::string& eq) {
   std::string o;
   for (size_t i = 0; i < eq.size(); ++i) {
     const char ch = eq[i];
+    if (eq.compare(i, 4, " + -") == 0) {  // a negative constant term reads as a subtraction
+      o += " &minus; ";
+      i += 3;
+      continue;
+    }
     if ((ch == 'z' || ch == 'y') && (i == 0 || !std::isalnum(static_cast<unsigned char>(eq[i - 1])))) {
       size_t j = i + 1;
       const bool bracket = j < eq.size() && eq[j] == '[';
@@ -445,7 +450,8 @@ const char* kStyle =
     ".axis{stroke:#444;stroke-width:1}.grid{stroke:#e4e4e4;stroke-width:1}"
     ".tick{font-size:11px;fill:#444}.stats,.none{font-size:12px;color:#555}"
     ".failed{color:#b00020}.plan svg{max-width:100%;height:auto}"
-    "ol.eq{font-size:14px}ol.eq .math{font-family:serif;font-size:16px;margin-right:12px}";
+    "ol.eq{font-size:14px}ol.eq .math{font-family:serif;font-size:16px}"
+    "ol.eq code{display:block;color:#777;font-size:11px;margin:2px 0 6px}";
 
 }  // namespace
 
