@@ -48,8 +48,12 @@ namespace {
 
 constexpr int kUsageExit = 2;
 
+#define UMLOS_STR2(x) #x
+#define UMLOS_STR(x) UMLOS_STR2(x)
+#define UMLOS_ABI_TEXT UMLOS_STR(UMLOS_ABI_MAJOR) "." UMLOS_STR(UMLOS_ABI_MINOR)
+
 const char* kTopHelp =
-    "umlos — deterministic ML training kernel (UML_OS " UMLOS_VERSION_STRING ", ABI 1.0)\n"
+    "umlos — deterministic ML training kernel (UML_OS " UMLOS_VERSION_STRING ", ABI " UMLOS_ABI_TEXT ")\n"
     "\n"
     "usage: umlos <command> [options]   (umlos <command> --help for each)\n"
     "\n"
@@ -64,7 +68,7 @@ const char* kTopHelp =
     "  rng philox --key K0,K1 --counter C0,C1,C2,C3 [--rounds R]\n"
     "                                    the Philox4x32 block function (hex words)\n"
     "  plan FILE                         plan tensor memory with a TMMU strategy module\n"
-    "  exec IR [--mode forward|backward|inference] [--json]\n"
+    "  exec IR [--mode forward|backward|inference] [--inputs FILE] [--json]\n"
     "                                    run one ModelIR graph through the executor module\n"
     "  replay --verify RUN_DIR           rerun the run's manifest and compare the traces (docs/checkpoint.md)\n"
     "  report RUN_DIR -o report.html     one self-contained HTML page: facts, curves, timelines\n"
@@ -251,11 +255,15 @@ int cmd_exec(const std::vector<std::string>& args) {
       "driver-module", po::value<std::string>(&o.driver_module), "driver module (default: shipped cpu_driver)")(
       "driver", po::value<std::string>(&o.driver_name), "driver name (cpu_driver)")(
       "executor-module", po::value<std::string>(&o.executor_module), "executor module (default: shipped)")(
+      "tmmu-module", po::value<std::string>(&o.tmmu_module),
+      "TMMU strategy module placing activations (default: shipped libumlos_tmmu.so beside the executor)")(
+      "inputs", po::value<std::string>(&o.inputs_file),
+      "JSON of named tensors replacing the init draws: {\"x\": {\"dtype\", \"shape\", \"values\"}} (docs/modelir.md)")(
       "json", po::bool_switch(&o.json), "print outputs and gradients as JSON");
   po::positional_options_description pos;
   pos.add("ir", 1);
   po::variables_map vm;
-  if (!parse(args, desc, pos, vm, "umlos exec IR [--mode forward|backward|inference] [--seed S] [--json]")) return 0;
+  if (!parse(args, desc, pos, vm, "umlos exec IR [--mode forward|backward|inference] [--inputs FILE] [--seed S] [--json]")) return 0;
   return run_exec(o);
 }
 

@@ -809,6 +809,17 @@ TEST_CASE("umlos exec --inputs replaces drawn tensors; exec prints execution_fp,
   write_text(dir + "/unknown.json", R"({"nope": {"values": [1]}})");
   o.inputs_file = dir + "/unknown.json";
   CHECK_THROWS_AS(exec_json(o), Failure);
+
+  // The same through the command line.
+  CommandResult cli = run_umlos("exec '" + o.ir_file + "' --mode backward --inputs '" + dir + "/in.json' --json");
+  INFO(cli.output);
+  REQUIRE(cli.exit_status == 0);
+  const nlohmann::json c = nlohmann::json::parse(cli.output.substr(cli.output.find('{')));
+  CHECK(c["loss_total"] == b["loss_total"]);
+  CHECK(c["execution_fp"] == b["execution_fp"]);
+  CommandResult bad = run_umlos("exec '" + o.ir_file + "' --inputs '" + dir + "/unknown.json'");
+  CHECK(bad.exit_status != 0);
+  CHECK_THAT(bad.output, Catch::Contains("nope"));
 }
 
 TEST_CASE("An i64 label tensor is drawn as zeros, replaced through --inputs, and cross_entropy backward runs",
