@@ -298,6 +298,28 @@ std::string latest_checkpoint(const std::string& run_dir) {
   return (dir / name).string();
 }
 
+size_t prune_checkpoints(const std::string& run_dir, size_t keep) {
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  const std::string newest = fs::path(latest_checkpoint(run_dir)).filename().string();
+  std::vector<std::string> names;  // ckpt_<8 digits>.pb sort by t
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() == 16 && n.rfind("ckpt_", 0) == 0 && n.substr(13) == ".pb") names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  size_t removed = 0;
+  for (size_t i = 0; i + keep < names.size(); ++i) {
+    if (names[i] == newest) continue;
+    if (!fs::remove(dir / names[i], ec) || ec) {
+      throw Failure(UMLOS_IO_ERROR, "cannot remove old checkpoint '" + (dir / names[i]).string() + "'" +
+                                        (ec ? ": " + ec.message() : std::string()));
+    }
+    ++removed;
+  }
+  return removed;
+}
+
 void verify_checkpoint(const CheckpointData& ck, const Manifest& manifest, const Host& host,
                        const RestoreOptions& options) {
   const std::string& label = ck.file.empty() ? std::string("(memory)") : ck.file;

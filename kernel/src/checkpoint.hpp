@@ -82,6 +82,10 @@ CheckpointData read_checkpoint(const std::string& file);
 // RUN_DIR/checkpoints/<name in `latest`>; NOT_FOUND when there is none.
 std::string latest_checkpoint(const std::string& run_dir);
 
+// Removes all but the `keep` newest RUN_DIR/checkpoints/ckpt_<t>.pb (by t);
+// never the one `latest` names. Returns the number removed.
+size_t prune_checkpoints(const std::string& run_dir, size_t keep);
+
 // Refuses (CHECKPOINT_INVALID) a checkpoint that does not belong to this
 // run: manifest_cbor must equal manifest.canonical_bytes (the first
 // differing byte offset is named), spec_version, policy_hash,

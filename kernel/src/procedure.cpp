@@ -530,6 +530,13 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     const int64_t checkpoint_every =
         options.checkpoint_every >= 0 ? options.checkpoint_every : config_int(manifest, "checkpoint_every", 0);
     const int64_t fp_every = config_int(manifest, "functional_fp_every", 50);
+    // Retention: keep the newest checkpoint_keep files (0: all).
+    const int64_t checkpoint_keep = config_int(manifest, "checkpoint_keep", 0);
+    if (checkpoint_keep < 0) {
+      throw Failure(UMLOS_MANIFEST_INVALID, manifest.where("config.checkpoint_keep") +
+                                                ": key 'config.checkpoint_keep': expected 0 (keep all) or a positive count, found " +
+                                                std::to_string(checkpoint_keep));
+    }
     std::string task_type = "multiclass";
     if (const cbor::Value* tt = lookup(manifest.config, "task_type"); tt && tt->kind() == cbor::Value::Kind::Text) {
       task_type = tt->as_text();
@@ -707,6 +714,8 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
         x.trace_bytes = rs.trace.synced_bytes();
         x.tape = tape.state();
         write_checkpoint(rs.run_dir, manifest, rs.host, x);
+        // Older files go only once the new one and `latest` are durable.
+        if (checkpoint_keep > 0) prune_checkpoints(rs.run_dir, static_cast<size_t>(checkpoint_keep));
       }
 
       if (!options.quiet) progress.update(t, loss, rs.host, false);

@@ -4,6 +4,7 @@
 // bad data leaves only the failure record.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -382,6 +383,26 @@ TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrup
     CHECK(read_text(dir + "/trace.jsonl") == trace);
     CHECK(read_text(dir + "/tape.bin") == read_text(whole.dir + "/tape.bin"));
   }
+}
+
+TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count is refused before the run starts",
+          "[training][checkpoint]") {
+  const std::string m = variant("digits", "keep", {{"max_steps: 1500", "max_steps: 100"},
+                                                   {"checkpoint_every: 250", "checkpoint_every: 20\n  checkpoint_keep: 2"}});
+  Run r = run(m, "keep");
+  INFO(r.result.output);
+  REQUIRE(r.result.exit_status == 0);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(r.dir + "/checkpoints")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"ckpt_00000080.pb", "ckpt_00000100.pb", "latest"});
+
+  const std::string bad = variant("digits", "keep-bad", {{"checkpoint_every: 250", "checkpoint_every: 20\n  checkpoint_keep: -1"}});
+  Run b = run(bad, "keep-bad");
+  INFO(b.result.output);
+  CHECK(b.result.exit_status == umlos::exit_code_for(UMLOS_MANIFEST_INVALID));
+  CHECK(b.result.output.find("config.checkpoint_keep") != std::string::npos);
+  expect_only_failure_record(b.dir, "MANIFEST_INVALID");
 }
 
 TEST_CASE("A run with an augment step, killed before or after it and resumed, ends exactly like an uninterrupted run",
