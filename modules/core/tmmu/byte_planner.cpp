@@ -6,6 +6,7 @@
 // a hash of the instance; budgets count work units (placements plus
 // conflicting blocks examined), never time. No floating point.
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <functional>
 #include <numeric>
@@ -34,6 +35,11 @@ constexpr size_t kExactMaxItems = 2000;
 // Skyline passes: on components too large for the canonical search and up
 // to this size (a pass costs O(m log m) per raise of an item's offset).
 constexpr size_t kSkylineMaxItems = 50000;
+// Periodic plans: shifts tried, longer cycles tried, and the smallest
+// component worth it (smaller ones get the canonical search).
+constexpr int kPeriodCandidates = 8;
+constexpr int64_t kPeriodExtra = 2;
+constexpr size_t kPeriodMinItems = 2001;
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -50,6 +56,7 @@ struct Component {
   std::vector<uint64_t> align;
   std::vector<uint32_t> cb, ce;  // compressed inclusive interval
   std::vector<int64_t> duration; // original steps
+  std::vector<int64_t> begin;    // original begin step
   uint32_t n_points = 0;
   uint64_t lower_bound = 0;
   std::vector<uint64_t> pressure;  // max live bytes over the item's interval
@@ -199,7 +206,7 @@ std::vector<Component> decompose(const ArenaItems& arena) {
     std::sort(pts.begin(), pts.end());
     pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
     c.n_points = static_cast<uint32_t>(pts.size());
-    c.size.resize(m); c.align.resize(m); c.cb.resize(m); c.ce.resize(m); c.duration.resize(m);
+    c.size.resize(m); c.align.resize(m); c.cb.resize(m); c.ce.resize(m); c.duration.resize(m); c.begin.resize(m);
     uint64_t total = 0;  // bounds every offset: checked once here
     for (size_t k = 0; k < m; ++k) {
       const Item& it = items[c.item[k]];
@@ -208,6 +215,7 @@ std::vector<Component> decompose(const ArenaItems& arena) {
       c.cb[k] = static_cast<uint32_t>(std::lower_bound(pts.begin(), pts.end(), it.begin) - pts.begin());
       c.ce[k] = static_cast<uint32_t>(std::lower_bound(pts.begin(), pts.end(), it.end) - pts.begin());
       c.duration[k] = it.end - it.begin + 1;
+      c.begin[k] = it.begin;
       total = checked_add(total, checked_add(c.size[k], c.align[k], "tensor bytes"), "arena bytes");
     }
     // live[p] = bytes live at point p: prefix sums of starts minus ends.
@@ -712,6 +720,248 @@ uint64_t skyline(const Component& c, const std::vector<uint32_t>& rank, std::vec
   return top;
 }
 
+// ---------------------------------------------------------------------------
+// Periodic plans. Long schedules often repeat one pattern (a training step of
+// fixed micro-batch shapes, run again and again): the component's items, as
+// (begin, duration, size, alignment), are invariant under a time shift C
+// (original steps), apart from items missing at the two ends. Then one
+// cycle of items (the representatives: those beginning in [X, X + C), X in
+// the middle of the schedule) planned on a circle of length C gives offsets
+// for all: every item takes the offset of the representative it is a shift
+// of (the k-th of several identical items of a cycle, the k-th such
+// representative). Two items that overlap in time are shifts of two
+// representatives that overlap on the circle, or of one representative by a
+// multiple of C >= every duration (so they do not overlap): the tiled plan is
+// valid whenever the cyclic one is, its top is the cyclic top, and its cost
+// does not grow with the schedule's length beyond the O(m log m) mapping.
+struct Periodic {
+  int64_t cycle = 0;
+  int64_t origin = 0;            // X: the representatives begin in [X, X + C)
+  std::vector<uint32_t> reps;    // component items planned on the circle
+  std::vector<uint32_t> rep_of;  // per component item: index into reps
+};
+
+// Items of a component sorted by (begin, duration, size, alignment, index).
+struct PeriodKeys {
+  const Component& c;
+  bool less(uint32_t x, int64_t bx, uint32_t y, int64_t by) const {
+    if (bx != by) return bx < by;
+    if (c.duration[x] != c.duration[y]) return c.duration[x] < c.duration[y];
+    if (c.size[x] != c.size[y]) return c.size[x] < c.size[y];
+    return c.align[x] < c.align[y];
+  }
+  bool same(uint32_t x, int64_t bx, uint32_t y, int64_t by) const { return !less(x, bx, y, by) && !less(y, by, x, bx); }
+};
+
+// Maps every item to a representative of the cycle [X, X + C), X = the
+// first cycle boundary at or after the middle of the schedule; false when
+// some item is not a shift of a representative (the component does not
+// repeat with period C).
+bool map_cycle(const Component& c, const std::vector<uint32_t>& ord, int64_t C, Periodic& per, uint64_t& work) {
+  const PeriodKeys key{c};
+  const size_t m = ord.size();
+  const int64_t b_lo = c.begin[ord.front()], b_hi = c.begin[ord.back()];
+  const int64_t X = b_lo + (b_hi - b_lo) / C / 2 * C;
+  const auto lo = std::lower_bound(ord.begin(), ord.end(), X, [&](uint32_t x, int64_t v) { return c.begin[x] < v; });
+  const auto hi = std::lower_bound(lo, ord.end(), X + C, [&](uint32_t x, int64_t v) { return c.begin[x] < v; });
+  per.cycle = C;
+  per.origin = X;
+  per.reps.assign(lo, hi);
+  per.rep_of.assign(m, UINT32_MAX);
+  if (per.reps.empty()) return false;
+  size_t occ = 0;  // items before ord[q] with the same key
+  for (size_t q = 0; q < m; ++q) {
+    const uint32_t i = ord[q];
+    const int64_t d = c.begin[i] - X;
+    const int64_t b = c.begin[i] - (d >= 0 ? d / C : -((-d + C - 1) / C)) * C;
+    occ = q > 0 && key.same(ord[q - 1], c.begin[ord[q - 1]], i, c.begin[i]) ? occ + 1 : 0;
+    const auto at = std::lower_bound(per.reps.begin(), per.reps.end(), i,
+                                     [&](uint32_t x, uint32_t y) { return key.less(x, c.begin[x], y, b); });
+    const size_t pos = static_cast<size_t>(at - per.reps.begin()) + occ;
+    work += 16;
+    if (pos >= per.reps.size() || !key.same(per.reps[pos], c.begin[per.reps[pos]], i, b)) return false;
+    per.rep_of[i] = static_cast<uint32_t>(pos);
+  }
+  return true;
+}
+
+// Plans the representatives on the circle with MiniMalloc's preorders (and
+// size first), each as a skyline pass and as a best-fit pass; returns the
+// lowest top and its offsets in `out`.
+uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_t>& out, uint64_t& work) {
+  const uint32_t n = static_cast<uint32_t>(per.reps.size());
+  const int64_t C = per.cycle;
+  std::vector<int64_t> rb(n), re(n);
+  std::vector<uint64_t> S(n), A(n), T(n), D(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    const uint32_t i = per.reps[r];
+    rb[r] = c.begin[i] - per.origin;
+    re[r] = rb[r] + c.duration[i] - 1;
+    S[r] = c.size[i];
+    A[r] = c.align[i];
+    T[r] = c.pressure[i];
+    D[r] = static_cast<uint64_t>(c.duration[i]);
+  }
+  std::vector<uint64_t> off(n);
+  // Skyline: the unplaced representative with the lowest feasible offset
+  // (the highest top of its placed neighbours), ties by rank, goes there.
+  // As in skyline(): offsets come in non-decreasing order, so the highest
+  // top over each point of the circle (a max segment tree over the distinct
+  // begins: two arcs overlap iff one holds the other's begin) gives a
+  // representative's lowest offset, and a lazy heap picks the next.
+  std::vector<int64_t> pts(rb);
+  std::sort(pts.begin(), pts.end());
+  pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+  const uint32_t np = static_cast<uint32_t>(pts.size());
+  auto index_of = [&](int64_t t) {  // last begin point <= t
+    return static_cast<uint32_t>(std::upper_bound(pts.begin(), pts.end(), t) - pts.begin()) - 1;
+  };
+  // Each arc as one or two point ranges (hi2 < lo2: no second range).
+  std::vector<std::array<uint32_t, 4>> arc(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    const uint32_t lo = index_of(rb[r]);
+    if (re[r] < C) arc[r] = {lo, index_of(re[r]), 1, 0};
+    else if (re[r] - C < pts.front()) arc[r] = {lo, np - 1, 1, 0};
+    else arc[r] = {lo, np - 1, 0, index_of(re[r] - C)};
+  }
+  size_t P = 1;
+  while (P < np) P <<= 1;
+  uint64_t pop_cost = 1;
+  while ((uint64_t{1} << pop_cost) < P) ++pop_cost;
+  std::vector<uint64_t> mx(2 * P), tag(2 * P);
+  auto range_max = [&](uint32_t lo, uint32_t hi) {
+    uint64_t best = 0;
+    const size_t l = lo + P, r = hi + P + 1;
+    for (size_t x = l, y = r; x < y; x >>= 1, y >>= 1) {
+      if (x & 1) best = std::max(best, mx[x++]);
+      if (y & 1) best = std::max(best, mx[--y]);
+    }
+    for (size_t v = l >> 1; v >= 1; v >>= 1) best = std::max(best, tag[v]);
+    for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) best = std::max(best, tag[v]);
+    return best;
+  };
+  auto range_raise = [&](uint32_t lo, uint32_t hi, uint64_t value) {
+    const size_t l = lo + P, r = hi + P + 1;
+    for (size_t x = l, y = r; x < y; x >>= 1, y >>= 1) {
+      if (x & 1) { mx[x] = std::max(mx[x], value); tag[x] = std::max(tag[x], value); ++x; }
+      if (y & 1) { --y; mx[y] = std::max(mx[y], value); tag[y] = std::max(tag[y], value); }
+    }
+    for (size_t v = l >> 1; v >= 1; v >>= 1) mx[v] = std::max(mx[v], value);
+    for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) mx[v] = std::max(mx[v], value);
+  };
+  struct Entry {
+    uint64_t low;
+    uint32_t rank, item;
+  };
+  auto later = [](const Entry& x, const Entry& y) { return x.low != y.low ? x.low > y.low : x.rank > y.rank; };
+  std::vector<Entry> heap;
+  auto skyline_pass = [&](const std::vector<uint32_t>& rank) {
+    std::fill(mx.begin(), mx.end(), 0);
+    std::fill(tag.begin(), tag.end(), 0);
+    heap.clear();
+    for (uint32_t r = 0; r < n; ++r) heap.push_back({0, rank[r], r});
+    std::make_heap(heap.begin(), heap.end(), later);
+    work += 2 * P + n;
+    uint64_t top = 0;
+    while (!heap.empty()) {
+      work += pop_cost;
+      std::pop_heap(heap.begin(), heap.end(), later);
+      Entry& e = heap.back();
+      const auto& q = arc[e.item];
+      uint64_t low = range_max(q[0], q[1]);
+      if (q[2] <= q[3]) low = std::max(low, range_max(q[2], q[3]));
+      if (low > e.low) {
+        e.low = low;
+        std::push_heap(heap.begin(), heap.end(), later);
+        continue;
+      }
+      const uint32_t j = e.item;
+      heap.pop_back();
+      off[j] = (low + A[j] - 1) & ~(A[j] - 1);
+      top = std::max(top, off[j] + S[j]);
+      range_raise(q[0], q[1], off[j] + S[j]);
+      if (q[2] <= q[3]) range_raise(q[2], q[3], off[j] + S[j]);
+    }
+    return top;
+  };
+  uint64_t best = kNone;
+  auto keep = [&](uint64_t top) {
+    if (top < best) {
+      best = top;
+      out = off;
+    }
+  };
+  auto area = [&](uint32_t r) { return static_cast<unsigned __int128>(S[r]) * D[r]; };
+  std::vector<uint32_t> rank(n);
+  for (const char* keys : {"TAW", "WAT"}) {
+    const std::vector<uint32_t> order = order_by(n, [&](uint32_t x, uint32_t y) {
+      for (const char* k = keys; *k; ++k) {
+        if (*k == 'T' && T[x] != T[y]) return T[x] > T[y];
+        if (*k == 'W' && D[x] != D[y]) return D[x] > D[y];
+        if (*k == 'A' && area(x) != area(y)) return area(x) > area(y);
+        if (*k == 'S' && S[x] != S[y]) return S[x] > S[y];
+      }
+      return false;
+    });
+    for (uint32_t r = 0; r < n; ++r) rank[order[r]] = r;
+    keep(skyline_pass(rank));
+  }
+  return best;
+}
+
+// The periodic candidate, on components of at least kPeriodMinItems items
+// that the portfolio leaves above LB. Candidate periods: the shifts from the
+// first item (by begin) to the later items of its shape; the first under
+// which the component repeats (with C = the smallest multiple covering
+// every duration) is used, with C and kPeriodExtra longer cycles (more
+// freedom on the circle; which is best varies). The lowest cyclic top
+// replaces the incumbent when it is lower.
+bool periodic_plan(const Component& c, ComponentPlan& best, uint64_t& work) {
+  const size_t m = c.size.size();
+  if (m < kPeriodMinItems || best.top <= c.lower_bound) return false;
+  const PeriodKeys key{c};
+  std::vector<uint32_t> ord(m);
+  std::iota(ord.begin(), ord.end(), 0u);
+  std::sort(ord.begin(), ord.end(), [&](uint32_t x, uint32_t y) {
+    if (key.less(x, c.begin[x], y, c.begin[y])) return true;
+    if (key.less(y, c.begin[y], x, c.begin[x])) return false;
+    return x < y;
+  });
+  work += 4 * m;
+  int64_t max_dur = 1;
+  for (size_t k = 0; k < m; ++k) max_dur = std::max(max_dur, c.duration[k]);
+  const uint32_t first = ord.front();
+  const int64_t b_lo = c.begin[first], span = c.begin[ord.back()] - b_lo;
+  Periodic per;
+  int64_t shift = 0, last = 0;
+  int tried = 0;
+  for (size_t q = 1; q < m && tried < kPeriodCandidates && shift == 0; ++q) {
+    const uint32_t j = ord[q];
+    const int64_t s = c.begin[j] - b_lo;
+    if (s == last || !key.same(j, 0, first, 0)) continue;
+    last = s;
+    ++tried;
+    const int64_t C = (max_dur + s - 1) / s * s;
+    if (span < 2 * C) break;  // fewer than two cycles: nothing to gain
+    if (map_cycle(c, ord, C, per, work)) shift = s;
+  }
+  if (shift == 0) return false;
+  bool used = false;
+  const int64_t cycles = per.cycle / shift;
+  std::vector<uint64_t> cyc;
+  for (int64_t extra = 0; extra <= kPeriodExtra; ++extra) {
+    if (extra > 0 && (span < 2 * (cycles + extra) * shift || !map_cycle(c, ord, (cycles + extra) * shift, per, work)))
+      break;
+    const uint64_t top = plan_cycle(c, per, cyc, work);
+    if (top >= best.top) continue;
+    for (size_t k = 0; k < m; ++k) best.offsets[k] = cyc[per.rep_of[k]];
+    best.top = top;
+    work += m;
+    used = true;
+  }
+  return used;
+}
+
 // Skyline passes with MiniMalloc's three preorders (T = pressure, W =
 // duration, A = size x duration; TWA first, the best on the periodic mixed
 // workload), on components too large for the canonical search that the
@@ -875,6 +1125,7 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
     }
   }
   if (opt.quality == 0 || !opt.baseline.empty()) return best;
+  const bool periodic = periodic_plan(c, best, work);
 
   // Refinement: iterated greedy within a work budget. Even rounds promote
   // the items that touch the peak to the front of the incumbent order; odd
@@ -926,7 +1177,9 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
       if (top < best.top) { best.top = top; best.offsets = off; }
     }
   }
-  skyline_passes(c, opt, portfolio_work, best, work);
+  // The periodic plan is the skyline's (and best fit's) result on one cycle:
+  // the same passes over the whole schedule have not beaten it.
+  if (!periodic) skyline_passes(c, opt, portfolio_work, best, work);
   exact_search(c, opt, cap_top, best, work);
   return best;
 }
