@@ -853,30 +853,42 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
     uint64_t low;
     uint32_t rank, item;
   };
-  auto later = [](const Entry& x, const Entry& y) { return x.low != y.low ? x.low > y.low : x.rank > y.rank; };
+  auto less = [](const Entry& x, const Entry& y) { return x.low != y.low ? x.low < y.low : x.rank < y.rank; };
   std::vector<Entry> heap;
+  // A stale top takes its current offset and sinks in place (as in skyline()).
+  auto sift_down = [&](size_t at) {
+    const size_t size = heap.size();
+    const Entry e = heap[at];
+    for (size_t child = 2 * at + 1; child < size; child = 2 * at + 1) {
+      if (child + 1 < size && less(heap[child + 1], heap[child])) ++child;
+      if (!less(heap[child], e)) break;
+      heap[at] = heap[child];
+      at = child;
+    }
+    heap[at] = e;
+  };
   auto skyline_pass = [&](const std::vector<uint32_t>& rank) {
     std::fill(mx.begin(), mx.end(), 0);
     std::fill(tag.begin(), tag.end(), 0);
     heap.clear();
     for (uint32_t r = 0; r < n; ++r) heap.push_back({0, rank[r], r});
-    std::make_heap(heap.begin(), heap.end(), later);
+    for (size_t v = n / 2; v-- > 0;) sift_down(v);
     work += 2 * P + n;
     uint64_t top = 0;
     while (!heap.empty()) {
       work += pop_cost;
-      std::pop_heap(heap.begin(), heap.end(), later);
-      Entry& e = heap.back();
-      const auto& q = arc[e.item];
+      const uint32_t j = heap[0].item;
+      const auto& q = arc[j];
       uint64_t low = range_max(q[0], q[1]);
       if (q[2] <= q[3]) low = std::max(low, range_max(q[2], q[3]));
-      if (low > e.low) {
-        e.low = low;
-        std::push_heap(heap.begin(), heap.end(), later);
+      if (low > heap[0].low) {
+        heap[0].low = low;
+        sift_down(0);
         continue;
       }
-      const uint32_t j = e.item;
+      heap[0] = heap.back();
       heap.pop_back();
+      if (!heap.empty()) sift_down(0);
       off[j] = (low + A[j] - 1) & ~(A[j] - 1);
       top = std::max(top, off[j] + S[j]);
       range_raise(q[0], q[1], off[j] + S[j]);
