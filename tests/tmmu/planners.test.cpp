@@ -736,15 +736,24 @@ TEST_CASE("On periodic overlapping micro-batches the periodic plan beats the sky
 }
 
 TEST_CASE("Periodic plans stay valid when the repetition is broken or incomplete", "[tmmu][periodic]") {
-  // Tensors removed from the middle (the rest still repeats), a tensor's size
-  // or interval changed (the component no longer repeats), a duplicate
-  // tensor added: every plan passes the checker (run_strategy checks it) and
-  // never exceeds greedy by size.
+  // Tensors removed late in the schedule (the rest is still a subset of the
+  // repetition: periodic plan), a tensor's size or interval changed in the
+  // middle (no longer repeats: no periodic plan), a duplicate of a tensor of
+  // the middle cycle (the cycle the representatives come from: periodic
+  // plan), larger alignments on some shapes (periodic plan): every plan
+  // passes the checker (run_strategy checks it) and never exceeds greedy by
+  // size. Footprint / LB unmodified 1.0309, variants 1.0309, 1.0843, 1.0522,
+  // 1.0267, 1.0234 (before the periodic plan 1.0522; 1.0515, 1.0843,
+  // 1.0522, 1.0610, 1.0511).
   const IntervalSet base = periodic_micro_batches(5, 4000, 3);
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 5; ++variant) {
     IntervalSet s = base;
     const size_t mid = s.tensors.size() / 2;
-    if (variant == 0) s.tensors.erase(s.tensors.begin() + static_cast<std::ptrdiff_t>(mid), s.tensors.begin() + static_cast<std::ptrdiff_t>(mid + 25));
+    if (variant == 0) {
+      // tensors of one micro-batch late in the schedule (ids follow birth order)
+      const auto late = s.tensors.begin() + static_cast<std::ptrdiff_t>(s.tensors.size() * 9 / 10);
+      s.tensors.erase(late, late + 25);
+    }
     if (variant == 1) s.tensors[mid].size = s.tensors[mid].actual_size = s.tensors[mid].size + 4096;
     if (variant == 2) s.tensors[mid].end += 1;
     if (variant == 3) {
@@ -752,10 +761,15 @@ TEST_CASE("Periodic plans stay valid when the repetition is broken or incomplete
       t.id = "zz_duplicate";
       s.tensors.push_back(t);
     }
+    if (variant == 4)
+      for (TensorSpec& t : s.tensors)
+        if (t.size % 8192 == 0) t.alignment = 8192;
     INFO("variant " << variant);
     PlanReport r;
     REQUIRE_NOTHROW(r = run_strategy(s, kModule, kByte, {}));
     CHECK(r.arena_footprint[0] <= greedy_by_size(s, 0));
     CHECK(r.arena_footprint[0] >= r.metrics[0].lower_bound);
+    if (variant != 1 && variant != 2)  // still periodic: near the unmodified plan's 1.0309
+      CHECK(static_cast<double>(r.arena_footprint[0]) <= 1.045 * static_cast<double>(r.metrics[0].lower_bound));
   }
 }
