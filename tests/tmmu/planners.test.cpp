@@ -77,8 +77,6 @@ IntervalSet random_graph(uint32_t seed, size_t n) {
   return s;
 }
 
-uint64_t sum_footprint(const PlanReport& r) { return r.footprint_bytes(); }
-
 // Greedy by size, best fit including the leading gap: an independent
 // O(n^2) implementation of the baseline the byte planner must never exceed.
 uint64_t greedy_by_size(const IntervalSet& s, uint32_t arena) {
@@ -552,7 +550,7 @@ IntervalSet perfect_tiling(uint32_t seed, uint64_t width, int depth) {
   IntervalSet s = one_arena(1);
   s.source = "tiling" + std::to_string(seed);
   for (size_t i = 0; i < blocks.size(); ++i) {
-    char id[16];
+    char id[32];
     std::snprintf(id, sizeof id, "b%04zu", i);
     add(s, id, static_cast<uint64_t>(blocks[i][1]), blocks[i][2], blocks[i][3]);
   }
