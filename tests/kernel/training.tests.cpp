@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "error.hpp"
+#include "sha256.hpp"
 #include "test_support.hpp"
 
 using namespace umlos_test;
@@ -456,4 +457,40 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
     CHECK(read_text(dir + "/trace.jsonl") == trace);
     CHECK(read_text(dir + "/tape.bin") == read_text(whole.dir + "/tape.bin"));
   }
+}
+
+TEST_CASE("A checkpoint whose stored equation uses an operator outside the set fails on resume naming the equation",
+          "[training][checkpoint][symbolic][errors]") {
+  const std::string m = variant("digits_augment", "eqckpt",
+                                {{"max_steps: 600", "max_steps: 60"},
+                                 {"t == 300 and state == S_P", "t == 20 and state == S_P"},
+                                 {"checkpoint_every: 250", "checkpoint_every: 40"}});
+  Run r = run(m, "eqckpt");
+  INFO(r.result.output);
+  REQUIRE(r.result.exit_status == 0);
+  // Rewrite one equation in ckpt_00000040.pb with the same length ("cos(" ->
+  // "tan(", an operator outside the set) and a valid content_sha256: a
+  // checkpoint that is well-formed as a file but holds a bad equation.
+  const std::string file = r.dir + "/checkpoints/ckpt_00000040.pb";
+  std::string bytes = read_text(file);
+  const size_t trailer = 35;  // content_sha256: tag a2 06, length 0x20, 32 bytes
+  REQUIRE(static_cast<unsigned char>(bytes[bytes.size() - trailer]) == 0xa2);
+  std::string body = bytes.substr(0, bytes.size() - trailer);
+  const size_t eq = body.find("y[");
+  REQUIRE(eq != std::string::npos);
+  size_t op = body.find("cos(", eq);
+  if (op == std::string::npos || op > body.find('\0', eq)) op = body.find("sin(", eq);
+  REQUIRE(op != std::string::npos);
+  body.replace(op, 4, "tan(");
+  const umlos::Digest d = umlos::sha256(std::vector<uint8_t>(body.begin(), body.end()));
+  write_text(file, body + std::string("\xa2\x06\x20", 3) + std::string(d.begin(), d.end()));
+
+  CommandResult resumed = run_umlos_env("UML_OS_ROOT='" + r.dir + "/..'", "run -q --resume '" + r.dir + "'");
+  INFO(resumed.output);
+  CHECK(resumed.exit_status == umlos::exit_code_for(UMLOS_EQUATION_INVALID));
+  CHECK(resumed.output.find("EQUATION_INVALID") != std::string::npos);
+  CHECK(resumed.output.find("tan(") != std::string::npos);  // the equation is named
+  const json f = json::parse(read_text(r.dir + "/failure.json"));
+  CHECK(f["failure_code"] == "EQUATION_INVALID");
+  CHECK(f["t"] == 41);
 }
