@@ -22,8 +22,12 @@ a = ap.parse_args()
 if a.deterministic:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
+import sys
+
 import torch
-import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "executor"))
+from torch_steps import make_gpt_step  # noqa: E402  the same block as bench/executor
 
 if a.deterministic:
     torch.use_deterministic_algorithms(True)
@@ -50,29 +54,8 @@ def param(*shape):
     return (0.1 * torch.randn(*shape, generator=g, dtype=dt)).to(dev).requires_grad_()
 
 
-T, D, H, FF = 128, 768, 12, 3072
-dh = D // H
-xs = torch.randn(T, D, generator=g, dtype=dt).to(dev)
-ts = torch.randn(T, D, generator=g, dtype=dt).to(dev)
-g1, be1, g2, be2 = param(D), param(D), param(D), param(D)
-Wq, Wk, Wv, Wo = param(D, D), param(D, D), param(D, D), param(D, D)
-Wf1, bf1, Wf2, bf2 = param(D, FF), param(FF), param(FF, D), param(D)
-params = [g1, be1, g2, be2, Wq, Wk, Wv, Wo, Wf1, bf1, Wf2, bf2]
-
-
-def gpt_step():
-    for p in params:
-        p.grad = None
-    h = F.layer_norm(xs, (D,), g1, be1, 1e-5)
-    q = (h @ Wq).reshape(T, H, dh).transpose(0, 1)
-    k = (h @ Wk).reshape(T, H, dh).transpose(0, 1)
-    v = (h @ Wv).reshape(T, H, dh).transpose(0, 1)
-    att = torch.softmax((q @ k.transpose(1, 2)) * (1.0 / dh ** 0.5), dim=-1)
-    c = (att @ v).transpose(0, 1).reshape(T, D)
-    r1 = xs + c @ Wo
-    h2 = F.layer_norm(r1, (D,), g2, be2, 1e-5)
-    y = r1 + (F.gelu(h2 @ Wf1 + bf1) @ Wf2 + bf2)
-    F.mse_loss(y, ts).backward()
+gpt_step = make_gpt_step(128, 768, 12, 3072, param,
+                         lambda *shape: torch.randn(*shape, generator=g, dtype=dt).to(dev))
 
 
 out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0), "dtype": a.dtype,

@@ -30,6 +30,37 @@ def timed(step, reps):
     return statistics.median(wall), statistics.median(cpu)
 
 
+def make_gpt_step(T, D, H, FF, param, data):
+    """One training step (forward + backward, gradients set to None, no
+    optimizer) of the GPT-2-shaped block of examples/ir/transformer_block.yaml:
+    T tokens of width D, H heads, FFN width FF. `data(*shape)` draws the input
+    and the target (in that order), then `param(*shape)` the parameters.
+    Shared with bench/cuda_driver/torch_cuda_steps.py."""
+    dh = D // H
+    xs = data(T, D)
+    ts = data(T, D)
+    g1, be1, g2, be2 = param(D), param(D), param(D), param(D)
+    Wq, Wk, Wv, Wo = param(D, D), param(D, D), param(D, D), param(D, D)
+    Wf1, bf1, Wf2, bf2 = param(D, FF), param(FF), param(FF, D), param(D)
+    params = [g1, be1, g2, be2, Wq, Wk, Wv, Wo, Wf1, bf1, Wf2, bf2]
+
+    def step():
+        for p in params:
+            p.grad = None
+        h = F.layer_norm(xs, (D,), g1, be1, 1e-5)
+        q = (h @ Wq).reshape(T, H, dh).transpose(0, 1)
+        k = (h @ Wk).reshape(T, H, dh).transpose(0, 1)
+        v = (h @ Wv).reshape(T, H, dh).transpose(0, 1)
+        att = torch.softmax((q @ k.transpose(1, 2)) * (1.0 / dh ** 0.5), dim=-1)
+        c = (att @ v).transpose(0, 1).reshape(T, D)
+        r1 = xs + c @ Wo
+        h2 = F.layer_norm(r1, (D,), g2, be2, 1e-5)
+        y = r1 + (F.gelu(h2 @ Wf1 + bf1) @ Wf2 + bf2)
+        F.mse_loss(y, ts).backward()
+
+    return step
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
@@ -58,28 +89,7 @@ def main():
         F.mse_loss(y, t).backward()
 
     # GPT-2-small block, T 128
-    T, D, H, FF = 128, 768, 12, 3072
-    dh = D // H
-    xs = torch.randn(T, D, generator=g, dtype=dt)
-    ts = torch.randn(T, D, generator=g, dtype=dt)
-    g1, be1, g2, be2 = param(D), param(D), param(D), param(D)
-    Wq, Wk, Wv, Wo = param(D, D), param(D, D), param(D, D), param(D, D)
-    Wf1, bf1, Wf2, bf2 = param(D, FF), param(FF), param(FF, D), param(D)
-    gpt_params = [g1, be1, g2, be2, Wq, Wk, Wv, Wo, Wf1, bf1, Wf2, bf2]
-
-    def gpt_step():
-        for p in gpt_params:
-            p.grad = None
-        h = F.layer_norm(xs, (D,), g1, be1, 1e-5)
-        q = (h @ Wq).reshape(T, H, dh).transpose(0, 1)
-        k = (h @ Wk).reshape(T, H, dh).transpose(0, 1)
-        v = (h @ Wv).reshape(T, H, dh).transpose(0, 1)
-        att = torch.softmax((q @ k.transpose(1, 2)) * (1.0 / dh ** 0.5), dim=-1)
-        c = (att @ v).transpose(0, 1).reshape(T, D)
-        r1 = xs + c @ Wo
-        h2 = F.layer_norm(r1, (D,), g2, be2, 1e-5)
-        y = r1 + (F.gelu(h2 @ Wf1 + bf1) @ Wf2 + bf2)
-        F.mse_loss(y, ts).backward()
+    gpt_step = make_gpt_step(128, 768, 12, 3072, param, lambda *shape: torch.randn(*shape, generator=g, dtype=dt))
 
     mlp_s, mlp_cpu = timed(mlp_step, max(a.reps, 20))
     gpt_s, gpt_cpu = timed(gpt_step, a.reps)

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -48,33 +47,6 @@ std::string num(double v) {
 }
 
 // ------------------------------------------------------------ raw bytes
-
-std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) fail(UMLOS_INTERNAL, path + ": zlib inflateInit2 failed");
-  std::string out;
-  zs.next_in = const_cast<Bytef*>(bytes.data());
-  zs.avail_in = static_cast<uInt>(bytes.size());
-  char buf[1 << 16];
-  int rc;
-  do {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      std::string msg = zs.msg ? zs.msg : "corrupt data";
-      inflateEnd(&zs);
-      fail(UMLOS_DATA_LOSS, path + ": gzip data is invalid (" + msg + ")");
-    }
-    out.append(buf, sizeof buf - zs.avail_out);
-    if (rc != Z_STREAM_END && zs.avail_in == 0 && zs.avail_out != 0) {
-      inflateEnd(&zs);
-      fail(UMLOS_DATA_LOSS, path + ": gzip data is truncated");
-    }
-  } while (rc != Z_STREAM_END);
-  inflateEnd(&zs);
-  return out;
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;

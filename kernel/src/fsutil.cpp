@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include <zlib.h>
+
 #include "error.hpp"
 
 namespace umlos {
@@ -110,6 +112,34 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
   Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) fail_io("cannot open folder", folder, errno);
   if (::fsync(dir.get()) != 0) fail_io("cannot fsync folder", folder, errno);
+}
+
+std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+    throw Failure(UMLOS_INTERNAL, path + ": zlib inflateInit2 failed");
+  std::string out;
+  zs.next_in = const_cast<Bytef*>(bytes.data());
+  zs.avail_in = static_cast<uInt>(bytes.size());
+  char buf[1 << 16];
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      std::string msg = zs.msg ? zs.msg : "corrupt data";
+      inflateEnd(&zs);
+      throw Failure(UMLOS_DATA_LOSS, path + ": gzip data is invalid (" + msg + ")");
+    }
+    out.append(buf, sizeof buf - zs.avail_out);
+    if (rc != Z_STREAM_END && zs.avail_in == 0 && zs.avail_out != 0) {
+      inflateEnd(&zs);
+      throw Failure(UMLOS_DATA_LOSS, path + ": gzip data is truncated");
+    }
+  } while (rc != Z_STREAM_END);
+  inflateEnd(&zs);
+  return out;
 }
 
 }  // namespace umlos

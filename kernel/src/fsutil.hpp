@@ -21,4 +21,8 @@ inline void write_file_atomic(const std::string& path, const std::vector<uint8_t
   write_file_atomic(path, b.data(), b.size());
 }
 
+// The decompressed bytes of a gzip stream read from `path` (for messages):
+// DATA_LOSS naming the file when the stream is corrupt or truncated.
+std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path);
+
 }  // namespace umlos

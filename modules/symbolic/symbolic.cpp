@@ -37,21 +37,6 @@ std::array<uint8_t, 32> sha256(const void* p, size_t n) {
   return d;
 }
 
-std::vector<double> read_f64(const sdk::Context& c, const umlos_tensor* t) {
-  if (c.dtype(t) == UMLOS_DTYPE_F64) return c.read<double>(t);
-  if (c.dtype(t) == UMLOS_DTYPE_F32) {
-    std::vector<float> f = c.read<float>(t);
-    return std::vector<double>(f.begin(), f.end());
-  }
-  throw sdk::Error(UMLOS_INVALID_ARGUMENT, "expected a float tensor, found ", sdk::dtype_name(c.dtype(t)));
-}
-
-void write_f64(const sdk::Context& c, umlos_tensor* t, const std::vector<double>& v) {
-  if (c.dtype(t) == UMLOS_DTYPE_F64) return c.write(t, v);
-  std::vector<float> f(v.begin(), v.end());
-  c.write(t, f);
-}
-
 std::string text_of(const sdk::Context& c, const umlos_tensor* t) {
   const std::vector<uint8_t> b = c.read<uint8_t>(t);
   return std::string(b.begin(), b.end());
@@ -81,7 +66,7 @@ void differentiable_eval(sdk::Context& c) {
   if (sym::arity(e) > p)
     throw sdk::Error(UMLOS_EQUATION_INVALID, "equation '", name, "' uses z", sym::arity(e) - 1, " but symbolic.z has ", p,
                      " columns");
-  const std::vector<double> zv = read_f64(c, zt);
+  const std::vector<double> zv = c.read_f64(zt);
   for (int64_t i = 0; i < N; ++i)
     for (int64_t k = 0; k < p; ++k)
       if (!std::isfinite(zv[i * p + k]))
@@ -101,11 +86,11 @@ void differentiable_eval(sdk::Context& c) {
   b["zeros"] = c.temp(g.dtype, {N, 1});
   for (size_t k = 0; k < cp.constant_ids.size(); ++k) {
     umlos_tensor* t = c.temp(g.dtype, {1});
-    write_f64(c, t, {cp.constant_values[k]});
+    c.write_f64(t, {cp.constant_values[k]});
     b[cp.constant_ids[k]] = t;
   }
   ir::forward(c, g, b, [&](const ir::Node& n) { return c.temp(n.dtype, n.output_shape); });
-  const std::vector<double> v = read_f64(c, b.at(cp.output));
+  const std::vector<double> v = c.read_f64(b.at(cp.output));
   for (int64_t i = 0; i < N; ++i) {
     if (!std::isfinite(v[i])) {
       // Name the first sub-expression that left the policy (host replay of sample i).
@@ -127,17 +112,17 @@ void differentiable_eval(sdk::Context& c) {
   const std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, b, {{cp.output, 1.0}}, wrt);
   umlos_tensor* gz = c.output("symbolic.grad_z", g.dtype, {N, p});
   auto it = grads.find("z");
-  std::vector<double> gzv = it == grads.end() ? std::vector<double>(static_cast<size_t>(N * p), 0.0) : read_f64(c, it->second);
+  std::vector<double> gzv = it == grads.end() ? std::vector<double>(static_cast<size_t>(N * p), 0.0) : c.read_f64(it->second);
   for (int64_t i = 0; i < N; ++i)
     for (int64_t k = 0; k < p; ++k)
       if (!std::isfinite(gzv[i * p + k]))
         throw sdk::Error(UMLOS_EQUATION_INVALID, "equation '", name, "' at sample ", i, ": the gradient w.r.t. z", k,
                          " is ", gzv[i * p + k]);
-  write_f64(c, gz, gzv);
+  c.write_f64(gz, gzv);
   std::vector<double> gc;
   for (const std::string& id : cp.constant_ids) {
     auto jt = grads.find(id);
-    gc.push_back(jt == grads.end() ? 0.0 : read_f64(c, jt->second).at(0));
+    gc.push_back(jt == grads.end() ? 0.0 : c.read_f64(jt->second).at(0));
   }
   c.write(c.output("symbolic.grad_const", UMLOS_DTYPE_F64, {static_cast<int64_t>(gc.size())}), gc);
 }
@@ -172,10 +157,10 @@ void equation_update(sdk::Context& c) {
   const umlos_tensor* zt = c.input("symbolic.z");
   const sdk::Shape zs = c.shape(zt);
   if (zs.size() != 2) throw sdk::Error(UMLOS_SHAPE_MISMATCH, "symbolic.z must be [n, p], found [", sdk::shape_string(zs), "]");
-  const std::vector<double> y = read_f64(c, c.input("symbolic.target"));
+  const std::vector<double> y = c.read_f64(c.input("symbolic.target"));
   if (static_cast<int64_t>(y.size()) != zs[0])
     throw sdk::Error(UMLOS_SHAPE_MISMATCH, "symbolic.target has ", y.size(), " values, symbolic.z ", zs[0], " rows");
-  const sym::SearchResult r = run_search(read_f64(c, zt), zs[1], y, search_options(c), "EquationUpdate_v2");
+  const sym::SearchResult r = run_search(c.read_f64(zt), zs[1], y, search_options(c), "EquationUpdate_v2");
   c.write(c.output("symbolic.equation", UMLOS_DTYPE_U8, {static_cast<int64_t>(r.text.size())}),
           std::vector<uint8_t>(r.text.begin(), r.text.end()));
   c.write(c.output("symbolic.mse", UMLOS_DTYPE_F64, {}), std::vector<double>{r.mse});
@@ -186,8 +171,8 @@ void equation_update(sdk::Context& c) {
 // relu(z W1 + b1) W2 + b2 in binary64, sums ascending (the current head's
 // nn_logits, docs/model.md), for n rows of z [n, p].
 std::vector<double> head_logits(const sdk::Context& c, const std::vector<double>& z, int64_t n, int64_t p, int64_t& C) {
-  const std::vector<double> W1 = read_f64(c, c.input("theta.head.W1")), b1 = read_f64(c, c.input("theta.head.b1"));
-  const std::vector<double> W2 = read_f64(c, c.input("theta.head.W2")), b2 = read_f64(c, c.input("theta.head.b2"));
+  const std::vector<double> W1 = c.read_f64(c.input("theta.head.W1")), b1 = c.read_f64(c.input("theta.head.b1"));
+  const std::vector<double> W2 = c.read_f64(c.input("theta.head.W2")), b2 = c.read_f64(c.input("theta.head.b2"));
   const int64_t H = static_cast<int64_t>(b1.size());
   C = static_cast<int64_t>(b2.size());
   if (static_cast<int64_t>(W1.size()) != p * H || static_cast<int64_t>(W2.size()) != H * C)
@@ -264,7 +249,7 @@ void activate(sdk::Context& c) {
   std::vector<int64_t> lab;
   std::vector<double> ycont;
   if (multiclass) lab = c.read<int64_t>(yt);
-  else ycont = read_f64(c, yt);
+  else ycont = c.read_f64(yt);
   double mean = 0.0, sd = 1.0;
   if (task == "regression") {
     mean = c.read<double>(c.input("data.target.mean")).at(0);

@@ -71,21 +71,8 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `umlos ARGS` through the shell, capturing output and exit status.
-inline CommandResult run_umlos(const std::string& args) {
-  std::string cmd = std::string("'") + UMLOS_EXE + "' " + args + " 2>&1";
-  CommandResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-// The same with environment assignments first ("NAME='value' ...").
+// Runs `umlos ARGS` through the shell with environment assignments first
+// ("NAME='value' ...", or none), capturing output and exit status.
 inline CommandResult run_umlos_env(const std::string& env, const std::string& args) {
   std::string cmd = env + " '" + UMLOS_EXE + "' " + args + " 2>&1";
   CommandResult r;
@@ -98,5 +85,7 @@ inline CommandResult run_umlos_env(const std::string& env, const std::string& ar
   r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+inline CommandResult run_umlos(const std::string& args) { return run_umlos_env("", args); }
 
 }  // namespace umlos_test

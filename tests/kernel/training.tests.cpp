@@ -16,6 +16,7 @@
 
 #include "error.hpp"
 #include "sha256.hpp"
+#include "run_support.hpp"
 #include "test_support.hpp"
 
 using namespace umlos_test;
@@ -24,51 +25,10 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string pinned_manifest(const std::string& name) {
-  return std::string(UMLOS_BINARY_DIR) + "/manifests/" + name + ".yaml";
-}
-
-// A variant of a shipped pinned manifest, written beside it (its module and
-// data paths are relative to that folder), with text replacements.
-std::string variant(const std::string& name, const std::string& tag,
-                    const std::vector<std::pair<std::string, std::string>>& edits) {
-  std::string text = read_text(pinned_manifest(name));
-  for (const auto& [from, to] : edits) {
-    const size_t at = text.find(from);
-    REQUIRE(at != std::string::npos);
-    text.replace(at, from.size(), to);
-  }
-  const std::string out = std::string(UMLOS_BINARY_DIR) + "/manifests/test_" + name + "_" + tag + ".yaml";
-  write_text(out, text);
-  return out;
-}
-
-std::vector<json> records(const std::string& trace) {
-  std::vector<json> out;
-  std::istringstream in(read_text(trace));
-  std::string line;
-  while (std::getline(in, line)) out.push_back(json::parse(line));
-  return out;
-}
-
 std::vector<std::string> state_fps(const std::string& trace) {
   std::vector<std::string> out;
   for (const json& r : records(trace)) if (r["record"] == "iter") out.push_back(r["state_fp"]);
   return out;
-}
-
-// Runs MANIFEST into a fresh run folder with its own UML_OS_ROOT.
-struct Run {
-  CommandResult result;
-  std::string dir;
-  std::string trace() const { return dir + "/trace.jsonl"; }
-};
-Run run(const std::string& manifest, const std::string& tag, const std::string& extra = "") {
-  const std::string root = temp_dir("train-root-" + tag);
-  Run r;
-  r.dir = root + "/run";
-  r.result = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + r.dir + "' " + extra + " '" + manifest + "'");
-  return r;
 }
 
 }  // namespace

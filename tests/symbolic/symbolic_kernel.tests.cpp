@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../kernel/run_support.hpp"
 #include "../kernel/test_support.hpp"
 #include "cbor.hpp"
 #include "error.hpp"
@@ -84,39 +85,6 @@ void driver_eval(const std::string& eq, const std::vector<double>& z, int64_t n,
   h.call("UML_OS.Symbolic.DifferentiableEval_v1");
   value = h.get("symbolic.value");
   grad_z = h.get("symbolic.grad_z");
-}
-
-std::vector<json> records(const std::string& trace) {
-  std::vector<json> out;
-  std::istringstream in(read_text(trace));
-  std::string line;
-  while (std::getline(in, line)) out.push_back(json::parse(line));
-  return out;
-}
-
-struct Run {
-  CommandResult result;
-  std::string dir;
-  std::string trace() const { return dir + "/trace.jsonl"; }
-};
-Run run(const std::string& manifest, const std::string& tag) {
-  const std::string root = temp_dir("sym-root-" + tag);
-  Run r;
-  r.dir = root + "/run";
-  r.result = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + r.dir + "' '" + manifest + "'");
-  return r;
-}
-std::string pinned(const std::string& name) { return std::string(UMLOS_BINARY_DIR) + "/manifests/" + name + ".yaml"; }
-std::string variant(const std::string& tag, const std::vector<std::pair<std::string, std::string>>& edits) {
-  std::string text = read_text(pinned("digits_augment"));
-  for (const auto& [from, to] : edits) {
-    const size_t at = text.find(from);
-    REQUIRE(at != std::string::npos);
-    text.replace(at, from.size(), to);
-  }
-  const std::string out = std::string(UMLOS_BINARY_DIR) + "/manifests/test_digits_augment_" + tag + ".yaml";
-  write_text(out, text);
-  return out;
 }
 
 }  // namespace
@@ -262,7 +230,7 @@ TEST_CASE("ActivateNonParamModule_v1 takes exactly 31 cluster draws and writes p
 
 TEST_CASE("Digits with one augment step: equations found, accuracy with and without, identical traces",
           "[symbolic][training][slow]") {
-  Run a = run(pinned("digits_augment"), "aug-a");
+  Run a = run(pinned_manifest("digits_augment"), "aug-a");
   INFO(a.result.output);
   REQUIRE(a.result.exit_status == 0);
   const std::vector<json> ra = records(a.trace());
@@ -281,11 +249,11 @@ TEST_CASE("Digits with one augment step: equations found, accuracy with and with
   REQUIRE(end["status"] == "success");
   const double acc_aug = end["val_accuracy"];
 
-  Run b = run(pinned("digits_augment"), "aug-b");
+  Run b = run(pinned_manifest("digits_augment"), "aug-b");
   REQUIRE(b.result.exit_status == 0);
   CHECK(read_text(a.trace()) == read_text(b.trace()));
 
-  const std::string plain = variant("plain", {{"- {cond: \"t == 300 and state == S_P\", action: augment, priority: 5}", ""}});
+  const std::string plain = variant("digits_augment", "plain", {{"- {cond: \"t == 300 and state == S_P\", action: augment, priority: 5}", ""}});
   Run c = run(plain, "plain");
   REQUIRE(c.result.exit_status == 0);
   const double acc_plain = records(c.trace()).back()["val_accuracy"];

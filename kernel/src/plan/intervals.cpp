@@ -1,7 +1,6 @@
 // intervals.cpp — reading umlos.intervals.v1 JSON / .json.gz and MiniMalloc CSV.
 #include "intervals.hpp"
 
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -91,34 +90,6 @@ void check_alignment(uint64_t a, const std::string& where) {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-    throw Failure(UMLOS_INTERNAL, path + ": zlib inflateInit2 failed");
-  std::string out;
-  zs.next_in = const_cast<Bytef*>(bytes.data());
-  zs.avail_in = static_cast<uInt>(bytes.size());
-  char buf[1 << 16];
-  int rc;
-  do {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      std::string msg = zs.msg ? zs.msg : "corrupt data";
-      inflateEnd(&zs);
-      throw Failure(UMLOS_DATA_LOSS, path + ": gzip data is invalid (" + msg + ")");
-    }
-    out.append(buf, sizeof buf - zs.avail_out);
-    if (rc != Z_STREAM_END && zs.avail_in == 0 && zs.avail_out != 0) {
-      inflateEnd(&zs);
-      throw Failure(UMLOS_DATA_LOSS, path + ": gzip data is truncated");
-    }
-  } while (rc != Z_STREAM_END);
-  inflateEnd(&zs);
-  return out;
 }
 
 void sort_and_check_ids(IntervalSet& set) {

@@ -68,19 +68,6 @@ std::vector<uint8_t> config_bytes(sdk::Context& c, const char* key) {
 
 const char* dtype_text(int32_t d) { return sdk::dtype_name(d); }
 
-std::vector<double> read_f64(sdk::Context& c, const umlos_tensor* t) {
-  if (c.dtype(t) == UMLOS_DTYPE_F64) return c.read<double>(t);
-  if (c.dtype(t) == UMLOS_DTYPE_F32) {
-    std::vector<float> f = c.read<float>(t);
-    return std::vector<double>(f.begin(), f.end());
-  }
-  if (c.dtype(t) == UMLOS_DTYPE_I64) {
-    std::vector<int64_t> v = c.read<int64_t>(t);
-    return std::vector<double>(v.begin(), v.end());
-  }
-  throw sdk::Error(UMLOS_INVALID_ARGUMENT, "fingerprint: unsupported dtype ", dtype_text(c.dtype(t)));
-}
-
 void write_bytes_value(sdk::Context& c, const std::string& name, const std::vector<uint8_t>& bytes) {
   umlos_tensor* t = c.output(name.c_str(), UMLOS_DTYPE_U8, {static_cast<int64_t>(bytes.size())});
   if (!bytes.empty()) c.write_bytes(t, 0, bytes.data(), bytes.size());
@@ -558,7 +545,7 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
       // else: the parameter does not reach the loss; its gradient stays zero.
       critical.push_back({"grad." + d.id, out});
     }
-    std::vector<double> loss = read_f64(c, tensor.at(G.loss));
+    std::vector<double> loss = c.read_f64(tensor.at(G.loss));
     c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), std::vector<double>{loss.at(0)});
   }
 

@@ -75,18 +75,7 @@ const std::map<std::string, Prim>& table() {
 bool is_float(int32_t d) { return d == UMLOS_DTYPE_F32 || d == UMLOS_DTYPE_F64; }
 bool is_index(int32_t d) { return d == UMLOS_DTYPE_I32 || d == UMLOS_DTYPE_I64; }
 
-const char* dtype_text(int32_t d) {
-  switch (d) {
-    case UMLOS_DTYPE_F32: return "f32";
-    case UMLOS_DTYPE_F64: return "f64";
-    case UMLOS_DTYPE_I32: return "i32";
-    case UMLOS_DTYPE_I64: return "i64";
-    case UMLOS_DTYPE_U8: return "u8";
-    case UMLOS_DTYPE_U32: return "u32";
-    case UMLOS_DTYPE_U64: return "u64";
-    default: return "?";
-  }
-}
+const char* dtype_text(int32_t d) { return sdk::dtype_name(d); }
 
 bool is_scalar(const sdk::Shape& s) { return s.empty() || (s.size() == 1 && s[0] == 1); }
 

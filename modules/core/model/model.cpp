@@ -65,24 +65,7 @@ struct Sha {
   }
 };
 
-// Any float tensor as binary64 host values (f32 widened exactly).
-std::vector<double> read_f64(const sdk::Context& c, const umlos_tensor* t) {
-  if (c.dtype(t) == UMLOS_DTYPE_F64) return c.read<double>(t);
-  if (c.dtype(t) == UMLOS_DTYPE_F32) {
-    std::vector<float> f = c.read<float>(t);
-    return std::vector<double>(f.begin(), f.end());
-  }
-  throw sdk::Error(UMLOS_INVALID_ARGUMENT, "expected a float tensor, found ", sdk::dtype_name(c.dtype(t)));
-}
-
-// Host binary64 values into a tensor of its own dtype (rounded once).
-void write_f64(const sdk::Context& c, umlos_tensor* t, const std::vector<double>& v) {
-  if (c.dtype(t) == UMLOS_DTYPE_F64) return c.write(t, v);
-  std::vector<float> f(v.begin(), v.end());
-  c.write(t, f);
-}
-
-double scalar_f64(const sdk::Context& c, const umlos_tensor* t) { return read_f64(c, t).at(0); }
+double scalar_f64(const sdk::Context& c, const umlos_tensor* t) { return c.read_f64(t).at(0); }
 
 // Fixed-order binary64 sum over a sequence fed element by element:
 // 256-element chunks summed left to right, then the chunk sums left to
@@ -174,16 +157,16 @@ std::vector<double> ot_directions(int64_t p) {
 
 void bind_constants(sdk::Context& c, const Dims& d, ir::Binding& b) {
   umlos_tensor* half = c.temp(d.dtype, {1});
-  write_f64(c, half, {0.5});
+  c.write_f64(half, {0.5});
   b["c_half"] = half;
   if (!d.training) return;
   umlos_tensor* dirs = c.temp(d.dtype, {d.latent, 4});
-  write_f64(c, dirs, ot_directions(d.latent));
+  c.write_f64(dirs, ot_directions(d.latent));
   b["ot_dirs"] = dirs;
   umlos_tensor* eye = c.temp(d.dtype, {d.latent, d.latent});
   std::vector<double> e(static_cast<size_t>(d.latent * d.latent), 0.0);
   for (int64_t i = 0; i < d.latent; ++i) e[static_cast<size_t>(i * d.latent + i)] = 1.0;
-  write_f64(c, eye, e);
+  c.write_f64(eye, e);
   b["eye"] = eye;
 }
 
@@ -221,23 +204,23 @@ void bind_prototypes(sdk::Context& c, const Dims& d, ir::Binding& b) {
   if (d.equations.empty()) return;
   const int64_t k = static_cast<int64_t>(d.equations.size());
   umlos_tensor* protos = c.temp(d.dtype, {k, d.latent});
-  write_f64(c, protos, read_f64(c, c.input("np.protos")));
+  c.write_f64(protos, c.read_f64(c.input("np.protos")));
   b["np_protos"] = protos;
   umlos_tensor* tau = c.temp(d.dtype, {1});
-  write_f64(c, tau, {c.config<double>("symbolic.temperature", 0.05)});
+  c.write_f64(tau, {c.config<double>("symbolic.temperature", 0.05)});
   b["np_tau"] = tau;
   std::vector<double> route(static_cast<size_t>(k * d.outputs), 0.0);
   for (int64_t i = 0; i < k; ++i) route[static_cast<size_t>(i * d.outputs + d.eq_output[i])] = 1.0;
   umlos_tensor* rt = c.temp(d.dtype, {k, d.outputs});
-  write_f64(c, rt, route);
+  c.write_f64(rt, route);
   b["np_route"] = rt;
   umlos_tensor* beta = c.temp(d.dtype, {1});
-  write_f64(c, beta, {c.config<double>("beta", 1.0)});
+  c.write_f64(beta, {c.config<double>("beta", 1.0)});
   b["np_beta"] = beta;
   b["np_zeros"] = c.temp(d.dtype, {d.batch, 1});
   for (const auto& [id, v] : prototype_constants(d)) {
     umlos_tensor* t = c.temp(d.dtype, {1});
-    write_f64(c, t, {v});
+    c.write_f64(t, {v});
     b[id] = t;
   }
 }
@@ -278,6 +261,27 @@ void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std:
               [&](const ir::Node& n) { return n.segment == segment; });
 }
 
+// The graph of one operator's step and its binding: the batch, parameters
+// and constants, the prototypes when `prototypes` (S_PROTO; Encode and
+// Decode never read them), and the activations earlier operators of this
+// iteration wrote for the `earlier` segments.
+struct Step {
+  Dims d;
+  ir::Graph g;
+  ir::Binding b;
+};
+Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier) {
+  Step s{training_dims(c), {}, {}};
+  if (prototypes) load_prototypes(c, s.d);
+  s.g = build(s.d);
+  bind_batch(c, s.b);
+  bind_parameters(c, s.d, s.b);
+  bind_constants(c, s.d, s.b);
+  if (prototypes) bind_prototypes(c, s.d, s.b);
+  if (!earlier.empty()) bind_activations(c, s.g, s.b, earlier);
+  return s;
+}
+
 // ------------------------------------------------------------ InitParameters_v1
 
 // Spec 004 II.3: theta from manifest-hash-derived bytes, no RNG draws. The
@@ -304,7 +308,7 @@ void init_parameters(sdk::Context& c) {
         v[k] = (2.0 * umlos_u01_f64(out[0], out[1]) - 1.0) * a;
       }
     }
-    write_f64(c, c.output(("theta." + q.id).c_str(), d.dtype, q.shape), v);
+    c.write_f64(c.output(("theta." + q.id).c_str(), d.dtype, q.shape), v);
   }
   c.write(c.output("state", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{0});
   const int64_t cap = c.config<int64_t>("latent_buffer_capacity", 8192);
@@ -331,13 +335,11 @@ void encode(sdk::Context& c) {
     umlos_det_sincos_2pi(u2[i], &s, &co);
     eps[i] = UMLOS_SQRT(-2.0 * umlos_det_log(u1[i])) * co;
   }
-  const ir::Graph g = build(d);
-  ir::Binding b;
-  bind_batch(c, b);
-  bind_parameters(c, d, b);
-  bind_constants(c, d, b);
+  Step bound = bind_step(c, false, {});
+  const ir::Graph& g = bound.g;
+  ir::Binding& b = bound.b;
   umlos_tensor* eps_t = c.output("model.act.eps", d.dtype, {d.batch, d.latent});
-  write_f64(c, eps_t, eps);
+  c.write_f64(eps_t, eps);
   b["eps"] = eps_t;
   run_segment(c, g, b, "encode");
 
@@ -350,7 +352,7 @@ void encode(sdk::Context& c) {
     throw sdk::Error(UMLOS_SHAPE_MISMATCH, "latent.z is [", sdk::shape_string(rs), "], latent_dim is ", d.latent);
   const int64_t cap = rs[0];
   int64_t count = c.read<int64_t>(count_t).at(0);
-  const std::vector<double> z = read_f64(c, b.at("z"));
+  const std::vector<double> z = c.read_f64(b.at("z"));
   const std::vector<int64_t> index = c.read<int64_t>(c.input("batch.index"));
   // At most two contiguous runs of rows (the ring may wrap once per batch).
   for (int64_t r = 0; r < d.batch;) {
@@ -368,14 +370,8 @@ void encode(sdk::Context& c) {
 // ------------------------------------------------------------ Decode_v1, Forward_v2
 
 void decode(sdk::Context& c) {
-  const Dims d = training_dims(c);
-  const ir::Graph g = build(d);
-  ir::Binding b;
-  bind_batch(c, b);
-  bind_parameters(c, d, b);
-  bind_constants(c, d, b);
-  bind_activations(c, g, b, {"encode"});
-  run_segment(c, g, b, "decode");
+  Step bound = bind_step(c, false, {"encode"});
+  run_segment(c, bound.g, bound.b, "decode");
 }
 
 // logits = nn_logits + beta * sym_pred; sym_pred = 0 while there are no
@@ -383,31 +379,16 @@ void decode(sdk::Context& c) {
 // 004 graph; in S_PROTO with np.protos the head segment carries the
 // prototype path (graph.hpp, docs/symbolic.md).
 void forward_v2(sdk::Context& c) {
-  Dims d = training_dims(c);
-  load_prototypes(c, d);
-  const ir::Graph g = build(d);
-  ir::Binding b;
-  bind_batch(c, b);
-  bind_parameters(c, d, b);
-  bind_constants(c, d, b);
-  bind_prototypes(c, d, b);
-  bind_activations(c, g, b, {"encode"});
-  run_segment(c, g, b, "head");
+  Step bound = bind_step(c, true, {"encode"});
+  run_segment(c, bound.g, bound.b, "head");
 }
 
 // ------------------------------------------------------------ TotalLoss_v1
 
 void total_loss(sdk::Context& c) {
-  Dims d = training_dims(c);
-  load_prototypes(c, d);
-  const ir::Graph g = build(d);
-  ir::Binding b;
-  bind_batch(c, b);
-  bind_parameters(c, d, b);
-  bind_constants(c, d, b);
-  bind_prototypes(c, d, b);
-  bind_activations(c, g, b, {"encode", "decode", "head"});
-  run_segment(c, g, b, "loss");
+  Step bound = bind_step(c, true, {"encode", "decode", "head"});
+  const ir::Binding& b = bound.b;
+  run_segment(c, bound.g, bound.b, "loss");
   // III.C: L_tot = alpha L_sup + L_aux in binary64, terms in the fixed order.
   double aux = 0.0, total = 0.0;
   for (const Term& term : loss_terms()) {
@@ -437,15 +418,10 @@ void total_loss(sdk::Context& c) {
 // to config clip_norm, then the optimiser (config optimizer.name: adam |
 // sgd) with decoupled weight decay on every trainable parameter.
 void update(sdk::Context& c) {
-  Dims d = training_dims(c);
-  load_prototypes(c, d);
-  const ir::Graph g = build(d);
-  ir::Binding b;
-  bind_batch(c, b);
-  bind_parameters(c, d, b);
-  bind_constants(c, d, b);
-  bind_prototypes(c, d, b);
-  bind_activations(c, g, b, {"encode", "decode", "head", "loss"});
+  Step bound = bind_step(c, true, {"encode", "decode", "head", "loss"});
+  const Dims& d = bound.d;
+  const ir::Graph& g = bound.g;
+  ir::Binding& b = bound.b;
   std::vector<ir::Seed> seeds;
   for (const Term& term : loss_terms()) seeds.push_back({term.id, c.config<double>(term.weight_key, term.default_weight)});
   const std::vector<Param> ps = parameters(d);
@@ -469,7 +445,7 @@ void update(sdk::Context& c) {
   ChunkedSum squares;
   for (size_t i = 0; i < ps.size(); ++i) {
     auto it = grads.find(ps[i].id);
-    gv[i] = it == grads.end() ? std::vector<double>(sdk::element_count(ps[i].shape), 0.0) : read_f64(c, it->second);
+    gv[i] = it == grads.end() ? std::vector<double>(sdk::element_count(ps[i].shape), 0.0) : c.read_f64(it->second);
     for (double x : gv[i]) squares.add(x * x);
   }
   const double norm = UMLOS_SQRT(squares.value());
@@ -501,7 +477,7 @@ void update(sdk::Context& c) {
       std::vector<double> m(gv[i].size(), 0.0), v(gv[i].size(), 0.0);
       if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = c.read<double>(t);
       if (const umlos_tensor* t = c.optional_input(v_name.c_str())) v = c.read<double>(t);
-      std::vector<double> theta = read_f64(c, b.at(ps[i].id));
+      std::vector<double> theta = c.read_f64(b.at(ps[i].id));
       for (size_t k = 0; k < theta.size(); ++k) {
         m[k] = b1 * m[k] + (1.0 - b1) * gv[i][k];
         v[k] = b2 * v[k] + (1.0 - b2) * (gv[i][k] * gv[i][k]);
@@ -510,7 +486,7 @@ void update(sdk::Context& c) {
       }
       c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
       c.write(c.output(v_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), v);
-      write_f64(c, c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
+      c.write_f64(c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
     }
     c.write(c.output("opt.beta1_pow", UMLOS_DTYPE_F64, {}), std::vector<double>{b1_pow});
     c.write(c.output("opt.beta2_pow", UMLOS_DTYPE_F64, {}), std::vector<double>{b2_pow});
@@ -520,13 +496,13 @@ void update(sdk::Context& c) {
       const std::string m_name = "opt.m." + ps[i].id;
       std::vector<double> m(gv[i].size(), 0.0);
       if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = c.read<double>(t);
-      std::vector<double> theta = read_f64(c, b.at(ps[i].id));
+      std::vector<double> theta = c.read_f64(b.at(ps[i].id));
       for (size_t k = 0; k < theta.size(); ++k) {
         m[k] = momentum * m[k] + gv[i][k];
         theta[k] -= lr * (m[k] + wd * theta[k]);
       }
       c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
-      write_f64(c, c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
+      c.write_f64(c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
     }
   } else {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config optimizer.name is '", opt, "', expected adam or sgd");
@@ -552,7 +528,7 @@ void validate(sdk::Context& c) {
   if (const umlos_tensor* cov = c.optional_input("model.act.cov_z")) {
     const sdk::Shape s = c.shape(cov);
     const int64_t p = s.at(0);
-    std::vector<double> a = read_f64(c, cov);
+    std::vector<double> a = c.read_f64(cov);
     double maxdiag = 0;
     for (int64_t i = 0; i < p; ++i) maxdiag = std::max(maxdiag, a[i * p + i]);
     std::vector<double> L(a.size(), 0.0), D(static_cast<size_t>(p), 0.0);
@@ -579,7 +555,7 @@ void validate(sdk::Context& c) {
     if (s.size() == 2 && s[1] > 1) {
       umlos_tensor* prob = c.temp(c.dtype(logits), s);
       c.dispatch("softmax", {logits}, {prob});
-      const std::vector<double> pv = read_f64(c, prob);
+      const std::vector<double> pv = c.read_f64(prob);
       const double ptol = c.dtype(logits) == UMLOS_DTYPE_F32 ? 1e-5 : 1e-12;
       for (int64_t r = 0; r < s[0]; ++r) {
         double sum = 0;
@@ -646,7 +622,7 @@ void state_fingerprint(sdk::Context& c) {
   std::sort(sorted.begin(), sorted.end());
   for (const std::string& id : sorted) {
     h.text("theta." + id);
-    hash_values_f64(h, read_f64(c, c.input(("theta." + id).c_str())));
+    hash_values_f64(h, c.read_f64(c.input(("theta." + id).c_str())));
   }
   // 2. optimiser state, registration order.
   for (const std::string& id : names) {
@@ -708,7 +684,7 @@ void state_fingerprint(sdk::Context& c) {
   h.u64((uint64_t(rs.key[0]) << 32) | rs.key[1]);
   for (uint64_t off : rs.offsets) h.u64(off);
   // 7. prototypes and the SHA-256 of their canonical equations (sorted).
-  if (const umlos_tensor* protos = c.optional_input("np.protos")) hash_values_f64(h, read_f64(c, protos));
+  if (const umlos_tensor* protos = c.optional_input("np.protos")) hash_values_f64(h, c.read_f64(protos));
   else h.u64(0);
   if (const umlos_tensor* eqs = c.optional_input("np.protos_equation_hash")) {
     const std::vector<uint8_t> b = c.read<uint8_t>(eqs);
@@ -788,7 +764,7 @@ Evaluation evaluate(sdk::Context& c, const std::string& split, const std::vector
   // Parameters widened to binary64 (V.C: binary64 forward).
   for (const Param& q : parameters(d)) {
     umlos_tensor* t = c.temp(UMLOS_DTYPE_F64, q.shape);
-    c.write(t, read_f64(c, c.input(("theta." + q.id).c_str())));
+    c.write(t, c.read_f64(c.input(("theta." + q.id).c_str())));
     b[q.id] = t;
   }
   ir::forward(c, g, b, [&](const ir::Node& n) { return c.temp(n.dtype, n.output_shape); });

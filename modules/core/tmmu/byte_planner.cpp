@@ -633,6 +633,83 @@ struct ComponentPlan {
 };
 
 
+// The skyline h(t) over points 0..n-1, the highest top placed over each
+// point: a max segment tree whose raises are recorded as tags (raises only
+// grow, so a tag never needs pushing down). max_over and raise are O(log n).
+class SkylineTree {
+ public:
+  explicit SkylineTree(size_t points) {
+    while (leaves_ < points) leaves_ <<= 1;
+    mx_.assign(2 * leaves_, 0);
+    tag_.assign(2 * leaves_, 0);
+  }
+  size_t leaves() const { return leaves_; }
+  void clear() {
+    std::fill(mx_.begin(), mx_.end(), 0);
+    std::fill(tag_.begin(), tag_.end(), 0);
+  }
+  uint64_t max_over(uint32_t lo, uint32_t hi) const {
+    uint64_t best = 0;
+    const size_t l = lo + leaves_, r = hi + leaves_ + 1;
+    for (size_t a = l, b = r; a < b; a >>= 1, b >>= 1) {
+      if (a & 1) best = std::max(best, mx_[a++]);
+      if (b & 1) best = std::max(best, mx_[--b]);
+    }
+    // Raises recorded above the boundary leaves cover them too.
+    for (size_t v = l >> 1; v >= 1; v >>= 1) best = std::max(best, tag_[v]);
+    for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) best = std::max(best, tag_[v]);
+    return best;
+  }
+  void raise(uint32_t lo, uint32_t hi, uint64_t value) {
+    const size_t l = lo + leaves_, r = hi + leaves_ + 1;
+    for (size_t a = l, b = r; a < b; a >>= 1, b >>= 1) {
+      if (a & 1) { mx_[a] = std::max(mx_[a], value); tag_[a] = std::max(tag_[a], value); ++a; }
+      if (b & 1) { --b; mx_[b] = std::max(mx_[b], value); tag_[b] = std::max(tag_[b], value); }
+    }
+    for (size_t v = l >> 1; v >= 1; v >>= 1) mx_[v] = std::max(mx_[v], value);
+    for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) mx_[v] = std::max(mx_[v], value);
+  }
+
+ private:
+  size_t leaves_ = 1;
+  std::vector<uint64_t> mx_, tag_;
+};
+
+// A binary min-heap of items on (lowest offset, rank); ranks are distinct,
+// so the order is total. Keys are lazy: a stale top gets its current offset
+// and sinks in place (one sift instead of a pop and a push: most pops are
+// stale).
+struct LazyHeap {
+  struct Entry {
+    uint64_t low;
+    uint32_t rank, item;
+  };
+  std::vector<Entry> heap;
+  static bool less(const Entry& x, const Entry& y) { return x.low != y.low ? x.low < y.low : x.rank < y.rank; }
+  void sift_down(size_t at) {
+    const size_t n = heap.size();
+    const Entry e = heap[at];
+    for (size_t child = 2 * at + 1; child < n; child = 2 * at + 1) {
+      if (child + 1 < n && less(heap[child + 1], heap[child])) ++child;
+      if (!less(heap[child], e)) break;
+      heap[at] = heap[child];
+      at = child;
+    }
+    heap[at] = e;
+  }
+  // Items 0..n-1 at offset 0, item i with rank[i].
+  void reset(const std::vector<uint32_t>& rank, uint32_t n) {
+    heap.clear();
+    for (uint32_t i = 0; i < n; ++i) heap.push_back({0, rank[i], i});
+    for (size_t v = heap.size() / 2; v-- > 0;) sift_down(v);
+  }
+  void pop() {
+    heap[0] = heap.back();
+    heap.pop_back();
+    if (!heap.empty()) sift_down(0);
+  }
+};
+
 // Skyline greedy: the canonical search's dive without backtracking. It
 // repeatedly places the unplaced item with the lowest feasible offset (the
 // highest top of its placed time neighbours), ties by `rank`, on top of its
@@ -648,74 +725,28 @@ struct ComponentPlan {
 uint64_t skyline(const Component& c, const std::vector<uint32_t>& rank, std::vector<uint64_t>& off, uint64_t& work,
                  uint64_t work_limit) {
   const size_t m = c.size.size();
-  size_t P = 1;
-  while (P < c.n_points) P <<= 1;
+  SkylineTree tree(c.n_points);
   uint64_t pop_cost = 1;  // a pop: a heap operation and a tree query, O(log m)
   while ((uint64_t{1} << (2 * pop_cost)) < m) ++pop_cost;
-  // mx[v]: max of h over v's range; tag[v]: a raise of all of v's range.
-  std::vector<uint64_t> mx(2 * P, 0), tag(2 * P, 0);
-  work += 2 * P;
-  auto lowest = [&](uint32_t lo, uint32_t hi) {
-    uint64_t best = 0;
-    const size_t l = lo + P, r = hi + P + 1;
-    for (size_t a = l, b = r; a < b; a >>= 1, b >>= 1) {
-      if (a & 1) best = std::max(best, mx[a++]);
-      if (b & 1) best = std::max(best, mx[--b]);
-    }
-    // Raises recorded above the boundary leaves cover them too.
-    for (size_t v = l >> 1; v >= 1; v >>= 1) best = std::max(best, tag[v]);
-    for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) best = std::max(best, tag[v]);
-    return best;
-  };
-  auto raise = [&](uint32_t lo, uint32_t hi, uint64_t value) {
-    const size_t l = lo + P, r = hi + P + 1;
-    for (size_t a = l, b = r; a < b; a >>= 1, b >>= 1) {
-      if (a & 1) { mx[a] = std::max(mx[a], value); tag[a] = std::max(tag[a], value); ++a; }
-      if (b & 1) { --b; mx[b] = std::max(mx[b], value); tag[b] = std::max(tag[b], value); }
-    }
-    for (size_t v = l >> 1; v >= 1; v >>= 1) mx[v] = std::max(mx[v], value);
-    for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) mx[v] = std::max(mx[v], value);
-  };
-  // A binary min-heap on (offset, rank); ranks are distinct, so the order
-  // is total. A stale top gets its current offset and sinks in place (one
-  // sift instead of a pop and a push: most pops are stale).
-  struct Entry {
-    uint64_t low;
-    uint32_t rank, item;
-  };
-  auto less = [](const Entry& x, const Entry& y) { return x.low != y.low ? x.low < y.low : x.rank < y.rank; };
-  std::vector<Entry> heap(m);
-  for (uint32_t i = 0; i < m; ++i) heap[i] = {0, rank[i], i};
-  auto sift_down = [&](size_t at) {
-    const size_t n = heap.size();
-    const Entry e = heap[at];
-    for (size_t child = 2 * at + 1; child < n; child = 2 * at + 1) {
-      if (child + 1 < n && less(heap[child + 1], heap[child])) ++child;
-      if (!less(heap[child], e)) break;
-      heap[at] = heap[child];
-      at = child;
-    }
-    heap[at] = e;
-  };
-  for (size_t v = m / 2; v-- > 0;) sift_down(v);
+  work += 2 * tree.leaves();
+  LazyHeap h;
+  h.reset(rank, static_cast<uint32_t>(m));
   uint64_t top = 0;
-  while (!heap.empty()) {
+  while (!h.heap.empty()) {
     work += pop_cost;
     if (work > work_limit) return kNone;
-    const uint32_t j = heap[0].item;
-    const uint64_t low = lowest(c.cb[j], c.ce[j]);
-    if (low > heap[0].low) {
-      heap[0].low = low;
-      sift_down(0);
+    const uint32_t j = h.heap[0].item;
+    const uint64_t low = tree.max_over(c.cb[j], c.ce[j]);
+    if (low > h.heap[0].low) {
+      h.heap[0].low = low;
+      h.sift_down(0);
       continue;
     }
-    heap[0] = heap.back();
-    heap.pop_back();
-    if (!heap.empty()) sift_down(0);
+    h.pop();
     const uint64_t o = (low + c.align[j] - 1) & ~(c.align[j] - 1);
     off[j] = o;
     top = std::max(top, o + c.size[j]);
-    raise(c.cb[j], c.ce[j], o + c.size[j]);
+    tree.raise(c.cb[j], c.ce[j], o + c.size[j]);
   }
   return top;
 }
@@ -824,75 +855,32 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
     else if (re[r] - C < pts.front()) arc[r] = {lo, np - 1, 1, 0};
     else arc[r] = {lo, np - 1, 0, index_of(re[r] - C)};
   }
-  size_t P = 1;
-  while (P < np) P <<= 1;
+  SkylineTree tree(np);
+  const size_t P = tree.leaves();
   uint64_t pop_cost = 1;
   while ((uint64_t{1} << pop_cost) < P) ++pop_cost;
-  std::vector<uint64_t> mx(2 * P), tag(2 * P);
-  auto range_max = [&](uint32_t lo, uint32_t hi) {
-    uint64_t best = 0;
-    const size_t l = lo + P, r = hi + P + 1;
-    for (size_t x = l, y = r; x < y; x >>= 1, y >>= 1) {
-      if (x & 1) best = std::max(best, mx[x++]);
-      if (y & 1) best = std::max(best, mx[--y]);
-    }
-    for (size_t v = l >> 1; v >= 1; v >>= 1) best = std::max(best, tag[v]);
-    for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) best = std::max(best, tag[v]);
-    return best;
-  };
-  auto range_raise = [&](uint32_t lo, uint32_t hi, uint64_t value) {
-    const size_t l = lo + P, r = hi + P + 1;
-    for (size_t x = l, y = r; x < y; x >>= 1, y >>= 1) {
-      if (x & 1) { mx[x] = std::max(mx[x], value); tag[x] = std::max(tag[x], value); ++x; }
-      if (y & 1) { --y; mx[y] = std::max(mx[y], value); tag[y] = std::max(tag[y], value); }
-    }
-    for (size_t v = l >> 1; v >= 1; v >>= 1) mx[v] = std::max(mx[v], value);
-    for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) mx[v] = std::max(mx[v], value);
-  };
-  struct Entry {
-    uint64_t low;
-    uint32_t rank, item;
-  };
-  auto less = [](const Entry& x, const Entry& y) { return x.low != y.low ? x.low < y.low : x.rank < y.rank; };
-  std::vector<Entry> heap;
-  // A stale top takes its current offset and sinks in place (as in skyline()).
-  auto sift_down = [&](size_t at) {
-    const size_t size = heap.size();
-    const Entry e = heap[at];
-    for (size_t child = 2 * at + 1; child < size; child = 2 * at + 1) {
-      if (child + 1 < size && less(heap[child + 1], heap[child])) ++child;
-      if (!less(heap[child], e)) break;
-      heap[at] = heap[child];
-      at = child;
-    }
-    heap[at] = e;
-  };
+  LazyHeap h;
   auto skyline_pass = [&](const std::vector<uint32_t>& rank) {
-    std::fill(mx.begin(), mx.end(), 0);
-    std::fill(tag.begin(), tag.end(), 0);
-    heap.clear();
-    for (uint32_t r = 0; r < n; ++r) heap.push_back({0, rank[r], r});
-    for (size_t v = n / 2; v-- > 0;) sift_down(v);
+    tree.clear();
+    h.reset(rank, n);
     work += 2 * P + n;
     uint64_t top = 0;
-    while (!heap.empty()) {
+    while (!h.heap.empty()) {
       work += pop_cost;
-      const uint32_t j = heap[0].item;
+      const uint32_t j = h.heap[0].item;
       const auto& q = arc[j];
-      uint64_t low = range_max(q[0], q[1]);
-      if (q[2] <= q[3]) low = std::max(low, range_max(q[2], q[3]));
-      if (low > heap[0].low) {
-        heap[0].low = low;
-        sift_down(0);
+      uint64_t low = tree.max_over(q[0], q[1]);
+      if (q[2] <= q[3]) low = std::max(low, tree.max_over(q[2], q[3]));
+      if (low > h.heap[0].low) {
+        h.heap[0].low = low;
+        h.sift_down(0);
         continue;
       }
-      heap[0] = heap.back();
-      heap.pop_back();
-      if (!heap.empty()) sift_down(0);
+      h.pop();
       off[j] = (low + A[j] - 1) & ~(A[j] - 1);
       top = std::max(top, off[j] + S[j]);
-      range_raise(q[0], q[1], off[j] + S[j]);
-      if (q[2] <= q[3]) range_raise(q[2], q[3], off[j] + S[j]);
+      tree.raise(q[0], q[1], off[j] + S[j]);
+      if (q[2] <= q[3]) tree.raise(q[2], q[3], off[j] + S[j]);
     }
     return top;
   };

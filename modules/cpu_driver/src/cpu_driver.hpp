@@ -180,4 +180,16 @@ void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, co
                      const std::vector<int64_t>& target_dims,
                      const std::function<void(int64_t, double)>& write);
 
+// matmul's operand shapes (trans_a/trans_b, batch dimensions, b shared
+// across the batch when rank 2) checked and resolved; SHAPE_MISMATCH through
+// c.shape_error naming the operand otherwise. cuda_driver uses it too.
+struct MatmulShape {
+  bool ta = false, tb = false;
+  int64_t batch = 1;       // number of independent products
+  bool shared_b = false;   // b is rank 2 and used by every batch
+  int64_t M = 0, N = 0, K = 0;
+  std::vector<int64_t> out_dims;
+};
+MatmulShape matmul_shape(const Call& c);
+
 }  // namespace cpu_driver

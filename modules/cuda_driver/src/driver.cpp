@@ -665,45 +665,8 @@ static void native_softmax(Instance* inst, Call& c) {
 }
 
 // matmul (linalg.cpp matmul_shape), forward and gradient, one strided GEMM.
-struct MatmulShape {
-  bool ta = false, tb = false, shared_b = false;
-  int64_t batch = 1, M = 0, N = 0, K = 0;
-  std::vector<int64_t> out_dims;
-};
-
-static MatmulShape matmul_shape(const Call& c) {
-  const Operand &a = c.in[0], &b = c.in[1];
-  MatmulShape s;
-  s.ta = c.attr_int("trans_a", 0) != 0;
-  s.tb = c.attr_int("trans_b", 0) != 0;
-  if (a.rank() < 2) c.shape_error(c.in_name(0) + ": expected rank >= 2, got " + shape_string(a.dims));
-  if (b.rank() < 2) c.shape_error(c.in_name(1) + ": expected rank >= 2, got " + shape_string(b.dims));
-  int ra = a.rank(), rb = b.rank();
-  int64_t a_rows = a.dims[ra - 2], a_cols = a.dims[ra - 1];
-  int64_t b_rows = b.dims[rb - 2], b_cols = b.dims[rb - 1];
-  s.M = s.ta ? a_cols : a_rows;
-  s.K = s.ta ? a_rows : a_cols;
-  int64_t kb = s.tb ? b_cols : b_rows;
-  s.N = s.tb ? b_rows : b_cols;
-  if (kb != s.K)
-    c.shape_error("inner dimensions differ: " + c.in_name(0) + " " + shape_string(a.dims) + (s.ta ? " (transposed)" : "") +
-                  " gives K = " + std::to_string(s.K) + ", " + c.in_name(1) + " " + shape_string(b.dims) +
-                  (s.tb ? " (transposed)" : "") + " gives K = " + std::to_string(kb));
-  std::vector<int64_t> batch_dims(a.dims.begin(), a.dims.end() - 2);
-  if (rb == 2) {
-    s.shared_b = true;
-  } else {
-    std::vector<int64_t> b_batch(b.dims.begin(), b.dims.end() - 2);
-    if (b_batch != batch_dims)
-      c.shape_error(c.in_name(1) + ": batch dimensions " + shape_string(b_batch) + " differ from " + c.in_name(0) + "'s " +
-                    shape_string(batch_dims) + " (b must be rank 2 or have a's batch dimensions)");
-  }
-  s.batch = cpu_driver::dims_product(batch_dims, 0, batch_dims.size());
-  s.out_dims = batch_dims;
-  s.out_dims.push_back(s.M);
-  s.out_dims.push_back(s.N);
-  return s;
-}
+using cpu_driver::MatmulShape;
+using cpu_driver::matmul_shape;
 
 static MatmulDims dims_of(const MatmulShape& s) {
   MatmulDims d;

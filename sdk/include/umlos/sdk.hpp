@@ -459,6 +459,23 @@ class Context {
                   shape_string(from_abi_shape(s)), " (", n, " elements)");
     write_bytes(t, 0, values.data(), n * sizeof(T));
   }
+  // The whole tensor as binary64 host values, whatever its numeric dtype:
+  // f32 widened exactly, i64 converted (exact up to 2^53). For the binary64
+  // reductions operators do on the host. Error(INVALID_ARGUMENT) otherwise.
+  std::vector<double> read_f64(const umlos_tensor* t) const {
+    switch (dtype(t)) {
+      case UMLOS_DTYPE_F64: return read<double>(t);
+      case UMLOS_DTYPE_F32: { std::vector<float> v = read<float>(t); return std::vector<double>(v.begin(), v.end()); }
+      case UMLOS_DTYPE_I64: { std::vector<int64_t> v = read<int64_t>(t); return std::vector<double>(v.begin(), v.end()); }
+      default: throw Error(UMLOS_INVALID_ARGUMENT, "read_f64: expected an f64, f32 or i64 tensor, found ", dtype_name(dtype(t)));
+    }
+  }
+  // Binary64 host values into an f64 or f32 tensor, rounded once to its dtype.
+  void write_f64(umlos_tensor* t, const std::vector<double>& values) const {
+    if (dtype(t) == UMLOS_DTYPE_F64) return write(t, values);
+    if (dtype(t) == UMLOS_DTYPE_F32) return write(t, std::vector<float>(values.begin(), values.end()));
+    throw Error(UMLOS_INVALID_ARGUMENT, "write_f64: expected an f64 or f32 tensor, found ", dtype_name(dtype(t)));
+  }
   void read_bytes(const umlos_tensor* t, uint64_t offset, void* dst, uint64_t bytes) const {
     check(svc(&umlos_services::tensor_read, UMLOS_STRUCT_SIZE(umlos_services, tensor_read),
               "tensor_read")(ctx_, t, offset, dst, bytes),

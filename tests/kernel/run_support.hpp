@@ -1,0 +1,62 @@
+// run_support.hpp — `umlos run` of the shipped manifests as a real process,
+// for the end-to-end tests (tests/kernel/training.tests.cpp,
+// tests/symbolic/symbolic_kernel.tests.cpp).
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace umlos_test {
+
+// build/manifests/NAME.yaml: the pinned copy the build writes.
+inline std::string pinned_manifest(const std::string& name) {
+  return std::string(UMLOS_BINARY_DIR) + "/manifests/" + name + ".yaml";
+}
+
+// A variant of a shipped pinned manifest, written beside it (its module and
+// data paths are relative to that folder), with text replacements; each
+// `from` must occur.
+inline std::string variant(const std::string& name, const std::string& tag,
+                           const std::vector<std::pair<std::string, std::string>>& edits) {
+  std::string text = read_text(pinned_manifest(name));
+  for (const auto& [from, to] : edits) {
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  }
+  const std::string out = std::string(UMLOS_BINARY_DIR) + "/manifests/test_" + name + "_" + tag + ".yaml";
+  write_text(out, text);
+  return out;
+}
+
+// The records of a trace.jsonl, in order.
+inline std::vector<nlohmann::json> records(const std::string& trace) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(read_text(trace));
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// Runs MANIFEST into a fresh run folder with its own UML_OS_ROOT.
+struct Run {
+  CommandResult result;
+  std::string dir;
+  std::string trace() const { return dir + "/trace.jsonl"; }
+};
+inline Run run(const std::string& manifest, const std::string& tag, const std::string& extra = "") {
+  const std::string root = temp_dir("run-root-" + tag);
+  Run r;
+  r.dir = root + "/run";
+  r.result = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + r.dir + "' " + extra + " '" + manifest + "'");
+  return r;
+}
+
+}  // namespace umlos_test
