@@ -68,27 +68,6 @@ std::optional<int64_t> scalar_int(const Host& host, const std::string& name) {
   }
 }
 
-// Spec 004 IV: np.protos_equation holds one readable equation per
-// prototype, lines joined by '\n'. The trace carries them where they change
-// (the augment step) and at run_end, so a reader sees the formulas the
-// model's logits add without opening a checkpoint.
-std::optional<json> equation_lines(const Host& host) {
-  auto it = host.values().find("np.protos_equation");
-  if (it == host.values().end()) return std::nullopt;
-  const Tensor& t = *it->second;
-  if (t.dtype != UMLOS_DTYPE_U8) return std::nullopt;
-  std::string text(t.bytes, '\0');
-  if (t.bytes) host.read(t, text.data(), t.bytes);
-  json lines = json::array();
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find('\n', start), text.size());
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
 // Operators add fields to the iteration's trace record by writing values
 // named trace.<field> (u8 text: a JSON object or array is embedded as JSON,
 // anything else as a string; an f64/i64 scalar as a number). They describe
@@ -695,9 +674,6 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
         std::optional<double> v = scalar_f64(rs.host, metric);
         it[metric] = v ? json(*v) : json(nullptr);
       }
-      if (action == 3) {
-        if (std::optional<json> eq = equation_lines(rs.host)) it["equations"] = *eq;
-      }
       take_trace_fields(rs.host, it);
       if (fp_now) {
         it["functional_fp"] = json_hex(*rs.functional_fp);
@@ -743,7 +719,6 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     for (const char* metric : {"val_accuracy", "val_r2"}) {
       if (std::optional<double> v = scalar_f64(rs.host, metric)) end[metric] = *v;
     }
-    if (std::optional<json> eq = equation_lines(rs.host)) end["equations"] = *eq;
     rs.trace.write(end);
     rs.trace.close();
     if (options.profile) write_profile(rs, std::chrono::steady_clock::now() - start);

@@ -412,8 +412,8 @@ std::string math_of(const std::string& eq) {
   return o;
 }
 
-// The equations each augment step found (iter records' "equations"), or the
-// run_end's when no augment step is in the trace (a resumed tail).
+// The equations each augment step found (its iter record's "equations",
+// written by the augment operator through trace.equations).
 std::string equations(const Run& run) {
   std::string s;
   auto list = [&](const json& eqs) {
@@ -432,12 +432,7 @@ std::string equations(const Run& run) {
          " prototype equations (sym_pred = &Sigma;<sub>i</sub> w<sub>i</sub>(z) &middot; eq<sub>i</sub>(z))</p>\n" +
          list(*it);
   }
-  if (s.empty()) {
-    auto it = run.end.find("equations");
-    if (it == run.end.end() || !it->is_array()) return "";
-    s = "<p>prototype equations at the end of the run</p>\n" + list(*it);
-  }
-  return "<h2>symbolic prototypes</h2>\n" + s;
+  return s.empty() ? "" : "<h2>symbolic prototypes</h2>\n" + s;
 }
 
 const char* kStyle =

@@ -257,6 +257,7 @@ void activate(sdk::Context& c) {
   }
   const sym::SearchOptions so = search_options(c);
   std::string joined;
+  std::string trace_json = "[";  // the same lines, for this iteration's trace record
   std::vector<std::array<uint8_t, 32>> digests;
   for (size_t q = 0; q < km.k; ++q) {
     std::vector<size_t> members;
@@ -297,6 +298,9 @@ void activate(sdk::Context& c) {
     const std::string line = sym::line_text(res.expr, cls, multiclass);
     if (q) joined += "\n";
     joined += line;
+    // Canonical equation text has no '"' or '\\' (expr.cpp prints numbers,
+    // names, operators and parentheses), so it is a JSON string as it is.
+    trace_json += (q ? ",\"" : "\"") + line + "\"";
     digests.push_back(sha256(line.data(), line.size()));
   }
   std::sort(digests.begin(), digests.end());
@@ -308,6 +312,11 @@ void activate(sdk::Context& c) {
           std::vector<uint8_t>(joined.begin(), joined.end()));
   c.write(c.output("np.protos_equation_hash", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(h.begin(), h.end()));
   c.write(c.output("state", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{1});
+  // The kernel copies trace.* values into this iteration's record
+  // (docs/training.md): "equations" on the augment step.
+  trace_json += "]";
+  c.write(c.output("trace.equations", UMLOS_DTYPE_U8, {static_cast<int64_t>(trace_json.size())}),
+          std::vector<uint8_t>(trace_json.begin(), trace_json.end()));
 }
 
 // ------------------------------------------------------------ descriptors
@@ -398,6 +407,7 @@ sdk::Module describe() {
                .output("np.protos_equation", UMLOS_DTYPE_U8, sdk::Dims{sdk::any}, P)
                .output("np.protos_equation_hash", UMLOS_DTYPE_U8, sdk::Dims{32}, P)
                .output("state", UMLOS_DTYPE_I64, sdk::Dims{}, P)
+               .output("trace.*", UMLOS_DTYPE_U8, sdk::Dims{sdk::any}, UMLOS_VALUE_OPTIONAL)
                .run(activate)
                .test(sdk::TestVector("two directions, two prototypes, constant residual 1/2")
                          .seed(11)

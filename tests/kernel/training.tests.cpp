@@ -379,7 +379,7 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
   INFO(whole.result.output);
   REQUIRE(whole.result.exit_status == 0);
   const std::vector<json> recs = records(whole.trace());
-  // The augment step's record and run_end carry the equations, one per prototype.
+  // The augment step's record carries the equations, one per prototype.
   json found;
   for (const json& r : recs) {
     if (r["record"] != "iter") continue;
@@ -394,8 +394,6 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
     }
   }
   REQUIRE(found.is_array());
-  REQUIRE(recs.back()["record"] == "run_end");
-  CHECK(recs.back()["equations"] == found);
   // The report prints them.
   const std::string page = whole.dir + "/report.html";
   CommandResult rep = run_umlos("report '" + whole.dir + "' -o '" + page + "'");
