@@ -2,6 +2,7 @@
 // active driver, and the contract checks around every operator call
 // (docs/contracts.md).
 #include "host.hpp"
+#include "value_arenas.hpp"
 
 #include <chrono>
 
@@ -365,7 +366,7 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
                        std::string("creates value")+" '" + name + "' which it does not declare as an output");
     }
-    TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
+    TensorPtr t = host_of(ctx).make_value_tensor(name, dtype, *shape);
     ctx->known.push_back(t.get());
     ctx->writable.push_back(t.get());
     ctx->stage(name, t);
@@ -883,6 +884,22 @@ bool Host::is_persistent(const std::string& name) const {
   return it != persistent_.end() && it->second;
 }
 
+TensorPtr Host::make_value_tensor(const std::string& name, int32_t dtype, const umlos_shape& shape) {
+  if (value_arenas_) {
+    if (TensorPtr t = value_arenas_->allocate(name, dtype, shape)) return t;
+  }
+  return make_tensor(dtype, shape);
+}
+
+bool Host::driver_has(const char* primitive) const {
+  if (!driver_) return false;
+  const umlos_driver_desc* d = driver_->desc;
+  for (uint32_t i = 0; i < d->n_primitives; ++i) {
+    if (d->primitives[i] && std::strcmp(d->primitives[i], primitive) == 0) return true;
+  }
+  return false;
+}
+
 void Host::set_value(const std::string& name, TensorPtr t, bool persistent) {
   values_[name] = std::move(t);
   persistent_[name] = persistent;
@@ -1102,7 +1119,7 @@ void Host::set_active_strategy(const std::string& name) {
   if (!active_strategy_) throw Failure(UMLOS_NOT_FOUND, "TMMU strategy '" + name + "' is offered by no loaded module");
 }
 
-void Host::plan_checked(const umlos_plan_request& request, umlos_plan_result& result) {
+void Host::plan_checked(const umlos_plan_request& request, umlos_plan_result& result, bool observe) {
   if (!active_strategy_) {
     throw Failure(UMLOS_FAILED_PRECONDITION,
                   "plan_memory: the manifest names no TMMU strategy (add tmmu: {strategy: ...})");
@@ -1123,7 +1140,7 @@ void Host::plan_checked(const umlos_plan_request& request, umlos_plan_result& re
                                               " (nothing was allocated)");
     }
   }
-  if (plan_observer_) plan_observer_(active_strategy_->name, request, result);
+  if (observe && plan_observer_) plan_observer_(active_strategy_->name, request, result);
 }
 
 void Host::plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request,

@@ -107,6 +107,8 @@ class Host {
   void dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
                 const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs = {});
   umlos_tensor_view view_of(const Tensor& t) const;
+  // Whether the active driver lists `primitive` (docs/primitives.md).
+  bool driver_has(const char* primitive) const;
   // A typed view of bytes [byte_offset, byte_offset + size) of `base`
   // (ApplyPlan_v1: tensors placed at planned offsets inside one arena).
   TensorPtr make_view(const TensorPtr& base, uint64_t byte_offset, int32_t dtype, const umlos_shape& shape);
@@ -123,6 +125,11 @@ class Host {
   // Sets (or replaces) a named value and its persistence flag, outside any
   // operator call: checkpoint restore and tests (kernel/src/checkpoint.cpp).
   void set_value(const std::string& name, TensorPtr t, bool persistent);
+  // The tensor services->value_create hands out: a slot of the run-state
+  // arenas when they are on (kernel/src/value_arenas.hpp), else a buffer of
+  // its own. `arenas` is borrowed and must outlive its use (nullptr: off).
+  void set_value_arenas(class ValueArenas* arenas) { value_arenas_ = arenas; }
+  TensorPtr make_value_tensor(const std::string& name, int32_t dtype, const umlos_shape& shape);
 
   // ---- operator calls with contract checks (docs/contracts.md)
   struct CallReport {
@@ -160,8 +167,11 @@ class Host {
   // and the memory budget it enforces (budgets.memory_bytes; 0 = none).
   void set_active_strategy(const std::string& name);
   void set_memory_budget(uint64_t bytes) { memory_budget_ = bytes; }
-  // plan() with the active strategy, then the kernel's checker and budget.
-  void plan_checked(const umlos_plan_request& request, umlos_plan_result& result);
+  // plan() with the active strategy, then the kernel's checker and budget;
+  // `observe`: hand the plan to the plan observer.
+  void plan_checked(const umlos_plan_request& request, umlos_plan_result& result, bool observe = true);
+  // The active strategy's name ("" when the manifest names none).
+  std::string active_strategy_name() const { return active_strategy_ ? active_strategy_->name : ""; }
   // Called with every plan plan_checked() accepted (the run writes the
   // first one as RUN_DIR/memory_plan.svg). The references live for the call.
   using PlanObserver = std::function<void(const std::string& strategy, const umlos_plan_request& request,
@@ -189,6 +199,7 @@ class Host {
   const umlos_tmmu_strategy_desc* active_strategy_ = nullptr;
   uint64_t memory_budget_ = 0;
   PlanObserver plan_observer_;
+  class ValueArenas* value_arenas_ = nullptr;  // borrowed; see set_value_arenas
   bool strict_contracts_ = false;
   Profile profile_;
   std::set<const umlos_operator_desc*> verified_pure_;

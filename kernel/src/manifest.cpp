@@ -528,8 +528,15 @@ class Parser {
   }
 
   void tmmu(const Entry& e) {
-    const auto t = fixed_map(e.value, mark_of(e), "tmmu", {"strategy", "config"}, {"strategy"});
+    const auto t = fixed_map(e.value, mark_of(e), "tmmu", {"strategy", "config", "values"}, {"strategy"});
     m_.tmmu_strategy = text(t.at("strategy"), "tmmu.strategy");
+    if (t.count("values")) {
+      m_.tmmu_values = text(t.at("values"), "tmmu.values");
+      if (m_.tmmu_values != "arenas" && m_.tmmu_values != "buffers") {
+        fail_at(mark_of(t.at("values")), "tmmu.values",
+                "expected one of arenas, buffers, found '" + m_.tmmu_values + "'");
+      }
+    }
     if (t.count("config")) {
       free_map(t.at("config"), "tmmu.config");
       m_.tmmu_config = convert(t.at("config").value, "tmmu.config");

@@ -22,6 +22,7 @@
 #include "host.hpp"
 #include "plan/plan_output.hpp"
 #include "tape.hpp"
+#include "value_arenas.hpp"
 
 namespace umlos {
 namespace fs = std::filesystem;
@@ -136,6 +137,16 @@ Digest experiment_hash(const Manifest& m) {
   std::vector<std::pair<cbor::Value, cbor::Value>> kept;
   for (const auto& [k, v] : m.canonical.as_map()) {
     if (k.kind() == cbor::Value::Kind::Text && (k.as_text() == "driver" || k.as_text() == "modules")) continue;
+    if (k.kind() == cbor::Value::Kind::Text && k.as_text() == "tmmu" && v.kind() == cbor::Value::Kind::Map) {
+      // tmmu.values says where the run state is stored, never what is
+      // computed: left out like the driver (docs/spec-notes.md).
+      std::vector<std::pair<cbor::Value, cbor::Value>> tmmu;
+      for (const auto& [tk, tv] : v.as_map()) {
+        if (!(tk.kind() == cbor::Value::Kind::Text && tk.as_text() == "values")) tmmu.emplace_back(tk, tv);
+      }
+      kept.emplace_back(k, cbor::Value::map(std::move(tmmu)));
+      continue;
+    }
     kept.emplace_back(k, v);
   }
   return sha256(cbor::encode(cbor::Value::map(std::move(kept))));
@@ -236,7 +247,21 @@ struct RunState {
   std::string current_operator = "UML_OS.OS.Bootstrap_v1";
   std::optional<Digest> state_fp;
   std::optional<Digest> functional_fp;
+  // The run state in planned arenas (tmmu.values: arenas); declared after
+  // `host`, which it borrows, so it is destroyed first.
+  std::unique_ptr<ValueArenas> value_arenas;
 };
+
+// ApplyPlan_v1 for the run state at an iteration boundary: replan when the
+// layout changed, move values into their slots; RUN_DIR/value_arenas.json
+// describes the plan in force after every replan and at the end.
+void value_safepoint(RunState& rs) {
+  if (!rs.value_arenas) return;
+  rs.current_operator = "UML_OS.TMMU.ApplyPlan_v1";
+  if (rs.value_arenas->safepoint().replanned) {
+    write_file_atomic((fs::path(rs.run_dir) / "value_arenas.json").string(), rs.value_arenas->to_json());
+  }
+}
 
 void put_scalar(Host& host, const std::string& name, double v) {
   HostTensor h;
@@ -490,6 +515,10 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       rs.host.set_memory_budget(mb->as_uint());
     }
     rs.host.activate_driver(manifest.driver_name);
+    if (!manifest.tmmu_strategy.empty() && manifest.tmmu_values == "arenas") {
+      rs.value_arenas = std::make_unique<ValueArenas>(rs.host);
+      rs.host.set_value_arenas(rs.value_arenas.get());
+    }
     // 0.P: data manifest load + ValidateManifest_v1 (values data.*).
     const std::optional<DatasetRecord> dataset = load_datasets(manifest, rs.host);
     // The exact manifest file beside the trace, for replay --verify (kept as
@@ -598,6 +627,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       }
       rs.host.set_iteration(rs.host.iteration() + 1);
       const int64_t t = rs.host.iteration();
+      value_safepoint(rs);
 
       rs.current_operator = "UML_OS.OS.QuotaEnforce_v1";
       enforce_quota(rs, disk_budget, memory_budget);
@@ -721,6 +751,10 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
     rs.trace.write(end);
     rs.trace.close();
+    if (rs.value_arenas) {
+      value_safepoint(rs);  // the final state in its slots, as the file then says
+      write_file_atomic((fs::path(rs.run_dir) / "value_arenas.json").string(), rs.value_arenas->to_json());
+    }
     if (options.profile) write_profile(rs, std::chrono::steady_clock::now() - start);
     if (!options.quiet) {
       std::fprintf(stderr, "run complete: %lld steps, final state_fp %s\ntrace: %s\n",
