@@ -560,7 +560,24 @@ umlos_status svc_plan_memory(umlos_ctx* ctx, const umlos_plan_request* request, 
         result->struct_size < UMLOS_PLAN_RESULT_SIZE_V1_0) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT, "plan_memory: NULL or undersized request/result");
     }
-    host_of(ctx).plan_checked(*request, *result);
+    Host& host = host_of(ctx);
+    host.plan_checked(*request, *result);
+    if (ctx->kind == umlos_ctx::Kind::Operator && ctx->op) {
+      uint64_t footprint = 0, unplanned = 0;
+      for (uint32_t a = 0; a < request->n_arenas; ++a) footprint += result->arena_footprint[a];
+      for (uint64_t i = 0; i < request->n_tensors; ++i) {
+        const umlos_plan_tensor& t = request->tensors[i];
+        const uint64_t align = std::max<uint64_t>(
+            {t.alignment, t.arena < request->n_arenas ? request->arenas[t.arena].alignment : 1, 1});
+        unplanned += (t.size + align - 1) / align * align;
+      }
+      Host::Profile::Entry& e = host.profile().ops[ctx->op->name];
+      e.plans += 1;
+      if (footprint > e.plan_max_footprint) {
+        e.plan_max_footprint = footprint;
+        e.plan_max_unplanned = unplanned;
+      }
+    }
     return UMLOS_OK;
   });
 }

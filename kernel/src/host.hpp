@@ -147,6 +147,10 @@ class Host {
   struct Profile {
     struct Entry {
       uint64_t calls = 0, total_ns = 0, body_ns = 0, driver_ns = 0;
+      // Memory plans the operator made through services->plan_memory: how
+      // many, and the largest plan's footprint against what one buffer per
+      // tensor (each aligned, no reuse) would take.
+      uint64_t plans = 0, plan_max_footprint = 0, plan_max_unplanned = 0;
     };
     std::map<std::string, Entry> ops;
     uint64_t driver_ns = 0, dispatches = 0;

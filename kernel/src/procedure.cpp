@@ -312,12 +312,20 @@ void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
     std::fprintf(stderr, "%-40s %8llu %10.3f %10.3f %10.3f %10.3f\n", name.c_str(),
                  static_cast<unsigned long long>(e.calls), total, total - body, body - drv, drv);
     ops.push_back({{"operator", name}, {"calls", e.calls}, {"total_s", total}, {"kernel_checks_s", total - body},
-                   {"module_s", body - drv}, {"driver_s", drv}});
+                   {"module_s", body - drv}, {"driver_s", drv}, {"memory_plans", e.plans},
+                   {"largest_plan_bytes", e.plan_max_footprint}, {"largest_plan_unplanned_bytes", e.plan_max_unplanned}});
   }
   std::fprintf(stderr, "%-40s %8s %10.3f  (trace, quota, bootstrap outside operators)\n", "kernel outside operators", "",
                wall_s - in_ops);
   std::fprintf(stderr, "%-40s %8s %10.3f  (%llu primitive dispatches)\n", "run", "", wall_s,
                static_cast<unsigned long long>(p.dispatches));
+  for (const auto& [name, e] : p.ops) {
+    if (e.plans == 0) continue;
+    std::fprintf(stderr, "memory plans of %s: %llu, the largest %llu bytes (one buffer per tensor: %llu)\n",
+                 name.c_str(), static_cast<unsigned long long>(e.plans),
+                 static_cast<unsigned long long>(e.plan_max_footprint),
+                 static_cast<unsigned long long>(e.plan_max_unplanned));
+  }
   json doc = {{"wall_s", wall_s}, {"kernel_outside_operators_s", wall_s - in_ops}, {"dispatches", p.dispatches},
               {"operators", ops}};
   write_file_atomic((fs::path(rs.run_dir) / "profile.json").string(), doc.dump(2) + "\n");

@@ -198,6 +198,24 @@ PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Bi
                                        const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                        const std::vector<size_t>& order);
 
+// The node outputs of one forward() call (no backward) placed by the
+// manifest's TMMU strategy: liveness() in inference mode, so an output dies
+// after its last consumer and memory is reused (spec 001 0.M `inference`);
+// the outputs in `read_after` stay live to the end, since the caller reads
+// them once forward() returns. One arena "activations" (alignment 64),
+// allocated as one temp of the plan's footprint; alloc() hands out views at
+// the planned offsets. Lives for the operator call; pass `alloc` to
+// forward() over the same graph. `naive_bytes` is what one temp per output
+// would take.
+struct PlacedActivations {
+  umlos_tensor* arena = nullptr;
+  uint64_t footprint = 0;
+  uint64_t naive_bytes = 0;
+  Allocator alloc;
+};
+PlacedActivations place_forward_activations(sdk::Context& c, const Graph& g,
+                                            const std::vector<std::string>& read_after);
+
 // What Contract.Validate_v1 checks a graph against.
 struct ValidateOptions {
   std::string mode = "forward";           // forward | backward | inference

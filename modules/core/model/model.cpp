@@ -767,7 +767,14 @@ Evaluation evaluate(sdk::Context& c, const std::string& split, const std::vector
     c.write(t, c.read_f64(c.input(("theta." + q.id).c_str())));
     b[q.id] = t;
   }
-  ir::forward(c, g, b, [&](const ir::Node& n) { return c.temp(n.dtype, n.output_shape); });
+  // Node outputs: temps, or (placement: tmmu) one arena planned by the
+  // manifest's strategy with inference liveness, so they share memory.
+  const std::string placement = c.config("placement", "temps");
+  if (placement == "tmmu") {
+    ir::forward(c, g, b, ir::place_forward_activations(c, g, {"l_sup", "logits"}).alloc);
+  } else {
+    ir::forward(c, g, b, [&](const ir::Node& n) { return c.temp(n.dtype, n.output_shape); });
+  }
   Evaluation e;
   e.loss = scalar_f64(c, b.at("l_sup"));
   const std::vector<double> logits = c.read<double>(b.at("logits"));
