@@ -360,12 +360,40 @@ std::string fact_row(const std::string& k, const std::string& v, bool code = fal
   return "<tr><th>" + esc(k) + "</th><td>" + (code ? "<code>" + esc(v) + "</code>" : esc(v)) + "</td></tr>\n";
 }
 
-std::string memory_plan(const std::string& run_dir) {
-  const std::string file = (fs::path(run_dir) / "memory_plan.svg").string();
+// RUN_DIR/value_arenas.json (kernel/src/value_arenas.hpp): where the run
+// state lived at the end, one row per arena.
+std::string value_arenas_table(const std::string& run_dir) {
+  const std::string file = (fs::path(run_dir) / "value_arenas.json").string();
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return "";
+  json doc;
+  try {
+    doc = json::parse(read_text_file(file));
+  } catch (const json::exception&) {
+    return "<p class=\"none\">value_arenas.json is not JSON; not shown</p>\n";
+  }
+  std::string s = "<p>Run state: every named value in a slot of the arenas " + esc(doc.value("strategy", "")) +
+                  " planned (" + std::to_string(doc.value("replans", 0)) + " plans; plan hash <code>" +
+                  esc(doc.value("plan_hash", "").substr(0, 16)) + "&hellip;</code>).</p>\n";
+  s += "<table><tr><th>arena</th><th>values</th><th>bytes</th><th>lower bound</th></tr>\n";
+  if (doc.contains("arenas") && doc["arenas"].is_object()) {
+    for (const auto& [name, a] : doc["arenas"].items()) {
+      if (!a.is_object()) continue;
+      s += "<tr><td>" + esc(name) + "</td><td>" + std::to_string(a.value("values", 0)) + "</td><td>" +
+           std::to_string(a.value("footprint_bytes", uint64_t{0})) + "</td><td>" +
+           std::to_string(a.value("lower_bound_bytes", uint64_t{0})) + "</td></tr>\n";
+    }
+  }
+  return s + "</table>\n";
+}
+
+std::string memory_plan(const std::string& run_dir) {
+  const std::string file = (fs::path(run_dir) / "memory_plan.svg").string();
+  const std::string values = value_arenas_table(run_dir);
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return values.empty() ? "" : "<h2>memory plan</h2>\n" + values;
   std::string svg = read_text_file(file);
-  std::string s = "<h2>memory plan</h2>\n";
+  std::string s = "<h2>memory plan</h2>\n" + values;
   const size_t start = svg.find("<svg"), stop = svg.rfind("</svg>");
   if (start == std::string::npos || stop == std::string::npos || stop < start) {
     return s + "<p class=\"none\">memory_plan.svg holds no &lt;svg&gt; element; not inlined</p>\n";

@@ -128,6 +128,13 @@ TEST_CASE("Every value of a digits run lives in a planned run-state arena, and p
   Run c = run(placed, "values-arenas-again");
   REQUIRE(c.result.exit_status == 0);
   CHECK(read_text(c.dir + "/value_arenas.json") == read_text(a.dir + "/value_arenas.json"));
+
+  // The report's memory section lists the arenas.
+  const std::string page = a.dir + "/report.html";
+  REQUIRE(run_umlos("report '" + a.dir + "' -o '" + page + "'").exit_status == 0);
+  const std::string html = read_text(page);
+  CHECK_THAT(html, Catch::Contains("Run state: every named value in a slot of the arenas UML_OS.TMMU.BytePlanner_v1"));
+  CHECK_THAT(html, Catch::Contains("<tr><td>parameters</td><td>" + std::to_string(plan["arenas"]["parameters"]["values"].get<uint64_t>()) + "</td>"));
 }
 
 TEST_CASE("A memory budget below the run-state arenas fails at the first safepoint with QUOTA_EXCEEDED",
