@@ -40,6 +40,10 @@ constexpr size_t kSkylineMaxItems = 50000;
 constexpr int kPeriodCandidates = 8;
 constexpr int64_t kPeriodExtra = 2;
 constexpr size_t kPeriodMinItems = 2001;
+// Hill climbing on the skyline rank of the best cycle: this many passes'
+// worth of work units (each trial swaps 1-4 ranks and reruns the pass).
+constexpr uint64_t kPeriodClimbPasses = 8;
+constexpr size_t kPeriodClimbMaxItems = 10000;
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -816,10 +820,12 @@ bool map_cycle(const Component& c, const std::vector<uint32_t>& ord, int64_t C, 
   return true;
 }
 
-// Plans the representatives on the circle with MiniMalloc's preorders (and
-// size first), each as a skyline pass and as a best-fit pass; returns the
-// lowest top and its offsets in `out`.
-uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_t>& out, uint64_t& work) {
+// Plans the representatives on the circle by skyline passes with the ranks
+// TAW and WAT; returns the lowest top, its offsets in `out` and its rank in
+// `best_rank`. With `climb_from` (the best rank of the best cycle), it runs
+// that pass and then hill-climbs on the rank (below).
+uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_t>& out, uint64_t& work,
+                    std::vector<uint32_t>& best_rank, const std::vector<uint32_t>* climb_from = nullptr) {
   const uint32_t n = static_cast<uint32_t>(per.reps.size());
   const int64_t C = per.cycle;
   std::vector<int64_t> rb(n), re(n);
@@ -860,11 +866,36 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
   uint64_t pop_cost = 1;
   while ((uint64_t{1} << pop_cost) < P) ++pop_cost;
   LazyHeap h;
-  auto skyline_pass = [&](const std::vector<uint32_t>& rank) {
+  // The placement order of the last pass (seq) and each item's position in
+  // it (pos). A pass from step k0 keeps the first k0 placements of `seq`
+  // (and their offsets in `off`) and places the rest by the skyline rule
+  // with `rank`; k0 = 0 is a full pass. Any such sequence is valid (every
+  // item goes on top of its placed neighbours), and the offsets stay
+  // non-decreasing: the kept prefix was placed in that order, and every
+  // other item's lowest offset is at least the prefix's last one.
+  std::vector<uint32_t> seq(n), pos(n);
+  std::vector<uint64_t> level(n);  // the lowest offset (unaligned) at each step
+  auto skyline_pass = [&](const std::vector<uint32_t>& rank, uint32_t k0 = 0) {
     tree.clear();
-    h.reset(rank, n);
-    work += 2 * P + n;
     uint64_t top = 0;
+    for (uint32_t k = 0; k < k0; ++k) {
+      const uint32_t j = seq[k];
+      const auto& q = arc[j];
+      top = std::max(top, off[j] + S[j]);
+      tree.raise(q[0], q[1], off[j] + S[j]);
+      if (q[2] <= q[3]) tree.raise(q[2], q[3], off[j] + S[j]);
+    }
+    h.heap.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      if (k0 > 0 && pos[i] < k0) continue;
+      const auto& q = arc[i];
+      uint64_t low = k0 == 0 ? 0 : tree.max_over(q[0], q[1]);
+      if (k0 > 0 && q[2] <= q[3]) low = std::max(low, tree.max_over(q[2], q[3]));
+      h.heap.push_back({low, rank[i], i});
+    }
+    for (size_t v = h.heap.size() / 2; v-- > 0;) h.sift_down(v);
+    work += 2 * P + n + (k0 > 0 ? uint64_t{n} * pop_cost : 0);
+    uint32_t k = k0;
     while (!h.heap.empty()) {
       work += pop_cost;
       const uint32_t j = h.heap[0].item;
@@ -881,19 +912,26 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
       top = std::max(top, off[j] + S[j]);
       tree.raise(q[0], q[1], off[j] + S[j]);
       if (q[2] <= q[3]) tree.raise(q[2], q[3], off[j] + S[j]);
+      level[k] = low;
+      seq[k] = j;
+      pos[j] = k++;
     }
     return top;
   };
   uint64_t best = kNone;
-  auto keep = [&](uint64_t top) {
+  best_rank.clear();
+  auto keep = [&](uint64_t top, const std::vector<uint32_t>& rank) {
     if (top < best) {
       best = top;
       out = off;
+      best_rank = rank;
     }
   };
   auto area = [&](uint32_t r) { return static_cast<unsigned __int128>(S[r]) * D[r]; };
   std::vector<uint32_t> rank(n);
+  uint64_t pass_cost = 0;
   for (const char* keys : {"TAW", "WAT"}) {
+    if (climb_from != nullptr) break;
     const std::vector<uint32_t> order = order_by(n, [&](uint32_t x, uint32_t y) {
       for (const char* k = keys; *k; ++k) {
         if (*k == 'T' && T[x] != T[y]) return T[x] > T[y];
@@ -904,7 +942,78 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
       return false;
     });
     for (uint32_t r = 0; r < n; ++r) rank[order[r]] = r;
-    keep(skyline_pass(rank));
+    const uint64_t start = work;
+    keep(skyline_pass(rank), rank);
+    pass_cost = std::max(pass_cost, work - start);
+  }
+  if (climb_from == nullptr) return best;
+  {
+    const uint64_t start = work;
+    keep(skyline_pass(*climb_from), *climb_from);
+    pass_cost = work - start;
+  }
+  // Hill climbing on the best rank: swap the ranks of 1-4 pairs of items
+  // among the last quarter of the placement order (SplitMix64 stream
+  // seeded by the cycle), rerun the pass, keep the trial when its top is
+  // not higher (sideways moves let the peak move), within
+  // kPeriodClimbPasses full passes' worth of work units. The rerun starts
+  // at the first step the swaps change: an item whose rank got worse
+  // changes nothing before its own step; one whose rank got better wins
+  // the first earlier step where its lowest offset equals that step's
+  // level and its rank beats that step's item. Placements before it are
+  // kept, so the result is exactly the full pass's.
+  const uint64_t stop = n >= 4 && n <= kPeriodClimbMaxItems ? work + kPeriodClimbPasses * pass_cost : work;
+  uint64_t state = 0xC11Bull ^ (uint64_t{n} << 20) ^ static_cast<uint64_t>(C);
+  std::vector<uint32_t> cur = best_rank, trial, cur_seq = seq, cur_pos = pos, swapped;
+  std::vector<uint64_t> cur_level = level;
+  auto covers = [&](uint32_t r, int64_t t) {  // arc r holds point t of the circle
+    const int64_t d = t - rb[r];
+    return (d >= 0 ? d : d + C) <= re[r] - rb[r];
+  };
+  std::vector<uint64_t> cur_off = off;
+  uint64_t cur_top = best;
+  const uint32_t from = n - std::max<uint32_t>(2, n / 4);
+  while (work < stop) {
+    trial = cur;
+    const uint64_t swaps = 1 + splitmix64(state) % 4;
+    swapped.clear();
+    for (uint64_t k = 0; k < swaps; ++k) {
+      const uint32_t a = from + static_cast<uint32_t>(splitmix64(state) % (n - from));
+      const uint32_t b = from + static_cast<uint32_t>(splitmix64(state) % (n - from));
+      std::swap(trial[cur_seq[a]], trial[cur_seq[b]]);
+      swapped.push_back(cur_seq[a]);
+      swapped.push_back(cur_seq[b]);
+    }
+    uint32_t k0 = n;
+    for (uint32_t x : swapped) {
+      k0 = std::min(k0, cur_pos[x]);
+      if (trial[x] >= cur[x]) continue;
+      uint64_t low = 0;  // x's lowest offset before step k
+      for (uint32_t k = 0; k < k0; ++k) {
+        const uint32_t j = cur_seq[k];
+        if (low == cur_level[k] && trial[x] < trial[j]) {
+          k0 = k;
+          break;
+        }
+        if (covers(x, rb[j]) || covers(j, rb[x])) low = std::max(low, cur_off[j] + S[j]);
+      }
+      work += k0;
+    }
+    work += 3 * uint64_t{n};
+    seq = cur_seq;
+    pos = cur_pos;
+    off = cur_off;
+    level = cur_level;
+    const uint64_t top = skyline_pass(trial, k0);
+    if (top <= cur_top) {
+      cur_top = top;
+      cur.swap(trial);
+      cur_seq = seq;
+      cur_pos = pos;
+      cur_off = off;
+      cur_level = level;
+      keep(top, cur);
+    }
   }
   return best;
 }
@@ -946,20 +1055,32 @@ bool periodic_plan(const Component& c, ComponentPlan& best, uint64_t& work) {
     if (map_cycle(c, ord, C, per, work)) shift = s;
   }
   if (shift == 0) return false;
-  bool used = false;
   const int64_t cycles = per.cycle / shift;
   std::vector<uint64_t> cyc;
+  std::vector<uint32_t> rank, best_rank;
+  uint64_t best_cycle_top = best.top;
+  int64_t best_extra = -1, mapped = 0;
   for (int64_t extra = 0; extra <= kPeriodExtra; ++extra) {
     if (extra > 0 && (span < 2 * (cycles + extra) * shift || !map_cycle(c, ord, (cycles + extra) * shift, per, work)))
       break;
-    const uint64_t top = plan_cycle(c, per, cyc, work);
-    if (top >= best.top) continue;
-    for (size_t k = 0; k < m; ++k) best.offsets[k] = cyc[per.rep_of[k]];
-    best.top = top;
-    work += m;
-    used = true;
+    mapped = extra;
+    const uint64_t top = plan_cycle(c, per, cyc, work, rank);
+    if (top >= best_cycle_top) continue;
+    best_cycle_top = top;
+    best_extra = extra;
+    best_rank.swap(rank);
   }
-  return used;
+  if (best_extra < 0) return false;
+  // The best cycle again, hill climbing from its best rank (its top is at
+  // most the one found above). Cycles beyond kPeriodClimbMaxItems
+  // representatives only replay the pass.
+  if (mapped != best_extra && !map_cycle(c, ord, (cycles + best_extra) * shift, per, work)) return false;
+  const uint64_t top = plan_cycle(c, per, cyc, work, rank, &best_rank);
+  if (top >= best.top) return false;
+  for (size_t k = 0; k < m; ++k) best.offsets[k] = cyc[per.rep_of[k]];
+  best.top = top;
+  work += m;
+  return true;
 }
 
 // Skyline passes with MiniMalloc's three preorders (T = pressure, W =
