@@ -759,8 +759,9 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
     rs.trace.write(end);
     rs.trace.close();
-    if (rs.value_arenas) {
-      value_safepoint(rs);  // the final state in its slots, as the file then says
+    if (rs.value_arenas) {  // the final state in its slots, as the file then says
+      rs.current_operator = "UML_OS.TMMU.ApplyPlan_v1";
+      rs.value_arenas->safepoint();
       write_file_atomic((fs::path(rs.run_dir) / "value_arenas.json").string(), rs.value_arenas->to_json());
     }
     if (options.profile) write_profile(rs, std::chrono::steady_clock::now() - start);

@@ -39,7 +39,7 @@ int ValueArenas::slot_of(const Placement& p, const Tensor* t) {
 }
 
 TensorPtr ValueArenas::view_in_slot(Placement& p, int slot, int32_t dtype, const umlos_shape& shape) {
-  TensorPtr v = host_.make_view(arena_[p.arena], p.slots[static_cast<size_t>(slot)].offset, dtype, shape);
+  TensorPtr v = host_.make_view(arena_[p.wanted.arena], p.slots[static_cast<size_t>(slot)].offset, dtype, shape);
   p.slots[static_cast<size_t>(slot)].occupant = v;
   return v;
 }
@@ -49,7 +49,7 @@ TensorPtr ValueArenas::allocate(const std::string& name, int32_t dtype, const um
   if (it == placements_.end()) return nullptr;
   Placement& p = it->second;
   const uint64_t bytes = element_count(shape) * dtype_size(dtype);
-  if (bytes == 0 || bytes > p.capacity || !arena_[p.arena]) return nullptr;
+  if (bytes == 0 || bytes > p.wanted.capacity || !arena_[p.wanted.arena]) return nullptr;
   // A slot is free when nothing references the view last handed out there
   // (the current version of the value always does).
   for (size_t i = 0; i < p.slots.size(); ++i) {
@@ -74,8 +74,8 @@ std::map<std::string, ValueArenas::Wanted> ValueArenas::wanted_layout() const {
     Wanted w;
     w.arena = host_.is_persistent(name) ? 0 : 1;
     auto p = placements_.find(name);
-    if (p != placements_.end() && p->second.arena == w.arena && t->bytes <= p->second.capacity) {
-      w.capacity = p->second.capacity;  // slots never shrink (an envelope)
+    if (p != placements_.end() && p->second.wanted.arena == w.arena && t->bytes <= p->second.wanted.capacity) {
+      w.capacity = p->second.wanted.capacity;  // slots never shrink (an envelope)
     } else if (p != placements_.end()) {
       // Outgrew its slot: twice the size, so a history that grows every
       // step is replanned O(log n) times.
@@ -83,8 +83,7 @@ std::map<std::string, ValueArenas::Wanted> ValueArenas::wanted_layout() const {
     } else {
       w.capacity = t->bytes;
     }
-    auto r = recreated_.find(name);
-    w.n_slots = (r != recreated_.end() && r->second) ? 2 : 1;
+    w.n_slots = recreated_.count(name) ? 2 : 1;
     layout[name] = w;
   }
   return layout;
@@ -159,9 +158,7 @@ void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
   for (size_t i = 0; i < set.tensors.size(); ++i) {
     const Wanted& w = layout.at(entries[i].name);
     Placement& p = placements[entries[i].name];
-    p.arena = w.arena;
-    p.capacity = w.capacity;
-    p.n_slots = w.n_slots;
+    p.wanted = w;
     p.slots.resize(w.n_slots);
     p.slots[entries[i].slot].offset = report.offsets[i];
   }
@@ -183,7 +180,7 @@ ValueArenas::SafepointReport ValueArenas::safepoint() {
   // new tensor since the last safepoint: it gets two slots from now on.
   for (const auto& [name, t] : host_.values()) {
     auto p = placements_.find(name);
-    if (p != placements_.end() && slot_of(p->second, t.get()) < 0) recreated_[name] = true;
+    if (p != placements_.end() && slot_of(p->second, t.get()) < 0) recreated_.insert(name);
   }
   const std::map<std::string, Wanted> layout = wanted_layout();
   bool same = layout.size() == placements_.size();
@@ -191,7 +188,7 @@ ValueArenas::SafepointReport ValueArenas::safepoint() {
     for (const auto& [name, w] : layout) {
       auto p = placements_.find(name);
       if (p == placements_.end() ||
-          !(w == Wanted{p->second.arena, p->second.capacity, p->second.n_slots})) {
+          !(w == p->second.wanted)) {
         same = false;
         break;
       }
@@ -207,7 +204,7 @@ ValueArenas::SafepointReport ValueArenas::safepoint() {
     auto it = placements_.find(name);
     if (it == placements_.end() || !t || t->bytes == 0) continue;
     Placement& p = it->second;
-    if (slot_of(p, t.get()) >= 0 || t->bytes > p.capacity) continue;
+    if (slot_of(p, t.get()) >= 0 || t->bytes > p.wanted.capacity) continue;
     int free_slot = -1;
     for (size_t i = 0; i < p.slots.size() && free_slot < 0; ++i) {
       if (p.slots[i].occupant.expired()) free_slot = static_cast<int>(i);
@@ -233,7 +230,7 @@ std::string ValueArenas::to_json() const {
   json arenas = json::object();
   for (int a = 0; a < 2; ++a) {
     uint64_t n = 0;
-    for (const auto& [name, p] : placements_) n += p.arena == static_cast<uint32_t>(a) ? 1 : 0;
+    for (const auto& [name, p] : placements_) n += p.wanted.arena == static_cast<uint32_t>(a) ? 1 : 0;
     arenas[kArenaNames[a]] = {{"footprint_bytes", footprint_[a]}, {"lower_bound_bytes", lower_bound_[a]},
                               {"values", n}};
   }
@@ -244,7 +241,7 @@ std::string ValueArenas::to_json() const {
     auto v = host_.values().find(name);
     const Tensor* t = v == host_.values().end() ? nullptr : v->second.get();
     const int in_slot = t ? slot_of(p, t) : -1;
-    values.push_back({{"name", name}, {"arena", kArenaNames[p.arena]}, {"slot_bytes", p.capacity},
+    values.push_back({{"name", name}, {"arena", kArenaNames[p.wanted.arena]}, {"slot_bytes", p.wanted.capacity},
                       {"slot_offsets", offsets}, {"bytes", t ? t->bytes : 0},
                       {"in_slot", in_slot < 0 ? json(nullptr) : json(in_slot)}});
     if (t && in_slot < 0) unplaced.push_back(name);

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,19 +79,18 @@ class ValueArenas {
     uint64_t offset = 0;
     std::weak_ptr<Tensor> occupant;  // the view last handed out there
   };
-  struct Placement {
-    uint32_t arena = 0;        // 0 parameters, 1 activations
-    uint64_t capacity = 0;     // bytes of each slot
-    uint32_t n_slots = 1;
-    std::vector<Slot> slots;   // n_slots, offsets from the plan
-  };
+  // Where a value goes: its arena, the size of each slot, how many slots.
   struct Wanted {
-    uint32_t arena = 0;
-    uint64_t capacity = 0;
+    uint32_t arena = 0;     // 0 parameters, 1 activations
+    uint64_t capacity = 0;  // bytes of each slot
     uint32_t n_slots = 1;
     bool operator==(const Wanted& o) const {
       return arena == o.arena && capacity == o.capacity && n_slots == o.n_slots;
     }
+  };
+  struct Placement {
+    Wanted wanted;
+    std::vector<Slot> slots;  // wanted.n_slots, offsets from the plan
   };
 
   std::map<std::string, Wanted> wanted_layout() const;
@@ -101,7 +101,7 @@ class ValueArenas {
 
   Host& host_;
   std::map<std::string, Placement> placements_;
-  std::map<std::string, bool> recreated_;  // names seen replaced by a new tensor: two slots
+  std::set<std::string> recreated_;  // names seen replaced by a new tensor: two slots
   TensorPtr arena_[2];
   uint64_t footprint_[2] = {0, 0};
   uint64_t lower_bound_[2] = {0, 0};

@@ -134,6 +134,20 @@ std::string failure_message(const std::function<void()>& f) {
   return "";
 }
 
+// Three concurrent plans of `s` (fresh loads of the module on three
+// threads) equal `ref`: same offsets and work units.
+void check_same_on_threads(const IntervalSet& s, const PlanReport& ref, const std::vector<std::string>& opts = {}) {
+  std::vector<PlanReport> got(3);
+  std::vector<std::thread> th;
+  for (int k = 0; k < 3; ++k) th.emplace_back([&, k] { got[k] = run_strategy(s, kModule, kByte, opts); });
+  for (auto& t : th) t.join();
+  for (const PlanReport& g : got) {
+    CHECK(g.offsets == ref.offsets);
+    CHECK(g.work_units == ref.work_units);
+    CHECK(plan_hash(s, g) == plan_hash(s, ref));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("The slot planner uses exactly max-live slots per arena", "[tmmu]") {
@@ -217,15 +231,7 @@ TEST_CASE("The byte planner reaches the lower bound 124 on the Pisarchyk-Lee exa
 TEST_CASE("Byte plans are identical on every run and thread", "[tmmu]") {
   IntervalSet s = read_intervals(kBench + "/minimalloc-challenging/A.1048576.csv");
   PlanReport ref = run_strategy(s, kModule, kByte, {});
-  std::vector<PlanReport> got(3);
-  std::vector<std::thread> th;
-  for (int k = 0; k < 3; ++k) th.emplace_back([&, k] { got[k] = run_strategy(s, kModule, kByte, {}); });
-  for (auto& t : th) t.join();
-  for (const PlanReport& g : got) {
-    CHECK(g.offsets == ref.offsets);
-    CHECK(g.work_units == ref.work_units);
-    CHECK(plan_hash(s, g) == plan_hash(s, ref));
-  }
+  check_same_on_threads(s, ref);
 }
 
 TEST_CASE("The byte planner's portfolio beats greedy by size on MiniMalloc's tight instances F and G", "[tmmu][bench-data]") {
@@ -598,14 +604,7 @@ TEST_CASE("The exact search gives identical offsets on every run and thread", "[
   IntervalSet s = perfect_tiling(5, 4096, TILING_DEPTH);
   const std::vector<std::string> opts = {"quality=exact"};
   PlanReport ref = run_strategy(s, kModule, kByte, opts);
-  std::vector<PlanReport> got(3);
-  std::vector<std::thread> th;
-  for (int k = 0; k < 3; ++k) th.emplace_back([&, k] { got[k] = run_strategy(s, kModule, kByte, opts); });
-  for (auto& t : th) t.join();
-  for (const PlanReport& g : got) {
-    CHECK(g.offsets == ref.offsets);
-    CHECK(g.work_units == ref.work_units);
-  }
+  check_same_on_threads(s, ref, opts);
 }
 
 TEST_CASE("Any node budget gives a checked plan and a large one reaches the lower bound", "[tmmu][exact]") {
@@ -644,12 +643,17 @@ namespace {
 // of a few size classes, and the next one starts K/6 + U[0, K/6] steps later,
 // so several stacks grow and shrink at once (like the activations arena of
 // the periodic mixed workload of bench/tmmu, where best fit scatters them).
-IntervalSet micro_batches(uint32_t seed, size_t n) {
+// With `period` > 0, micro-batch m repeats the shape and the start gap of
+// micro-batch m mod `period` (a training step of fixed shapes run again and
+// again): the component repeats with a period of sum-of-gaps steps, which
+// the byte planner's periodic plan detects.
+IntervalSet micro_batches(uint32_t seed, size_t n, uint32_t period = 0) {
   std::mt19937_64 rng(seed);
   IntervalSet s = one_arena(128);
-  s.source = "micro_batches" + std::to_string(seed);
+  s.source = (period ? "periodic_micro_batches" : "micro_batches") + std::to_string(seed);
   int64_t base = 0;
-  while (s.tensors.size() < n) {
+  for (uint32_t m = 0; s.tensors.size() < n; ++m) {
+    if (period != 0) rng.seed(seed * 1000003ull + m % period);
     const int64_t K = 40 + static_cast<int64_t>(rng() % 40);
     const uint64_t scale = 1 + rng() % 8;
     for (int64_t k = 0; k < K; ++k) {
@@ -676,61 +680,20 @@ TEST_CASE("On thousands of overlapping LIFO micro-batches the skyline passes com
   INFO("LB " << lb << ", greedy by size " << gbs << ", byte planner " << ref.arena_footprint[0]);
   CHECK(static_cast<double>(gbs) > 1.03 * static_cast<double>(lb));
   CHECK(static_cast<double>(ref.arena_footprint[0]) <= 1.01 * static_cast<double>(lb));
-  std::vector<PlanReport> got(3);
-  std::vector<std::thread> th;
-  for (int k = 0; k < 3; ++k) th.emplace_back([&, k] { got[k] = run_strategy(s, kModule, kByte, {}); });
-  for (auto& t : th) t.join();
-  for (const PlanReport& g : got) {
-    CHECK(g.offsets == ref.offsets);
-    CHECK(g.work_units == ref.work_units);
-  }
+  check_same_on_threads(s, ref);
 }
-
-namespace {
-
-// The same LIFO micro-batches, but micro-batch m repeats the shape and the
-// start gap of micro-batch m mod `period` (a training step of fixed shapes
-// run again and again): the component repeats with a period of
-// sum-of-gaps steps, which the byte planner's periodic plan detects.
-IntervalSet periodic_micro_batches(uint32_t seed, size_t n, uint32_t period) {
-  IntervalSet s = one_arena(128);
-  s.source = "periodic_micro_batches" + std::to_string(seed);
-  int64_t base = 0;
-  for (uint32_t m = 0; s.tensors.size() < n; ++m) {
-    std::mt19937_64 rng(seed * 1000003ull + m % period);
-    const int64_t K = 40 + static_cast<int64_t>(rng() % 40);
-    const uint64_t scale = 1 + rng() % 8;
-    for (int64_t k = 0; k < K; ++k) {
-      char id[16];
-      std::snprintf(id, sizeof id, "t%05zu", s.tensors.size());
-      add(s, id, 4096 * scale * (1 + rng() % 4), base + k, base + 2 * K - 1 - k);
-    }
-    base += K / 6 + static_cast<int64_t>(rng() % static_cast<uint64_t>(K / 6 + 1));
-  }
-  sort_ids(s);
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("On periodic overlapping micro-batches the periodic plan beats the skyline passes, identically on every run and thread",
           "[tmmu][periodic]") {
   // LB 13,340,672 bytes: before the periodic plan 1.0903 x LB (the skyline
   // passes), with it 1.0163.
-  IntervalSet s = periodic_micro_batches(3, 6000, 4);
+  IntervalSet s = micro_batches(3, 6000, 4);
   const PlanReport ref = run_strategy(s, kModule, kByte, {});  // checked by the kernel checker
   const uint64_t lb = ref.metrics[0].lower_bound;
   INFO("LB " << lb << ", byte planner " << ref.arena_footprint[0]);
   CHECK(static_cast<double>(ref.arena_footprint[0]) <= 1.03 * static_cast<double>(lb));
   CHECK(ref.arena_footprint[0] <= greedy_by_size(s, 0));
-  std::vector<PlanReport> got(3);
-  std::vector<std::thread> th;
-  for (int k = 0; k < 3; ++k) th.emplace_back([&, k] { got[k] = run_strategy(s, kModule, kByte, {}); });
-  for (auto& t : th) t.join();
-  for (const PlanReport& g : got) {
-    CHECK(g.offsets == ref.offsets);
-    CHECK(g.work_units == ref.work_units);
-  }
+  check_same_on_threads(s, ref);
 }
 
 TEST_CASE("Periodic plans stay valid when the repetition is broken or incomplete", "[tmmu][periodic]") {
@@ -744,7 +707,7 @@ TEST_CASE("Periodic plans stay valid when the repetition is broken or incomplete
   // 1.0244, 1.0202 (before the hill climbing on the cycle 1.0309; 1.0309,
   // 1.0843, 1.0522, 1.0267, 1.0234; before the periodic plan 1.0522;
   // 1.0515, 1.0843, 1.0522, 1.0610, 1.0511).
-  const IntervalSet base = periodic_micro_batches(5, 4000, 3);
+  const IntervalSet base = micro_batches(5, 4000, 3);
   for (int variant = 0; variant < 5; ++variant) {
     IntervalSet s = base;
     const size_t mid = s.tensors.size() / 2;
@@ -786,19 +749,12 @@ TEST_CASE("The hill climbing on the cycle's skyline rank lowers periodic plans, 
     uint64_t climbed, before;
   } cases[] = {{5, 3, 23519232, 23789568}, {8, 4, 10657792, 10784768}};
   for (const auto& k : cases) {
-    IntervalSet s = periodic_micro_batches(k.seed, 4000, k.period);
+    IntervalSet s = micro_batches(k.seed, 4000, k.period);
     const PlanReport ref = run_strategy(s, kModule, kByte, {});  // checked by the kernel checker
     INFO("seed " << k.seed << " period " << k.period << ": LB " << ref.metrics[0].lower_bound << ", byte planner "
                  << ref.arena_footprint[0] << " (before the climbing " << k.before << ")");
     CHECK(ref.arena_footprint[0] <= k.climbed);
     CHECK(ref.arena_footprint[0] <= greedy_by_size(s, 0));
-    std::vector<PlanReport> got(3);
-    std::vector<std::thread> th;
-    for (int t = 0; t < 3; ++t) th.emplace_back([&, t] { got[t] = run_strategy(s, kModule, kByte, {}); });
-    for (auto& t : th) t.join();
-    for (const PlanReport& g : got) {
-      CHECK(g.offsets == ref.offsets);
-      CHECK(g.work_units == ref.work_units);
-    }
+    check_same_on_threads(s, ref);
   }
 }
