@@ -44,6 +44,9 @@ constexpr size_t kPeriodMinItems = 2001;
 // worth of work units (each trial swaps 1-4 ranks and reruns the pass).
 constexpr uint64_t kPeriodClimbPasses = 8;
 constexpr size_t kPeriodClimbMaxItems = 10000;
+// The pilot method on the best cycle (quality=high): its neighbour lists
+// take O(n^2) to build and O(n x neighbours) memory.
+constexpr size_t kPilotMaxItems = 4096;
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -1018,6 +1021,236 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
   return best;
 }
 
+// ---------------------------------------------------------------------------
+// The pilot method (Duin and Voss, Networks 1999) over skyline constructions
+// on the circle (quality=high): the construction places one representative
+// per step like the skyline pass, but at each step it tries each of the K
+// lowest unplaced representatives (lowest feasible offset, then rank) in
+// turn, completes each trial by the plain skyline pass (the "rollout"), and
+// commits the one whose completion has the lowest top. The first candidate's
+// completion is the incumbent (the previous step's best completion goes on
+// with it), so the committed plan never gets worse and the run can stop at
+// any step: its plan is then the committed prefix plus the incumbent's
+// completion.
+//
+// Representatives are indexed by rank, so "lowest offset, then rank" is
+// "lowest offset, then index". Lowest offsets are kept eagerly (placing x
+// raises every unplaced neighbour to x's top; neighbour lists are built
+// once), with per-block minima recomputed only when a block's minimum was
+// raised. A rollout stops as soon as it cannot beat the incumbent: every
+// unplaced representative that holds point p goes above the skyline h(p), so
+// h(p) plus their bytes bounds its top from below.
+class CyclePilot {
+ public:
+  // rb, dur: begin (0..C-1) and duration of each representative in rank
+  // order; S, A: size and alignment.
+  CyclePilot(int64_t C, std::vector<int64_t> rb, std::vector<int64_t> dur, std::vector<uint64_t> S,
+             std::vector<uint64_t> A, uint64_t& work)
+      : n_(static_cast<uint32_t>(rb.size())), rb_(std::move(rb)), dur_(std::move(dur)), S_(std::move(S)),
+        A_(std::move(A)) {
+    auto covers = [&](uint32_t r, int64_t t) {
+      const int64_t d = t - rb_[r];
+      return (d >= 0 ? d : d + C) < dur_[r];
+    };
+    nb_start_.assign(n_ + 1, 0);
+    for (uint32_t x = 0; x < n_; ++x) {
+      for (uint32_t j = 0; j < n_; ++j)
+        if (j != x && (covers(x, rb_[j]) || covers(j, rb_[x]))) nb_.push_back(j);
+      nb_start_[x + 1] = static_cast<uint32_t>(nb_.size());
+    }
+    work += uint64_t{n_} * n_;
+    // Points: the distinct begins (two arcs overlap iff one holds the
+    // other's begin, so the bound needs no other points).
+    std::vector<int64_t> pts(rb_);
+    std::sort(pts.begin(), pts.end());
+    pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+    np_ = static_cast<uint32_t>(pts.size());
+    auto index_of = [&](int64_t t) {  // last begin point <= t
+      return static_cast<uint32_t>(std::upper_bound(pts.begin(), pts.end(), t) - pts.begin()) - 1;
+    };
+    arc_.resize(n_);
+    for (uint32_t r = 0; r < n_; ++r) {
+      const int64_t e = rb_[r] + dur_[r] - 1;
+      const uint32_t lo = index_of(rb_[r]);
+      if (e < C) arc_[r] = {lo, index_of(e), 1, 0};
+      else if (e - C < pts.front()) arc_[r] = {lo, np_ - 1, 1, 0};
+      else arc_[r] = {lo, np_ - 1, 0, index_of(e - C)};
+    }
+    blocks_ = (n_ + kBlock - 1) / kBlock;
+    start_.low.assign(n_, 0);
+    start_.block_min.assign(blocks_, 0);
+    start_.dirty.assign(blocks_, 0);
+    start_.h.assign(np_, 0);
+    start_.rem.assign(np_, 0);
+    for (uint32_t r = 0; r < n_; ++r) for_points(r, [&](uint32_t p) { start_.rem[p] += S_[r]; });
+    for (uint32_t p = 0; p < np_; ++p) start_.bound = std::max(start_.bound, start_.rem[p]);
+    start_.left = n_;
+  }
+
+  // Runs the pilot with K candidates per step; offsets (rank order) in
+  // `off`. Stops trying candidates once `work` passes `work_limit`.
+  uint64_t run(uint32_t K, std::vector<uint64_t>& off, uint64_t& work, uint64_t work_limit) {
+    off.assign(n_, 0);
+    State s = start_, t = start_;
+    uint64_t incumbent = rollout(t, kNone, work);
+    std::vector<uint32_t> cand;
+    while (s.left > 0 && work < work_limit) {
+      // The K lowest unplaced (offset, index), by insertion.
+      cand.clear();
+      for (uint32_t i = 0; i < n_; ++i) {
+        if (s.low[i] == kNone) continue;
+        if (cand.size() == K && s.low[i] >= s.low[cand.back()]) continue;
+        size_t at = cand.size() < K ? cand.size() : K - 1;
+        if (cand.size() < K) cand.push_back(i);
+        while (at > 0 && s.low[cand[at - 1]] > s.low[i]) { cand[at] = cand[at - 1]; --at; }
+        cand[at] = i;
+      }
+      work += n_;
+      uint32_t choice = cand[0];
+      for (size_t q = 1; q < cand.size(); ++q) {
+        copy_state(s, t);
+        place(t, cand[q], nullptr, work);
+        const uint64_t top = rollout(t, incumbent, work);
+        if (top < incumbent) {
+          incumbent = top;
+          choice = cand[q];
+        }
+      }
+      place(s, choice, &off, work);
+    }
+    // Out of budget: the incumbent's completion.
+    while (s.left > 0) place(s, pick(s, work), &off, work);
+    return s.top;
+  }
+
+ private:
+  static constexpr uint32_t kBlock = 64;
+  struct State {
+    std::vector<uint64_t> low;        // lowest offset (unaligned); kNone once placed
+    std::vector<uint64_t> block_min;  // min of `low` per block of kBlock, valid unless dirty
+    std::vector<uint8_t> dirty;
+    std::vector<uint64_t> h, rem;     // per point: skyline, unplaced bytes holding it
+    uint64_t top = 0, bound = 0;
+    uint32_t left = 0;
+  };
+  template <class F>
+  void for_points(uint32_t r, const F& f) const {
+    const auto& q = arc_[r];
+    for (uint32_t p = q[0]; p <= q[1]; ++p) f(p);
+    if (q[2] <= q[3])
+      for (uint32_t p = q[2]; p <= q[3]; ++p) f(p);
+  }
+  static void copy_state(const State& from, State& to) {
+    std::copy(from.low.begin(), from.low.end(), to.low.begin());
+    std::copy(from.block_min.begin(), from.block_min.end(), to.block_min.begin());
+    std::copy(from.dirty.begin(), from.dirty.end(), to.dirty.begin());
+    std::copy(from.h.begin(), from.h.end(), to.h.begin());
+    std::copy(from.rem.begin(), from.rem.end(), to.rem.begin());
+    to.top = from.top;
+    to.bound = from.bound;
+    to.left = from.left;
+  }
+  void place(State& s, uint32_t x, std::vector<uint64_t>* off, uint64_t& work) const {
+    const uint64_t o = (s.low[x] + A_[x] - 1) & ~(A_[x] - 1), top = o + S_[x];
+    if (off != nullptr) (*off)[x] = o;
+    s.top = std::max(s.top, top);
+    if (s.low[x] == s.block_min[x / kBlock]) s.dirty[x / kBlock] = 1;
+    s.low[x] = kNone;
+    --s.left;
+    for (uint32_t k = nb_start_[x]; k < nb_start_[x + 1]; ++k) {
+      const uint32_t j = nb_[k];
+      const uint64_t l = s.low[j];
+      if (l < top) {
+        if (l == s.block_min[j / kBlock]) s.dirty[j / kBlock] = 1;
+        s.low[j] = top;
+      }
+    }
+    uint64_t points = 0;
+    for_points(x, [&](uint32_t p) {
+      s.h[p] = top;
+      s.rem[p] -= S_[x];
+      s.bound = std::max(s.bound, top + s.rem[p]);
+      ++points;
+    });
+    work += 1 + (nb_start_[x + 1] - nb_start_[x]) + points;
+  }
+  uint32_t pick(State& s, uint64_t& work) const {
+    uint64_t best = kNone;
+    uint32_t block = 0;
+    for (uint32_t b = 0; b < blocks_; ++b) {
+      if (s.dirty[b]) {
+        uint64_t m = kNone;
+        const uint32_t end = std::min(n_, (b + 1) * kBlock);
+        for (uint32_t i = b * kBlock; i < end; ++i) m = std::min(m, s.low[i]);
+        s.block_min[b] = m;
+        s.dirty[b] = 0;
+        work += kBlock;
+      }
+      if (s.block_min[b] < best) { best = s.block_min[b]; block = b; }
+    }
+    work += blocks_;
+    uint32_t i = block * kBlock;
+    while (s.low[i] != best) ++i;
+    return i;
+  }
+  // The skyline pass from `s` (modified); its top, or a value >= cap as soon
+  // as the bound reaches cap.
+  uint64_t rollout(State& s, uint64_t cap, uint64_t& work) const {
+    while (s.left > 0) {
+      place(s, pick(s, work), nullptr, work);
+      if (std::max(s.top, s.bound) >= cap) return std::max(s.top, s.bound);
+    }
+    return s.top;
+  }
+
+  uint32_t n_, np_ = 0, blocks_ = 0;
+  std::vector<int64_t> rb_, dur_;
+  std::vector<uint64_t> S_, A_;
+  std::vector<std::array<uint32_t, 4>> arc_;
+  std::vector<uint32_t> nb_start_, nb_;
+  State start_;
+};
+
+// quality=high on the best cycle: the pilot with the ranks TW and TWA
+// (pressure, then duration, then area) and K = 5 and 7 candidates; the
+// lowest top replaces `out` when lower than `top`.
+uint64_t pilot_cycle(const Component& c, const Periodic& per, uint64_t top, std::vector<uint64_t>& out,
+                     uint64_t& work) {
+  const uint32_t n = static_cast<uint32_t>(per.reps.size());
+  if (n < 2 || n > kPilotMaxItems) return top;
+  auto area = [&](uint32_t x) { return static_cast<unsigned __int128>(c.size[x]) * static_cast<uint64_t>(c.duration[x]); };
+  std::vector<uint64_t> off;
+  for (const char* keys : {"TW", "TWA"}) {
+    const std::vector<uint32_t> order = order_by(n, [&](uint32_t x, uint32_t y) {
+      const uint32_t i = per.reps[x], j = per.reps[y];
+      for (const char* k = keys; *k; ++k) {
+        if (*k == 'T' && c.pressure[i] != c.pressure[j]) return c.pressure[i] > c.pressure[j];
+        if (*k == 'W' && c.duration[i] != c.duration[j]) return c.duration[i] > c.duration[j];
+        if (*k == 'A' && area(i) != area(j)) return area(i) > area(j);
+      }
+      return false;
+    });
+    std::vector<int64_t> rb(n), dur(n);
+    std::vector<uint64_t> S(n), A(n);
+    for (uint32_t r = 0; r < n; ++r) {
+      const uint32_t i = per.reps[order[r]];
+      rb[r] = c.begin[i] - per.origin;
+      dur[r] = c.duration[i];
+      S[r] = c.size[i];
+      A[r] = c.align[i];
+    }
+    CyclePilot pilot(per.cycle, std::move(rb), std::move(dur), std::move(S), std::move(A), work);
+    for (uint32_t K : {5u, 7u}) {
+      const uint64_t t = pilot.run(K, off, work, kNone);
+      if (t < top) {
+        top = t;
+        for (uint32_t r = 0; r < n; ++r) out[order[r]] = off[r];
+      }
+    }
+  }
+  return top;
+}
+
 // The periodic candidate, on components of at least kPeriodMinItems items
 // that the portfolio leaves above LB. Candidate periods: the shifts from the
 // first item (by begin) to the later items of its shape; the first under
@@ -1025,7 +1258,8 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
 // every duration) is used, with C and kPeriodExtra longer cycles (more
 // freedom on the circle; which is best varies). The lowest cyclic top
 // replaces the incumbent when it is lower.
-bool periodic_plan(const Component& c, ComponentPlan& best, uint64_t& work) {
+bool periodic_plan(const Component& c, const PlanOptions& opt, ComponentPlan& best, uint64_t& work,
+                   uint64_t& pilot_work) {
   const size_t m = c.size.size();
   if (m < kPeriodMinItems || best.top <= c.lower_bound) return false;
   const PeriodKeys key{c};
@@ -1058,7 +1292,7 @@ bool periodic_plan(const Component& c, ComponentPlan& best, uint64_t& work) {
   const int64_t cycles = per.cycle / shift;
   std::vector<uint64_t> cyc;
   std::vector<uint32_t> rank, best_rank;
-  uint64_t best_cycle_top = best.top;
+  uint64_t best_cycle_top = kNone;  // the best cycle is climbed even when the incumbent is lower now
   int64_t best_extra = -1, mapped = 0;
   for (int64_t extra = 0; extra <= kPeriodExtra; ++extra) {
     if (extra > 0 && (span < 2 * (cycles + extra) * shift || !map_cycle(c, ord, (cycles + extra) * shift, per, work)))
@@ -1075,7 +1309,12 @@ bool periodic_plan(const Component& c, ComponentPlan& best, uint64_t& work) {
   // most the one found above). Cycles beyond kPeriodClimbMaxItems
   // representatives only replay the pass.
   if (mapped != best_extra && !map_cycle(c, ord, (cycles + best_extra) * shift, per, work)) return false;
-  const uint64_t top = plan_cycle(c, per, cyc, work, rank, &best_rank);
+  uint64_t top = plan_cycle(c, per, cyc, work, rank, &best_rank);
+  if ((opt.pilot < 0 ? opt.quality >= 2 : opt.pilot == 1) && top > c.lower_bound) {
+    const uint64_t start = work;
+    top = pilot_cycle(c, per, top, cyc, work);
+    pilot_work = work - start;
+  }
   if (top >= best.top) return false;
   for (size_t k = 0; k < m; ++k) best.offsets[k] = cyc[per.rep_of[k]];
   best.top = top;
@@ -1246,14 +1485,15 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
     }
   }
   if (opt.quality == 0 || !opt.baseline.empty()) return best;
-  const bool periodic = periodic_plan(c, best, work);
+  uint64_t pilot_work = 0;  // not part of the refinement's measure
+  const bool periodic = periodic_plan(c, opt, best, work, pilot_work);
 
   // Refinement: iterated greedy within a work budget. Even rounds promote
   // the items that touch the peak to the front of the incumbent order; odd
   // rounds re-sort by size perturbed by up to +-20% (integer arithmetic,
   // seeded by the instance). Sideways moves (equal footprint) are accepted so
   // the critical set changes.
-  const uint64_t portfolio_work = work - work_start;
+  const uint64_t portfolio_work = work - work_start - pilot_work;
   uint64_t budget = opt.work_budget;
   if (budget == 0)
     budget = opt.quality == 2 ? std::max<uint64_t>(40 * portfolio_work, 100000000ull)

@@ -74,9 +74,13 @@ PlanOptions parse_options(const umlos_plan_request& request) {
       if (a.kind != UMLOS_ATTR_STRING || !a.s || std::strcmp(a.s, "greedy_by_size") != 0)
         fail(UMLOS_INVALID_ARGUMENT, "option 'baseline': expected \"greedy_by_size\"");
       o.baseline = a.s;
+    } else if (key == "pilot") {
+      if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "on") == 0) o.pilot = 1;
+      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "off") == 0) o.pilot = 0;
+      else fail(UMLOS_INVALID_ARGUMENT, "option 'pilot': expected \"on\" or \"off\"");
     } else {
       fail(UMLOS_INVALID_ARGUMENT, "unknown strategy option '" + key +
-                                       "' (known: memory_bytes_budget, quality, work_budget, search_nodes, baseline)");
+                                       "' (known: memory_bytes_budget, quality, work_budget, search_nodes, baseline, pilot)");
     }
   }
   return o;

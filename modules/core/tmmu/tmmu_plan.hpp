@@ -48,10 +48,14 @@ struct PlanOptions {
   // pass (no portfolio, refinement or slot fallback): the baseline that
   // bench/ and the tests compare against. Empty = the full pipeline.
   std::string baseline;
+  // Byte planner: the pilot method on the best cycle of a periodic
+  // component ("on" / "off"); -1 = derived from quality (on at high and
+  // exact).
+  int pilot = -1;
 };
 
 // Parses request->options (keys: memory_bytes_budget, quality, work_budget,
-// baseline).
+// search_nodes, baseline, pilot).
 // Unknown keys or wrong kinds throw PlanError(INVALID_ARGUMENT).
 PlanOptions parse_options(const umlos_plan_request& request);
 
