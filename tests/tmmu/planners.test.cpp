@@ -784,3 +784,19 @@ TEST_CASE("The pilot method on the best cycle lowers periodic plans, to the lowe
     if (k.seed == 8) check_same_on_threads(s, ref, opts);  // 3 more plans of a few seconds each
   }
 }
+
+TEST_CASE("The pilot option takes on or off and names the expected values otherwise", "[tmmu][periodic]") {
+  IntervalSet s = one_arena(128);
+  add(s, "a", 1000, 0, 2);
+  add(s, "b", 1000, 1, 3);
+  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"pilot=on"}); }) == UMLOS_OK);
+  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"pilot=off", "quality=high"}); }) == UMLOS_OK);
+  std::string msg;
+  try {
+    run_strategy(s, kModule, kByte, {"pilot=maybe"});
+  } catch (const Failure& f) {
+    msg = f.what();
+    CHECK(f.code() == UMLOS_INVALID_ARGUMENT);
+  }
+  CHECK(msg.find("option 'pilot': expected \"on\" or \"off\"") != std::string::npos);
+}
