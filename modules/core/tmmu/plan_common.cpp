@@ -77,7 +77,8 @@ PlanOptions parse_options(const umlos_plan_request& request) {
     } else if (key == "pilot") {
       if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "on") == 0) o.pilot = 1;
       else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "off") == 0) o.pilot = 0;
-      else fail(UMLOS_INVALID_ARGUMENT, "option 'pilot': expected \"on\" or \"off\"");
+      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "portfolio") == 0) o.pilot = 2;
+      else fail(UMLOS_INVALID_ARGUMENT, "option 'pilot': expected \"off\", \"on\" or \"portfolio\"");
     } else {
       fail(UMLOS_INVALID_ARGUMENT, "unknown strategy option '" + key +
                                        "' (known: memory_bytes_budget, quality, work_budget, search_nodes, baseline, pilot)");

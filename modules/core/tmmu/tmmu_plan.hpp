@@ -49,8 +49,8 @@ struct PlanOptions {
   // bench/ and the tests compare against. Empty = the full pipeline.
   std::string baseline;
   // Byte planner: the pilot method on the best cycle of a periodic
-  // component ("on" / "off"); -1 = derived from quality (on at high and
-  // exact).
+  // component: 0 = off, 1 = on (one run), 2 = portfolio (four runs);
+  // -1 = derived from quality (on by default, portfolio at high and exact).
   int pilot = -1;
 };
 
