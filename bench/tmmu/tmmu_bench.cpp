@@ -203,7 +203,11 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     } else if (cmd == "export" && args.size() >= 2) {
-      for (const IntervalSet& s : networks()) {
+      // The networks, and the periodic mixed workload's 10^4 instance (to
+      // compare plans across builds with `umlos plan --module ... --json`).
+      std::vector<IntervalSet> sets = networks();
+      sets.push_back(bench::mixed_workload(10000, 1, 4, 6));
+      for (const IntervalSet& s : sets) {
         nlohmann::json j;
         j["format"] = "umlos.intervals.v1";
         j["name"] = s.name;

@@ -1044,12 +1044,20 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
 // the same results either way). A rollout stops as soon as it cannot beat
 // the incumbent: every unplaced representative holding point p goes above
 // the skyline h(p), so h(p) plus their units bounds its top from below.
+// (-DUMLOS_PILOT_KERNEL= builds the baseline ISA only: the same plans.)
+#ifndef UMLOS_PILOT_KERNEL
+#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
+#define UMLOS_PILOT_KERNEL __attribute__((target_clones("default", "avx2")))
+#else
+#define UMLOS_PILOT_KERNEL
+#endif
+#endif
 namespace pilot_kernels {
 constexpr int32_t kPlaced = INT32_MAX;
 // low[j] = max(low[j], top) for every j whose arc overlaps (bx, dx) on the
 // circle of length C (two arcs overlap iff one holds the other's begin);
 // returns the new minimum of low.
-__attribute__((noinline, target_clones("default", "avx2"))) int32_t raise_overlapping(
+UMLOS_PILOT_KERNEL int32_t raise_overlapping(
     int32_t* __restrict low, const int32_t* __restrict begin, const int32_t* __restrict dur, uint32_t n, int32_t bx,
     int32_t dx, int32_t top, int32_t C) {
   int32_t lowest = kPlaced;
@@ -1067,7 +1075,7 @@ __attribute__((noinline, target_clones("default", "avx2"))) int32_t raise_overla
   return lowest;
 }
 // The first j with low[j] == value (one exists).
-__attribute__((noinline, target_clones("default", "avx2"))) uint32_t first_equal(const int32_t* __restrict low,
+UMLOS_PILOT_KERNEL uint32_t first_equal(const int32_t* __restrict low,
                                                                                   uint32_t n, int32_t value) {
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -1079,7 +1087,7 @@ __attribute__((noinline, target_clones("default", "avx2"))) uint32_t first_equal
   return static_cast<uint32_t>(i);
 }
 // Over points lo..hi: h = top, rem -= size; returns max(bound, top + rem).
-__attribute__((noinline, target_clones("default", "avx2"))) int32_t cover_points(
+UMLOS_PILOT_KERNEL int32_t cover_points(
     int32_t* __restrict h, int32_t* __restrict rem, uint32_t lo, uint32_t hi, int32_t top, int32_t size,
     int32_t bound) {
   for (size_t p = lo; p <= hi; ++p) {
