@@ -792,6 +792,31 @@ TEST_CASE("The pilot method on the best cycle lowers periodic plans, to the lowe
   }
 }
 
+TEST_CASE("A pilot stopped by its work budget keeps its committed prefix and best completion: never above the skyline cycle",
+          "[tmmu][periodic]") {
+  // pilot_budget=N stops trying candidates after N work units; the plan is
+  // then the committed prefix plus the incumbent's completion, which is
+  // never above the first rollout (the plain skyline pass with rank TW)
+  // and only replaces the climbed cycle when lower. Budgets: 1 unit (the
+  // first rollout only), half of the full run's units, and unbounded:
+  // 10,616,832 / 10,596,352 / 10,588,160 bytes (pilot=off 10,657,792).
+  IntervalSet s = micro_batches(8, 4000, 4);
+  const PlanReport off = run_strategy(s, kModule, kByte, {"pilot=off"});
+  const PlanReport full = run_strategy(s, kModule, kByte, {});
+  REQUIRE(full.work_units > off.work_units);
+  const uint64_t half = (full.work_units - off.work_units) / 2;
+  const PlanReport tiny = run_strategy(s, kModule, kByte, {"pilot_budget=1"});  // each checked by the kernel checker
+  const PlanReport mid = run_strategy(s, kModule, kByte, {"pilot_budget=" + std::to_string(half)});
+  INFO("pilot=off " << off.arena_footprint[0] << ", budget 1 " << tiny.arena_footprint[0] << ", budget " << half
+                    << " " << mid.arena_footprint[0] << ", full " << full.arena_footprint[0]);
+  CHECK(tiny.arena_footprint[0] <= off.arena_footprint[0]);
+  CHECK(mid.arena_footprint[0] <= tiny.arena_footprint[0]);
+  CHECK(full.arena_footprint[0] <= mid.arena_footprint[0]);
+  CHECK(tiny.work_units < mid.work_units);
+  CHECK(mid.work_units < full.work_units);
+  check_same_on_threads(s, mid, {"pilot_budget=" + std::to_string(half)});
+}
+
 TEST_CASE("The pilot option takes off, on or portfolio and names the expected values otherwise", "[tmmu][periodic]") {
   IntervalSet s = one_arena(128);
   add(s, "a", 1000, 0, 2);

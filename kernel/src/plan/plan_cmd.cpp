@@ -108,7 +108,7 @@ const char* kUsage =
     "  --checkpoint OUT    write the plan in the CBOR checkpoint form of spec 001 section 10\n"
     "  --option KEY=VALUE  strategy option: quality=fast|default|high|exact (or 0|1|2|3),\n"
     "                      work_budget=N, search_nodes=N, memory_bytes_budget=N,\n"
-    "                      pilot=off|on|portfolio (repeatable)\n"
+    "                      pilot=off|on|portfolio, pilot_budget=N (repeatable)\n"
     "  --alignment N       arena alignment for CSV input (default 1)\n"
     "  --capacity BYTES    capacity of every non-persistent arena (ARENA_TOO_SMALL if exceeded)\n"
     "see docs/tmmu.md\n";

@@ -1240,9 +1240,10 @@ class CyclePilot {
 
 // The pilot on the best cycle: by default one run (rank TW: pressure, then
 // duration; K = 7 candidates per step); with `portfolio` (quality=high and
-// exact) ranks TW and TWA (then area) with K = 5 and 7. The lowest top
-// replaces `out` when lower than `top`.
-uint64_t pilot_cycle(const Component& c, const Periodic& per, bool portfolio, uint64_t top,
+// exact) ranks TW and TWA (then area) with K = 5 and 7; each run within
+// `budget` work units (kNone: none). The lowest top replaces `out` when
+// lower than `top`.
+uint64_t pilot_cycle(const Component& c, const Periodic& per, bool portfolio, uint64_t budget, uint64_t top,
                      std::vector<uint64_t>& out, uint64_t& work) {
   const uint32_t n = static_cast<uint32_t>(per.reps.size());
   if (n < 2 || n > kPilotMaxItems) return top;
@@ -1272,7 +1273,7 @@ uint64_t pilot_cycle(const Component& c, const Periodic& per, bool portfolio, ui
     if (!pilot.usable()) return top;
     for (uint32_t K : {7u, 5u}) {
       if (!portfolio && K != 7) break;
-      const uint64_t t = pilot.run(K, off, work, portfolio ? kNone : work + kPilotBudget);
+      const uint64_t t = pilot.run(K, off, work, budget == kNone ? kNone : work + budget);
       if (t < top) {
         top = t;
         for (uint32_t r = 0; r < n; ++r) out[order[r]] = off[r];
@@ -1344,7 +1345,8 @@ bool periodic_plan(const Component& c, const PlanOptions& opt, ComponentPlan& be
   const int pilot = opt.pilot >= 0 ? opt.pilot : opt.quality >= 2 ? 2 : 1;
   if (pilot > 0 && top > c.lower_bound) {
     const uint64_t start = work;
-    top = pilot_cycle(c, per, pilot == 2, top, cyc, work);
+    const uint64_t budget = opt.pilot_budget != 0 ? opt.pilot_budget : pilot == 2 ? kNone : kPilotBudget;
+    top = pilot_cycle(c, per, pilot == 2, budget, top, cyc, work);
     pilot_work = work - start;
   }
   if (top >= best.top) return false;

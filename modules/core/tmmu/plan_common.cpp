@@ -74,6 +74,8 @@ PlanOptions parse_options(const umlos_plan_request& request) {
       if (a.kind != UMLOS_ATTR_STRING || !a.s || std::strcmp(a.s, "greedy_by_size") != 0)
         fail(UMLOS_INVALID_ARGUMENT, "option 'baseline': expected \"greedy_by_size\"");
       o.baseline = a.s;
+    } else if (key == "pilot_budget") {
+      o.pilot_budget = static_cast<uint64_t>(want_int(0, INT64_MAX));
     } else if (key == "pilot") {
       if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "on") == 0) o.pilot = 1;
       else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "off") == 0) o.pilot = 0;
@@ -81,7 +83,7 @@ PlanOptions parse_options(const umlos_plan_request& request) {
       else fail(UMLOS_INVALID_ARGUMENT, "option 'pilot': expected \"off\", \"on\" or \"portfolio\"");
     } else {
       fail(UMLOS_INVALID_ARGUMENT, "unknown strategy option '" + key +
-                                       "' (known: memory_bytes_budget, quality, work_budget, search_nodes, baseline, pilot)");
+                                       "' (known: memory_bytes_budget, quality, work_budget, search_nodes, baseline, pilot, pilot_budget)");
     }
   }
   return o;

@@ -52,10 +52,14 @@ struct PlanOptions {
   // component: 0 = off, 1 = on (one run), 2 = portfolio (four runs);
   // -1 = derived from quality (on by default, portfolio at high and exact).
   int pilot = -1;
+  // Byte planner: work units of one pilot run before it stops trying
+  // candidates (keeping the committed prefix and its best completion);
+  // 0 = the default (6e9 with pilot=on, none with portfolio).
+  uint64_t pilot_budget = 0;
 };
 
 // Parses request->options (keys: memory_bytes_budget, quality, work_budget,
-// search_nodes, baseline, pilot).
+// search_nodes, baseline, pilot, pilot_budget).
 // Unknown keys or wrong kinds throw PlanError(INVALID_ARGUMENT).
 PlanOptions parse_options(const umlos_plan_request& request);
 
