@@ -828,6 +828,35 @@ bool map_cycle(const Component& c, const std::vector<uint32_t>& ord, int64_t C, 
   return true;
 }
 
+// Arcs on a circle of length C (begin in [0, C), duration <= C) as ranges of
+// point indices, the points being the distinct begins (two arcs overlap iff
+// one holds the other's begin, so no other point matters): per arc
+// {lo, hi, lo2, hi2}, the second range empty when hi2 < lo2.
+struct CircleArcs {
+  uint32_t points = 0;
+  std::vector<std::array<uint32_t, 4>> arc;
+};
+template <class Begin, class Duration>
+CircleArcs circle_arcs(const std::vector<Begin>& begin, const std::vector<Duration>& duration, int64_t C) {
+  std::vector<int64_t> pts(begin.begin(), begin.end());
+  std::sort(pts.begin(), pts.end());
+  pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+  CircleArcs out;
+  out.points = static_cast<uint32_t>(pts.size());
+  auto index_of = [&](int64_t t) {  // last begin point <= t
+    return static_cast<uint32_t>(std::upper_bound(pts.begin(), pts.end(), t) - pts.begin()) - 1;
+  };
+  out.arc.resize(begin.size());
+  for (size_t r = 0; r < begin.size(); ++r) {
+    const int64_t e = static_cast<int64_t>(begin[r]) + static_cast<int64_t>(duration[r]) - 1;
+    const uint32_t lo = index_of(begin[r]);
+    if (e < C) out.arc[r] = {lo, index_of(e), 1, 0};
+    else if (e - C < pts.front()) out.arc[r] = {lo, out.points - 1, 1, 0};
+    else out.arc[r] = {lo, out.points - 1, 0, index_of(e - C)};
+  }
+  return out;
+}
+
 // Plans the representatives on the circle by skyline passes with the ranks
 // TAW and WAT; returns the lowest top, its offsets in `out` and its rank in
 // `best_rank`. With `climb_from` (the best rank of the best cycle), it runs
@@ -854,21 +883,9 @@ uint64_t plan_cycle(const Component& c, const Periodic& per, std::vector<uint64_
   // top over each point of the circle (a max segment tree over the distinct
   // begins: two arcs overlap iff one holds the other's begin) gives a
   // representative's lowest offset, and a lazy heap picks the next.
-  std::vector<int64_t> pts(rb);
-  std::sort(pts.begin(), pts.end());
-  pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
-  const uint32_t np = static_cast<uint32_t>(pts.size());
-  auto index_of = [&](int64_t t) {  // last begin point <= t
-    return static_cast<uint32_t>(std::upper_bound(pts.begin(), pts.end(), t) - pts.begin()) - 1;
-  };
-  // Each arc as one or two point ranges (hi2 < lo2: no second range).
-  std::vector<std::array<uint32_t, 4>> arc(n);
-  for (uint32_t r = 0; r < n; ++r) {
-    const uint32_t lo = index_of(rb[r]);
-    if (re[r] < C) arc[r] = {lo, index_of(re[r]), 1, 0};
-    else if (re[r] - C < pts.front()) arc[r] = {lo, np - 1, 1, 0};
-    else arc[r] = {lo, np - 1, 0, index_of(re[r] - C)};
-  }
+  const CircleArcs arcs = circle_arcs(rb, D, C);
+  const uint32_t np = arcs.points;
+  const auto& arc = arcs.arc;
   SkylineTree tree(np);
   const size_t P = tree.leaves();
   uint64_t pop_cost = 1;
@@ -1125,23 +1142,9 @@ class CyclePilot {
       dur_[r] = static_cast<int32_t>(std::min<int64_t>(dur[r], C));
       size_[r] = static_cast<int32_t>((S[r] + unit_ - 1) / unit_);
     }
-    // Points: the distinct begins (the bound needs no others: overlapping
-    // arcs share the later one's begin).
-    std::vector<int32_t> pts(begin_);
-    std::sort(pts.begin(), pts.end());
-    pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
-    const uint32_t np = static_cast<uint32_t>(pts.size());
-    auto index_of = [&](int64_t t) {  // last begin point <= t
-      return static_cast<uint32_t>(std::upper_bound(pts.begin(), pts.end(), t) - pts.begin()) - 1;
-    };
-    arc_.resize(n_);
-    for (uint32_t r = 0; r < n_; ++r) {
-      const int64_t e = int64_t{begin_[r]} + dur_[r] - 1;
-      const uint32_t lo = index_of(begin_[r]);
-      if (e < C) arc_[r] = {lo, index_of(e), 1, 0};
-      else if (e - C < pts.front()) arc_[r] = {lo, np - 1, 1, 0};
-      else arc_[r] = {lo, np - 1, 0, index_of(e - C)};
-    }
+    CircleArcs arcs = circle_arcs(begin_, dur_, C);
+    const uint32_t np = arcs.points;
+    arc_ = std::move(arcs.arc);
     start_.low.assign(n_, 0);
     start_.h.assign(np, 0);
     start_.rem.assign(np, 0);
