@@ -563,19 +563,14 @@ umlos_status svc_plan_memory(umlos_ctx* ctx, const umlos_plan_request* request, 
     Host& host = host_of(ctx);
     host.plan_checked(*request, *result);
     if (ctx->kind == umlos_ctx::Kind::Operator && ctx->op) {
-      uint64_t footprint = 0, unplanned = 0;
+      uint64_t footprint = 0;
       for (uint32_t a = 0; a < request->n_arenas; ++a) footprint += result->arena_footprint[a];
-      for (uint64_t i = 0; i < request->n_tensors; ++i) {
-        const umlos_plan_tensor& t = request->tensors[i];
-        const uint64_t align = std::max<uint64_t>(
-            {t.alignment, t.arena < request->n_arenas ? request->arenas[t.arena].alignment : 1, 1});
-        unplanned += (t.size + align - 1) / align * align;
-      }
       Host::Profile::Entry& e = host.profile().ops[ctx->op->name];
       e.plans += 1;
       if (footprint > e.plan_max_footprint) {
         e.plan_max_footprint = footprint;
-        e.plan_max_unplanned = unplanned;
+        e.plan_max_unplanned = 0;  // one aligned buffer per storage, no reuse
+        for (const plan::ArenaFacts& f : plan::arena_facts(*request)) e.plan_max_unplanned += f.total_bytes;
       }
     }
     return UMLOS_OK;

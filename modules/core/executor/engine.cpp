@@ -484,29 +484,19 @@ PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Bi
   return p;
 }
 
-PlacedActivations place_forward_activations(sdk::Context& c, const Graph& g,
-                                            const std::vector<std::string>& read_after) {
-  constexpr uint64_t kAlign = 64;
-  const std::vector<Interval> live = liveness(g, false, {}, {});
-  int64_t last_step = 0;
-  for (const Interval& iv : live) last_step = std::max(last_step, iv.end);
-  std::vector<size_t> items;  // indices into live
+std::vector<umlos_plan_tensor> plan_tensors(const std::vector<Interval>& live, const std::vector<size_t>& items) {
   std::map<std::string, size_t> item_of;
-  for (size_t i = 0; i < live.size(); ++i) {
-    if (live[i].bytes == 0) continue;
-    item_of[live[i].id] = items.size();
-    items.push_back(i);
-  }
+  for (size_t k = 0; k < items.size(); ++k) item_of[live[items[k]].id] = k;
   std::vector<umlos_plan_tensor> tensors(items.size());
   std::vector<uint64_t> group(items.size(), 0);
-  PlacedActivations p;
   for (size_t k = 0; k < items.size(); ++k) {
     const Interval& iv = live[items[k]];
     umlos_plan_tensor& t = tensors[k];
     std::memset(&t, 0, sizeof t);
     t.size = iv.bytes;
     t.begin = iv.begin;
-    t.end = std::find(read_after.begin(), read_after.end(), iv.id) != read_after.end() ? last_step : iv.end;
+    t.end = iv.end;
+    t.flags = iv.saved_for_backward ? UMLOS_PLAN_SAVED_FOR_BACKWARD : 0u;
     if (!iv.alias.empty()) {  // a view shares its input's storage (same alias group)
       auto root = item_of.find(iv.alias);
       if (root != item_of.end()) {
@@ -514,9 +504,28 @@ PlacedActivations place_forward_activations(sdk::Context& c, const Graph& g,
         group[k] = group[root->second];
       }
     }
-    p.naive_bytes += (iv.bytes + kAlign - 1) / kAlign * kAlign;
   }
   for (size_t k = 0; k < items.size(); ++k) tensors[k].alias_group = group[k];
+  return tensors;
+}
+
+PlacedActivations place_forward_activations(sdk::Context& c, const Graph& g,
+                                            const std::vector<std::string>& read_after) {
+  constexpr uint64_t kAlign = 64;
+  const std::vector<Interval> live = liveness(g, false, {}, {});
+  int64_t last_step = 0;
+  for (const Interval& iv : live) last_step = std::max(last_step, iv.end);
+  std::vector<size_t> items;  // indices into live
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (live[i].bytes > 0) items.push_back(i);
+  }
+  std::vector<umlos_plan_tensor> tensors = plan_tensors(live, items);
+  PlacedActivations p;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const Interval& iv = live[items[k]];
+    if (std::find(read_after.begin(), read_after.end(), iv.id) != read_after.end()) tensors[k].end = last_step;
+    p.naive_bytes += (iv.bytes + kAlign - 1) / kAlign * kAlign;
+  }
   const PlannedArena planned = plan_arena(c, umlos_plan_arena{"activations", kAlign, 0, 0, 0}, tensors);
   p.arena = planned.base;
   p.footprint = planned.footprint;

@@ -280,6 +280,11 @@ struct Interval {
 std::vector<Interval> liveness(const Graph& g, bool backward, const std::vector<size_t>& backward_order,
                                const std::vector<std::string>& wrt);
 
+// The plan request's tensors for `items` (indices into `live`): sizes,
+// intervals, saved_for_backward, and alias groups (a view shares its
+// input's storage when that input is an item too); arena 0.
+std::vector<umlos_plan_tensor> plan_tensors(const std::vector<Interval>& live, const std::vector<size_t>& items);
+
 // The nodes whose `_grad` runs in backward(): the output depends on a `wrt`
 // tensor and reaches the loss/seed tensor `seed`. By node position.
 std::vector<bool> grad_path(const Graph& g, const std::string& seed, const std::vector<std::string>& wrt);

@@ -390,28 +390,9 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
   const umlos_plan_arena arena{"activations", kAlign, 0, 0, 0};
   std::optional<ir::Digest> plan_hash;
   if (placement == "tmmu") {
-    std::map<std::string, size_t> item_of;  // ids ascending
+    std::map<std::string, size_t> item_of;  // ids ascending: the hash's tables
     for (size_t k = 0; k < arena_items.size(); ++k) item_of[planned[arena_items[k]].id] = k;
-    std::vector<umlos_plan_tensor> req_t(arena_items.size());
-    std::vector<uint64_t> group(arena_items.size(), 0);
-    for (size_t k = 0; k < arena_items.size(); ++k) {
-      const ir::Interval& iv = planned[arena_items[k]];
-      umlos_plan_tensor& t = req_t[k];
-      std::memset(&t, 0, sizeof t);
-      t.size = iv.bytes;
-      t.begin = iv.begin;
-      t.end = iv.end;
-      t.arena = 0;
-      t.flags = iv.saved_for_backward ? UMLOS_PLAN_SAVED_FOR_BACKWARD : 0u;
-      if (!iv.alias.empty()) {
-        auto root = item_of.find(iv.alias);
-        if (root != item_of.end()) {
-          if (group[root->second] == 0) group[root->second] = root->second + 1;
-          group[k] = group[root->second];
-        }
-      }
-    }
-    for (size_t k = 0; k < arena_items.size(); ++k) req_t[k].alias_group = group[k];
+    const std::vector<umlos_plan_tensor> req_t = ir::plan_tensors(planned, arena_items);
     std::vector<uint64_t> offsets(req_t.size()), slots(req_t.size());
     uint64_t footprint = 0;
     if (!arena_items.empty()) {
