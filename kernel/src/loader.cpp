@@ -104,7 +104,7 @@ const char* file_type(mode_t mode) {
   if (S_ISSOCK(mode)) return "a socket";
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
+  return "an unknown file type";
 }
 
 [[noreturn]] void not_a_file(const std::string& path, const std::string& what) {
@@ -142,7 +142,7 @@ void read_sealed_module(const std::string& path, SealedModule& out) {
   OwnedFd file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (file.fd < 0) {
     const int err = errno;
-    if (err == ENXIO) not_a_file(path, "a socket or a FIFO without a writer");
+    if (err == ENXIO) not_a_file(path, "a socket");  // open() of a socket file
     throw Failure(UMLOS_MODULE_NOT_FOUND,
                   "module '" + path + "': cannot open: " + errno_text(err) +
                       " (check the path in the manifest; relative paths are resolved "

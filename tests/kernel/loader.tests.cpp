@@ -21,6 +21,7 @@
 
 #include "error.hpp"
 #include "host.hpp"
+#include "manifest.hpp"
 #include "test_support.hpp"
 
 using namespace umlos;
@@ -332,12 +333,22 @@ TEST_CASE("A FIFO, a socket, a device or an oversized file as a module path is r
   CHECK_THAT(msg, Catch::Contains("/dev/zero") && Catch::Contains("a character device"));
   CHECK(load_error(huge, std::nullopt, &msg) == UMLOS_MODULE_LOAD_FAILED);
   CHECK_THAT(msg, Catch::Contains(huge) && Catch::Contains(std::to_string(kMaxModuleFileBytes + 1)));
-  // The same reader serves `umlos hash` and `manifest pin`.
+  // The same reader serves `umlos hash` and `umlos manifest pin`.
   try {
     hash_module_file(fifo);
     FAIL("a FIFO was hashed");
   } catch (const Failure& f) {
     CHECK(f.code() == UMLOS_MODULE_NOT_FOUND);
+  }
+  write_text(dir + "/m.yaml",
+             "umlos_manifest: 1\nname: fifo\nmodules:\n  - {path: libfifo.so, sha256: unpinned}\n"
+             "driver: {name: cpu_driver}\noperators: {}\n");
+  try {
+    pin_manifest(dir + "/m.yaml", dir + "/pinned.yaml");
+    FAIL("a manifest naming a FIFO was pinned");
+  } catch (const Failure& f) {
+    CHECK(f.code() == UMLOS_MODULE_NOT_FOUND);
+    CHECK_THAT(std::string(f.what()), Catch::Contains(fifo) && Catch::Contains("a FIFO"));
   }
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
   ::close(s);
