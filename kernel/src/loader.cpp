@@ -1,12 +1,16 @@
 // loader.cpp — verified module loading. See loader.hpp and docs/abi.md.
 //
-// The race this closes: hashing a file and then dlopen()ing it by path lets
-// anyone who can write the file swap it in between. Instead the file is read
-// once into an anonymous memfd while hashing, the memfd is sealed against
-// any further change, the digest is compared with the pin, and the memfd
-// itself is what gets mapped (dlopen of /proc/self/fd/N). The descriptor is
-// kept open for the life of the process, so no later load can reuse the
-// "/proc/self/fd/N" name and alias this module (glibc matches by name).
+// The races this closes. Hashing a file and then dlopen()ing it by path lets
+// anyone who can write the file swap it in between. Hashing a mapping of the
+// file and copying the same mapping is no better: unwritten private pages
+// are the page cache, so an in-place writer changes the bytes between the
+// two reads (the pin passes on the old bytes, the new ones load), and a file
+// shrunk meanwhile turns the reads into SIGBUS. So the file is never mapped:
+// it is read() into an anonymous memfd, the memfd is sealed against any
+// change, the digest is computed from the sealed memfd, compared with the
+// pin, and that memfd is what gets mapped (dlopen of /proc/self/fd/N).
+// read_sealed_module() is the only way from a module file to bytes that may
+// be trusted: loading, `umlos hash` and `umlos manifest pin` all use it.
 #include "loader.hpp"
 
 #include <errno.h>
@@ -17,7 +21,9 @@
 
 #include <boost/dll/shared_library.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -27,100 +33,200 @@
 namespace umlos {
 namespace {
 
-constexpr uint64_t kMaxModuleBytes = 2ull << 30;  // 2 GiB: refuse absurd files
-
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text(int err) { return std::strerror(err); }
 
 struct OwnedFd {
   int fd = -1;
   explicit OwnedFd(int f) : fd(f) {}
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
   ~OwnedFd() {
     if (fd >= 0) ::close(fd);
   }
-  int release() {
-    int f = fd;
-    fd = -1;
-    return f;
-  }
 };
 
-// What keeps a module mapped: the library and the sealed memfd it came from.
+// What keeps a module mapped. Modules are never unloaded (plugin-abi.md
+// lesson 10): the handle is intentionally leaked at exit rather than
+// dlclose()d mid-process. The memfd is closed as soon as the library is
+// mapped: the mappings keep its pages, the descriptor is not needed.
 struct ModuleHandle {
   boost::dll::shared_library library;
-  int memfd = -1;
-  // Modules are never unloaded (plugin-abi.md lesson 10): the handle is
-  // intentionally leaked at exit rather than dlclose()d mid-process.
 };
 
-// Reads `path` once, hashing as it copies into a sealed memfd.
-// Returns the memfd; `digest` and `size` receive the hash and length.
-int copy_into_sealed_memfd(const std::string& path, Digest& digest, uint64_t& size) {
-  OwnedFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+// The handles of the modules loaded so far (never unloaded) and of the one
+// being loaded. A handle is unregistered when its load is refused, before
+// the library is closed and its handle value can be reused.
+class LiveHandle {
+ public:
+  LiveHandle(void* native, const std::string& path) : native_(native) {
+    std::lock_guard<std::mutex> lock(mu());
+    if (!handles().insert(native_).second) {
+      native_ = nullptr;
+      throw Failure(UMLOS_INTERNAL, "module '" + path +
+                                        "': the dynamic loader returned a module loaded earlier instead of "
+                                        "mapping the verified copy");
+    }
+  }
+  LiveHandle(const LiveHandle&) = delete;
+  LiveHandle& operator=(const LiveHandle&) = delete;
+  ~LiveHandle() {
+    if (native_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu());
+    handles().erase(native_);
+  }
+  // The load succeeded: keep the module (and its handle's entry) forever.
+  void keep(std::shared_ptr<ModuleHandle> handle) {
+    std::lock_guard<std::mutex> lock(mu());
+    kept().push_back(std::move(handle));
+    native_ = nullptr;
+  }
+
+ private:
+  // Leaked on purpose: loaded modules outlive static destruction.
+  static std::mutex& mu() {
+    static std::mutex* m = new std::mutex();
+    return *m;
+  }
+  static std::set<void*>& handles() {
+    static std::set<void*>* h = new std::set<void*>();
+    return *h;
+  }
+  static std::vector<std::shared_ptr<ModuleHandle>>& kept() {
+    static auto* k = new std::vector<std::shared_ptr<ModuleHandle>>();
+    return *k;
+  }
+  void* native_;
+};
+
+const char* file_type(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "an unknown file type";
+}
+
+[[noreturn]] void not_a_file(const std::string& path, const std::string& what) {
+  throw Failure(UMLOS_MODULE_NOT_FOUND,
+                "module '" + path + "': not a regular file (" + what +
+                    "); a module is a shared-library file (a symbolic link to one is fine)");
+}
+
+void write_all(int fd, const char* p, size_t n, const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      throw Failure(err == ENOSPC || err == ENOMEM ? UMLOS_RESOURCE_EXHAUSTED : UMLOS_IO_ERROR,
+                    "module '" + path + "': copying into memory failed: " + errno_text(err));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// The module's bytes, read once from `path` into a sealed memfd, and the
+// SHA-256 of the sealed memfd's contents: no later change to the file can
+// reach either. Symbolic links are followed (the pin covers the bytes, not
+// the name). The file is opened non-blocking and its type checked on the
+// descriptor before a byte is read, so a FIFO or a device fails at once.
+struct SealedModule {
+  OwnedFd memfd{-1};
+  Digest digest{};
+  uint64_t size = 0;
+};
+
+void read_sealed_module(const std::string& path, SealedModule& out) {
+  OwnedFd file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (file.fd < 0) {
+    const int err = errno;
+    if (err == ENXIO) not_a_file(path, "a socket");  // open() of a socket file
     throw Failure(UMLOS_MODULE_NOT_FOUND,
-                  "module '" + path + "': cannot open: " + errno_text() +
+                  "module '" + path + "': cannot open: " + errno_text(err) +
                       " (check the path in the manifest; relative paths are resolved "
                       "against the manifest's folder)");
   }
   struct stat st {};
-  if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw Failure(UMLOS_MODULE_NOT_FOUND,
-                  "module '" + path + "': not a regular file");
+  if (::fstat(file.fd, &st) != 0) {
+    const int err = errno;
+    throw Failure(UMLOS_IO_ERROR, "module '" + path + "': cannot stat: " + errno_text(err));
   }
-  if (static_cast<uint64_t>(st.st_size) > kMaxModuleBytes) {
-    throw Failure(UMLOS_MODULE_LOAD_FAILED,
-                  "module '" + path + "': " + std::to_string(st.st_size) +
-                      " bytes is larger than the 2 GiB limit");
-  }
-  std::string memfd_name = "umlos-module";
-  OwnedFd mem(::memfd_create(memfd_name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (mem.fd < 0) {
-    throw Failure(UMLOS_MODULE_LOAD_FAILED,
-                  "module '" + path + "': memfd_create failed: " + errno_text() +
+  if (!S_ISREG(st.st_mode)) not_a_file(path, file_type(st.st_mode));
+  auto too_large = [&](uint64_t bytes) {
+    return Failure(UMLOS_MODULE_LOAD_FAILED,
+                   "module '" + path + "': " + std::to_string(bytes) + " bytes is larger than the " +
+                       std::to_string(kMaxModuleFileBytes) + "-byte (2 GiB) limit for a module file");
+  };
+  if (static_cast<uint64_t>(st.st_size) > kMaxModuleFileBytes) throw too_large(static_cast<uint64_t>(st.st_size));
+
+  out.memfd.fd = ::memfd_create("umlos-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (out.memfd.fd < 0) {
+    const int err = errno;
+    throw Failure(err == EMFILE || err == ENFILE || err == ENOMEM ? UMLOS_RESOURCE_EXHAUSTED
+                                                                   : UMLOS_MODULE_LOAD_FAILED,
+                  "module '" + path + "': memfd_create failed: " + errno_text(err) +
                       " (verified loading needs Linux memfd with sealing)");
   }
-  // Map the file once; hash the mapping and copy it into the memfd from the
-  // same pages (one read of the file, no intermediate buffer).
-  const uint64_t total = static_cast<uint64_t>(st.st_size);
-  Sha256 hasher;
-  if (total > 0) {
-    void* map = ::mmap(nullptr, total, PROT_READ, MAP_PRIVATE, file.fd, 0);
-    if (map == MAP_FAILED) {
-      throw Failure(UMLOS_IO_ERROR, "module '" + path + "': mmap failed: " + errno_text());
+  // read() until end of file, whatever the size was at fstat: a file that
+  // changes meanwhile gives other bytes, which the pin then refuses.
+  std::vector<char> buf(1u << 20);
+  uint64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(file.fd, buf.data(), buf.size());
+    if (n < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      throw Failure(UMLOS_IO_ERROR, "module '" + path + "': cannot read: " + errno_text(err));
     }
-    struct Unmap {
-      void* p;
-      uint64_t n;
-      ~Unmap() { ::munmap(p, n); }
-    } unmap{map, total};
-    if (::ftruncate(mem.fd, static_cast<off_t>(total)) != 0) {
-      throw Failure(UMLOS_IO_ERROR, "module '" + path + "': sizing the memfd failed: " + errno_text());
-    }
-    const char* p = static_cast<const char*>(map);
-    uint64_t done = 0;
-    while (done < total) {
-      // Hash and copy in 4 MiB steps so both work on cache-warm pages.
-      size_t step = static_cast<size_t>(std::min<uint64_t>(total - done, 4u << 20));
-      hasher.update(p + done, step);
-      size_t written = 0;
-      while (written < step) {
-        ssize_t w = ::pwrite(mem.fd, p + done + written, step - written, static_cast<off_t>(done + written));
-        if (w < 0) {
-          if (errno == EINTR) continue;
-          throw Failure(UMLOS_IO_ERROR, "module '" + path + "': copying into memfd failed: " + errno_text());
-        }
-        written += static_cast<size_t>(w);
-      }
-      done += step;
-    }
+    if (n == 0) break;
+    total += static_cast<uint64_t>(n);
+    if (total > kMaxModuleFileBytes) throw too_large(total);
+    write_all(out.memfd.fd, buf.data(), static_cast<size_t>(n), path);
   }
-  if (::fcntl(mem.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+  if (::fcntl(out.memfd.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    const int err = errno;
     throw Failure(UMLOS_MODULE_LOAD_FAILED,
-                  "module '" + path + "': sealing the memfd failed: " + errno_text());
+                  "module '" + path + "': sealing the memfd failed: " + errno_text(err));
   }
-  digest = hasher.finish();
-  size = total;
-  return mem.release();
+  // Hash what will be mapped: the sealed memfd, read back from its start.
+  Sha256 hasher;
+  uint64_t hashed = 0;
+  for (;;) {
+    const ssize_t n = ::pread(out.memfd.fd, buf.data(), buf.size(), static_cast<off_t>(hashed));
+    if (n < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      throw Failure(UMLOS_IO_ERROR, "module '" + path + "': reading the sealed copy failed: " + errno_text(err));
+    }
+    if (n == 0) break;
+    hasher.update(buf.data(), static_cast<size_t>(n));
+    hashed += static_cast<uint64_t>(n);
+  }
+  if (hashed != total) {
+    throw Failure(UMLOS_INTERNAL, "module '" + path + "': the sealed copy holds " + std::to_string(hashed) +
+                                      " bytes, " + std::to_string(total) + " were written");
+  }
+  out.digest = hasher.finish();
+  out.size = total;
+}
+
+// The name dlopen() is given for a memfd. glibc hands back an already loaded
+// object whose name equals the one asked for, and memfd numbers are reused
+// once closed, so every load gets a name never used before: the counter k is
+// spelled into the path as "./" (bit 1) and "/" (bit 0) components, which
+// the kernel resolves to the same /proc/self/fd/N.
+std::string unique_fd_path(int fd) {
+  static std::atomic<uint64_t> loads{0};
+  const uint64_t k = loads.fetch_add(1);
+  std::string path = "/proc/self/fd/";
+  if (k > 0) {
+    int top = 63;
+    while (((k >> top) & 1u) == 0) --top;
+    for (int b = top; b >= 0; --b) path += ((k >> b) & 1u) ? "./" : "/";
+  }
+  return path + std::to_string(fd);
 }
 
 std::string abi_text(uint32_t major, uint32_t minor) {
@@ -285,40 +391,47 @@ void validate_module(const std::string& path, const umlos_module_desc* m) {
 std::string take_load_error_message(umlos_status* code);
 
 Digest hash_module_file(const std::string& path) {
-  Digest d{};
-  uint64_t size = 0;
-  int fd = copy_into_sealed_memfd(path, d, size);
-  ::close(fd);
-  return d;
+  SealedModule sealed;
+  read_sealed_module(path, sealed);
+  return sealed.digest;
 }
 
 LoadedModule load_module(const std::string& path, const std::optional<Digest>& expected,
                          const umlos_services* services) {
   LoadedModule out;
   out.path = path;
-  int memfd = copy_into_sealed_memfd(path, out.sha256, out.size_bytes);
-  OwnedFd guard(memfd);
-
-  // The pin is checked before a single byte of the module is mapped or run.
-  if (expected && *expected != out.sha256) {
-    throw Failure(UMLOS_MODULE_HASH_MISMATCH,
-                  "module '" + path + "': SHA-256 mismatch: the manifest pins " + to_hex(*expected) +
-                      " but the file's digest is " + to_hex(out.sha256) +
-                      " (the file changed after it was pinned; if the new file is trusted, "
-                      "re-pin it with `umlos hash " + path + "` or `umlos manifest pin`)");
-  }
-
   auto handle = std::make_shared<ModuleHandle>();
-  std::string fd_path = "/proc/self/fd/" + std::to_string(memfd);
-  try {
-    handle->library.load(boost::dll::fs::path(fd_path),
-                         boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception& e) {
-    throw Failure(UMLOS_MODULE_LOAD_FAILED,
-                  "module '" + path + "': the dynamic loader refused it: " + e.what() +
-                      " (is it a shared library for this platform, with all its dependencies "
-                      "installed?)");
-  }
+  {
+    SealedModule sealed;
+    read_sealed_module(path, sealed);
+    out.sha256 = sealed.digest;
+    out.size_bytes = sealed.size;
+
+    // The pin is checked before a single byte of the module is mapped or run.
+    if (expected && *expected != out.sha256) {
+      throw Failure(UMLOS_MODULE_HASH_MISMATCH,
+                    "module '" + path + "': SHA-256 mismatch: the manifest pins " + to_hex(*expected) +
+                        " but the file's digest is " + to_hex(out.sha256) +
+                        " (the file changed after it was pinned; if the new file is trusted, "
+                        "re-pin it with `umlos hash " + path + "` or `umlos manifest pin`)");
+    }
+
+    const std::string fd_path = unique_fd_path(sealed.memfd.fd);
+    try {
+      handle->library.load(boost::dll::fs::path(fd_path),
+                           boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    } catch (const std::exception& e) {
+      throw Failure(UMLOS_MODULE_LOAD_FAILED,
+                    "module '" + path + "': the dynamic loader refused it: " + e.what() +
+                        " (is it a shared library for this platform, with all its dependencies "
+                        "installed?)");
+    }
+  }  // the memfd is closed here: the library's mappings hold its pages
+
+  // Invariant: a fresh name gives a fresh object. Were the dynamic loader
+  // to hand back a module loaded before, its pin would not be this one's.
+  // A module refused below is unloaded, so its handle leaves the registry.
+  LiveHandle live(handle->library.native(), path);
   if (!handle->library.has(UMLOS_MODULE_ENTRY_SYMBOL)) {
     throw Failure(UMLOS_MODULE_ENTRY_MISSING,
                   "module '" + path + "': exports no symbol '" UMLOS_MODULE_ENTRY_SYMBOL
@@ -328,8 +441,6 @@ LoadedModule load_module(const std::string& path, const std::optional<Digest>& e
   }
   umlos_module_entry_fn entry =
       &handle->library.get<const umlos_module_desc*(const umlos_services*)>(UMLOS_MODULE_ENTRY_SYMBOL);
-  handle->memfd = guard.release();
-
   take_load_error_message(nullptr);
   const umlos_module_desc* desc = entry(services);
   if (desc == nullptr) {
@@ -358,9 +469,7 @@ LoadedModule load_module(const std::string& path, const std::optional<Digest>& e
   out.negotiated_minor = std::min<uint32_t>(desc->abi_minor, UMLOS_ABI_MINOR);
   out.handle = std::shared_ptr<void>(handle, handle.get());
   // Never unload (see ModuleHandle): keep one reference forever.
-  static std::vector<std::shared_ptr<ModuleHandle>>* keep_alive =
-      new std::vector<std::shared_ptr<ModuleHandle>>();
-  keep_alive->push_back(handle);
+  live.keep(handle);
   return out;
 }
 

@@ -31,6 +31,10 @@ struct LoadedModule {
   std::shared_ptr<void> handle;             // keeps the library mapped
 };
 
+// The largest module file the loader reads (2 GiB, docs/abi.md "Loading"):
+// a larger one is refused with MODULE_LOAD_FAILED naming its size.
+inline constexpr uint64_t kMaxModuleFileBytes = 2ull << 30;
+
 // Loads `path`. When `expected` is given, a different digest is refused with
 // UMLOS_MODULE_HASH_MISMATCH before the module's code runs.
 LoadedModule load_module(const std::string& path, const std::optional<Digest>& expected,

@@ -15,6 +15,7 @@
 
 #include "error.hpp"
 #include "fsutil.hpp"
+#include "loader.hpp"
 
 namespace fs = std::filesystem;
 
@@ -721,14 +722,13 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
         value = relative.empty() ? target.string() : relative.string();
       }
     } else {
-      std::vector<uint8_t> bytes;
+      // The loader's reader: the digest of exactly the bytes a load would
+      // map (a FIFO or device is refused, not waited on).
       try {
-        bytes = read_file(mod.resolved_path);
+        value = to_hex(hash_module_file(mod.resolved_path));
       } catch (const Failure& f) {
-        throw Failure(UMLOS_MODULE_NOT_FOUND, at + "module file '" + mod.resolved_path +
-                                                  "' cannot be read (" + f.what() + ")");
+        throw Failure(f.code(), at + "module file '" + mod.resolved_path + "' cannot be pinned (" + f.what() + ")");
       }
-      value = to_hex(sha256(bytes));
     }
     const size_t end = scalar_end(text, s);
     if (end == std::string::npos)

@@ -488,7 +488,14 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     rs.host.set_strategy_config(manifest.tmmu_config);
 
     // 2. LoadDeclaredModules_v1: manifest order, each verified against its pin.
-    for (const ModuleEntry& e : manifest.modules) rs.host.load(e.resolved_path, e.sha256);
+    if (!options.module_files.empty() && options.module_files.size() != manifest.modules.size())
+      throw Failure(UMLOS_INTERNAL, "run options name " + std::to_string(options.module_files.size()) +
+                                        " module files for the " + std::to_string(manifest.modules.size()) +
+                                        " modules of '" + manifest_file + "'");
+    for (size_t i = 0; i < manifest.modules.size(); ++i) {
+      const ModuleEntry& e = manifest.modules[i];
+      rs.host.load(options.module_files.empty() ? e.resolved_path : options.module_files[i], e.sha256);
+    }
 
     // Every named operator resolved before step 1 (a missing one is a
     // bootstrap failure, not a surprise at step 500).

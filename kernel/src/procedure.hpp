@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "manifest.hpp"
 
@@ -28,6 +29,10 @@ struct RunOptions {
   // Continue the run in run_dir from its latest checkpoint (or resume_from).
   bool resume = false;
   std::string resume_from;
+  // Module files to load in place of the manifest's paths, one per
+  // `modules:` entry in order (umlos replay chooses them); each is still
+  // verified against the manifest's pin. Empty: the manifest's paths.
+  std::vector<std::string> module_files;
 };
 
 // Runs the procedure. Returns the process exit status: 0 on success, else

@@ -166,6 +166,132 @@ std::string make_work_dir() {
   return buf.data();
 }
 
+// ---- Which module files a replay may load.
+//
+// A run folder may come from someone else, and everything in it (the
+// manifest copy and its pins, manifest.path, the trace header) is theirs to
+// write. So the rerun never resolves a module against the run folder and
+// never loads a file that lies in it (after symbolic links) unless
+// --trust-run-folder-modules says so: module code comes from a folder the
+// user names (--modules), a manifest the user names (--manifest), or the
+// paths the run recorded outside its folder.
+
+bool lies_inside(const fs::path& file, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path f = fs::weakly_canonical(fs::absolute(file, ec), ec);
+  const fs::path d = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  const fs::path rel = f.lexically_relative(d);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+std::string module_list(const std::vector<std::string>& files) {
+  std::string s;
+  for (const std::string& f : files) s += (s.empty() ? "" : ", ") + f;
+  return s;
+}
+
+std::vector<std::string> missing_files(const std::vector<std::string>& files) {
+  std::vector<std::string> missing;
+  std::error_code ec;
+  for (const std::string& f : files) {
+    if (!fs::is_regular_file(f, ec)) missing.push_back(f);
+  }
+  return missing;
+}
+
+std::vector<std::string> resolved_paths(const Manifest& m) {
+  std::vector<std::string> files;
+  for (const ModuleEntry& e : m.modules) files.push_back(e.resolved_path);
+  return files;
+}
+
+// --modules DIR: each module is DIR/<the file name the manifest gives it>.
+std::vector<std::string> files_in_modules_dir(const std::string& dir, const Manifest& m) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw Failure(UMLOS_NOT_FOUND, "--modules '" + dir + "': not a folder (expected the folder holding the modules)");
+  }
+  std::vector<std::string> files;
+  std::set<std::string> names;
+  for (size_t i = 0; i < m.modules.size(); ++i) {
+    const std::string name = fs::path(m.modules[i].path).filename().string();
+    if (!names.insert(name).second) {
+      throw Failure(UMLOS_INVALID_ARGUMENT, m.file + ": key 'modules[" + std::to_string(i) + "].path': file name '" +
+                                                name + "' is used by two modules, so --modules cannot tell them "
+                                                "apart; pass --manifest FILE instead");
+    }
+    files.push_back((fs::path(dir) / name).string());
+  }
+  return files;
+}
+
+// Without --modules or --manifest: the copy's absolute module paths, or the
+// original manifest the run recorded (RUN_DIR/manifest.path, else the run
+// header's manifest_file) when its canonical bytes are the copy's; never
+// the copy's relative paths against RUN_DIR (unless trusted). May switch
+// `manifest_file` and `m` to the original.
+std::vector<std::string> recorded_module_files(const ReplayOptions& options, const fs::path& run_dir,
+                                               const json& header, std::string& manifest_file, Manifest& m) {
+  std::error_code ec;
+  bool all_absolute = true;
+  for (const ModuleEntry& e : m.modules) all_absolute = all_absolute && fs::path(e.path).is_absolute();
+  std::vector<std::string> files = resolved_paths(m);
+  if ((all_absolute || options.trust_run_folder_modules) && missing_files(files).empty()) return files;
+
+  std::string original = header.value("manifest_file", std::string());
+  const std::string path_file = (run_dir / "manifest.path").string();
+  if (fs::is_regular_file(path_file, ec)) {
+    original = read_text_file(path_file);
+    while (!original.empty() && (original.back() == '\n' || original.back() == '\r')) original.pop_back();
+  }
+  std::string why;
+  if (original.empty()) {
+    why = "the original manifest is not named (no manifest.path in the run folder)";
+  } else if (!fs::path(original).is_absolute()) {
+    why = "the original manifest '" + original + "' is not an absolute path";
+  } else if (!fs::is_regular_file(original, ec)) {
+    why = "the original manifest '" + original + "' is missing";
+  } else {
+    Manifest o = load_manifest(original);
+    if (o.canonical_bytes == m.canonical_bytes) {
+      manifest_file = original;
+      m = std::move(o);
+      return resolved_paths(m);
+    }
+    why = "the original manifest '" + original + "' is another manifest";
+  }
+  const std::vector<std::string> missing = missing_files(files);
+  throw Failure(UMLOS_MODULE_NOT_FOUND,
+                "'" + manifest_file + "': its modules are not named by absolute paths that exist (" +
+                    (missing.empty() ? module_list(files) : module_list(missing)) + ") and " + why +
+                    "; pass --modules DIR (the folder holding your copies of the modules) or --manifest FILE");
+}
+
+std::vector<std::string> replay_module_files(const ReplayOptions& options, const fs::path& run_dir,
+                                             const json& header, std::string& manifest_file, Manifest& m) {
+  std::vector<std::string> files;
+  if (!options.modules_dir.empty()) {
+    files = files_in_modules_dir(options.modules_dir, m);
+  } else if (!options.manifest_file.empty()) {
+    files = resolved_paths(m);
+  } else {
+    files = recorded_module_files(options, run_dir, header, manifest_file, m);
+  }
+  if (!options.trust_run_folder_modules) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (lies_inside(files[i], run_dir)) {
+        throw Failure(UMLOS_PERMISSION_DENIED,
+                      "module '" + files[i] + "' (modules[" + std::to_string(i) + "] of '" + manifest_file +
+                          "') lies in the run folder under review '" + run_dir.string() +
+                          "': replay does not run code shipped in a run folder; pass --modules DIR (the folder "
+                          "holding your copies of the modules) or, if you trust whoever wrote the folder, "
+                          "--trust-run-folder-modules");
+      }
+    }
+  }
+  return files;
+}
+
 }  // namespace
 
 int replay_verify(const ReplayOptions& options) {
@@ -188,43 +314,7 @@ int replay_verify(const ReplayOptions& options) {
   }
   Manifest m = load_manifest(manifest_file);
   json header = first_record(trace);
-  // The copy in the run folder keeps the manifest's text, so relative module
-  // paths resolve against RUN_DIR. When they do not, rerun the original file
-  // the run header names, provided it is still the same manifest (same
-  // canonical bytes, so the same module pins).
-  if (!given) {
-    std::string missing;
-    for (const ModuleEntry& e : m.modules) {
-      if (!fs::is_regular_file(e.resolved_path, ec)) missing += (missing.empty() ? "" : ", ") + e.resolved_path;
-    }
-    if (!missing.empty()) {
-      // RUN_DIR/manifest.path (one line: the absolute path of the manifest
-      // the run read), or the run header's manifest_file.
-      std::string original = header.value("manifest_file", std::string());
-      const std::string path_file = (run_dir / "manifest.path").string();
-      if (fs::is_regular_file(path_file, ec)) {
-        original = read_text_file(path_file);
-        while (!original.empty() && (original.back() == '\n' || original.back() == '\r')) original.pop_back();
-      }
-      bool used_original = false;
-      if (!original.empty() && fs::is_regular_file(original, ec)) {
-        Manifest o = load_manifest(original);
-        if (o.canonical_bytes == m.canonical_bytes) {
-          manifest_file = original;
-          m = std::move(o);
-          used_original = true;
-        }
-      }
-      if (!used_original) {
-        throw Failure(UMLOS_MODULE_NOT_FOUND,
-                      "'" + manifest_file + "': its modules do not resolve from the run folder (" + missing +
-                          ") and the original manifest " +
-                          (original.empty() ? std::string("is not named (no manifest.path in the run folder)")
-                                            : "'" + original + "' is missing or another manifest") +
-                          "; pass --manifest FILE");
-      }
-    }
-  }
+  const std::vector<std::string> module_files = replay_module_files(options, run_dir, header, manifest_file, m);
   // The header's manifest_hash first: a foreign --manifest is a usage error,
   // whatever the stored CBOR copy holds.
   const std::string recorded_hash = header.value("manifest_hash", std::string());
@@ -251,6 +341,7 @@ int replay_verify(const ReplayOptions& options) {
   RunOptions ro;
   ro.run_dir = rerun_dir;
   ro.quiet = true;
+  ro.module_files = module_files;
   const int rc = run_manifest(manifest_file, ro);
   const std::string rerun_trace = (fs::path(rerun_dir) / "trace.jsonl").string();
   const bool recorded_failed = last_record(trace).value("status", std::string()) == "failed";
@@ -302,7 +393,9 @@ namespace umlos {
 
 int cmd_replay(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
-  const char* usage = "umlos replay --verify RUN_DIR [--manifest FILE] [--work DIR] [--keep]";
+  const char* usage =
+      "umlos replay --verify RUN_DIR [--manifest FILE] [--modules DIR] [--trust-run-folder-modules] [--work DIR] "
+      "[--keep]";
   po::options_description desc("umlos replay options");
   ReplayOptions o;
   bool verify = false;
@@ -311,6 +404,10 @@ int cmd_replay(const std::vector<std::string>& args) {
       "run-dir", po::value<std::string>(&o.run_dir)->required(), "the recorded run folder")(
       "manifest", po::value<std::string>(&o.manifest_file),
       "the manifest to rerun (default RUN_DIR/manifest.yaml); its manifest_hash must be the run's")(
+      "modules", po::value<std::string>(&o.modules_dir),
+      "load each module from DIR/<its file name> (your own copies; each still checked against its pin)")(
+      "trust-run-folder-modules", po::bool_switch(&o.trust_run_folder_modules),
+      "allow module files inside RUN_DIR (their code runs: only for a folder you trust)")(
       "work", po::value<std::string>(&o.work_dir), "rerun into DIR/run (default: a new folder under the temp dir)")(
       "keep", po::bool_switch(&o.keep), "keep the rerun folder when the traces are identical")(
       "help,h", "show this help");
@@ -320,7 +417,11 @@ int cmd_replay(const std::vector<std::string>& args) {
   po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
   if (vm.count("help")) {
     std::cout << "usage: " << usage << "\n\n"
-              << desc << "\nExit status: 0 identical, " << kReplayDiffersExit
+              << desc
+              << "\nModules: never loaded from inside RUN_DIR (a run folder may come from someone else) unless\n"
+                 "--trust-run-folder-modules; by default the absolute paths the run recorded, or those of the\n"
+                 "original manifest it names (same canonical bytes); --modules DIR or --manifest FILE choose.\n"
+              << "\nExit status: 0 identical, " << kReplayDiffersExit
               << " the traces (or tapes) differ, otherwise the failure's status (docs/exit-codes.md).\n";
     return 0;
   }

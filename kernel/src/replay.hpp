@@ -43,17 +43,21 @@ struct ReplayOptions {
   std::string manifest_file;  // default RUN_DIR/manifest.yaml
   std::string work_dir;       // where to rerun; default a fresh folder under the system temp dir
   bool keep = false;          // keep work_dir even when identical
+  std::string modules_dir;    // --modules: load each module from DIR/<its file name>
+  bool trust_run_folder_modules = false;  // allow module files inside run_dir (their code runs)
 };
 
 // The whole `umlos replay --verify`: checks the run folder (trace.jsonl,
 // manifest copy, manifest.cbor when present, the run header's
-// manifest_hash), reruns into work_dir with run_manifest(quiet), compares
+// manifest_hash), chooses the module files (never inside run_dir unless
+// trust_run_folder_modules: PERMISSION_DENIED), reruns into work_dir with run_manifest(quiet), compares
 // the traces (and tape.bin digests when both runs wrote one). Prints
 // "identical" or the difference on stdout; returns 0, kReplayDiffersExit, or
 // the failure's exit status. Throws Failure for a bad run folder.
 int replay_verify(const ReplayOptions& options);
 
-// `umlos replay --verify RUN_DIR [--manifest F] [--work DIR] [--keep]`
+// `umlos replay --verify RUN_DIR [--manifest F] [--modules DIR]
+// [--trust-run-folder-modules] [--work DIR] [--keep]`
 // (arguments after "replay"). Usage errors throw boost::program_options::error.
 int cmd_replay(const std::vector<std::string>& args);
 

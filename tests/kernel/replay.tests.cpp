@@ -212,9 +212,76 @@ TEST_CASE("umlos replay --verify reruns the original manifest when the run folde
   CommandResult gone = run_umlos("replay --verify '" + o.run_dir + "'");
   INFO(gone.output);
   CHECK(gone.exit_status == exit_code_for(UMLOS_MODULE_NOT_FOUND));
-  CHECK(gone.output.find("pass --manifest") != std::string::npos);
+  CHECK(gone.output.find("--modules DIR") != std::string::npos);
+  CHECK(gone.output.find("--manifest FILE") != std::string::npos);
+  // --modules names the folder holding the modules: accepted, pins checked.
+  CommandResult named = run_umlos("replay --verify '" + o.run_dir + "' --modules '" + UMLOS_MODULE_DIR + "'");
+  INFO(named.output);
+  CHECK(named.exit_status == 0);
+  CHECK(named.output.rfind("identical", 0) == 0);
   // --manifest names a file whose modules resolve: accepted.
   CommandResult given = run_umlos("replay --verify '" + o.run_dir + "' --manifest '" + base + "/exp/moved.yaml'");
   INFO(given.output);
   CHECK(given.exit_status == 0);
+}
+
+TEST_CASE("umlos replay --verify never runs a module shipped inside the run folder unless told to trust it",
+          "[replay][security]") {
+  // The sender's run: a genuine run folder whose manifest loads a module
+  // kept in the folder itself (relative path), pinned and recorded.
+  const std::string base = temp_dir("replay-planted");
+  const std::string run = base + "/received/run";
+  fs::create_directories(run);
+  fs::copy_file(module_path("test_marker"), run + "/libplugin.so");
+  std::vector<std::string> modules = kModules;
+  modules.push_back(run + "/libplugin.so");
+  std::string text = walk_manifest(modules, kWalkOperators, 10);
+  const size_t at = text.find(run + "/libplugin.so");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, (run + "/libplugin.so").size(), "libplugin.so");
+  write_text(run + "/manifest.yaml", text);
+  REQUIRE(run_umlos("run '" + run + "/manifest.yaml' --run-dir '" + run + "' -q").exit_status == 0);
+
+  // The receiver replays it: the module's constructor would leave a marker.
+  const std::string marker = base + "/constructor-ran";
+  const std::string env = "UMLOS_TEST_MARKER='" + marker + "'";
+  const int refused = exit_code_for(UMLOS_PERMISSION_DENIED);
+
+  CommandResult plain = run_umlos_env(env, "replay --verify '" + run + "'");
+  INFO(plain.output);
+  CHECK(plain.exit_status == refused);
+  CHECK(plain.output.find(run + "/libplugin.so") != std::string::npos);
+  CHECK(plain.output.find("--trust-run-folder-modules") != std::string::npos);
+  CHECK(!fs::exists(marker));
+
+  // Naming the copy explicitly, or a folder whose entry links into the run
+  // folder, does not make the folder's code trusted either.
+  CommandResult copy = run_umlos_env(env, "replay --verify '" + run + "' --manifest '" + run + "/manifest.yaml'");
+  INFO(copy.output);
+  CHECK(copy.exit_status == refused);
+  CHECK(!fs::exists(marker));
+  const std::string links = base + "/links";
+  fs::create_directories(links);
+  for (const std::string& m : kModules) fs::create_symlink(m, links + "/" + fs::path(m).filename().string());
+  fs::create_symlink(run + "/libplugin.so", links + "/libplugin.so");
+  CommandResult linked = run_umlos_env(env, "replay --verify '" + run + "' --modules '" + links + "'");
+  INFO(linked.output);
+  CHECK(linked.exit_status == refused);
+  CHECK(!fs::exists(marker));
+  // An absolute path into the folder (a sender who guessed where it lies).
+  std::string absolute = read_text(run + "/manifest.yaml");
+  absolute.replace(absolute.find("\"libplugin.so\""), std::string("\"libplugin.so\"").size(),
+                   "\"" + run + "/libplugin.so\"");
+  write_text(run + "/manifest.yaml", absolute);
+  CommandResult guessed = run_umlos_env(env, "replay --verify '" + run + "'");
+  INFO(guessed.output);
+  CHECK(guessed.exit_status == refused);
+  CHECK(!fs::exists(marker));
+
+  // Only the explicit option loads it (and then the replay is identical).
+  CommandResult trusted = run_umlos_env(env, "replay --verify '" + run + "' --trust-run-folder-modules");
+  INFO(trusted.output);
+  CHECK(trusted.exit_status == 0);
+  CHECK(trusted.output.rfind("identical", 0) == 0);
+  CHECK(fs::exists(marker));
 }
