@@ -323,8 +323,19 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
 
 CheckpointData read_checkpoint(const std::string& file) {
   std::error_code ec;
-  if (!fs::exists(file, ec)) {
+  const fs::file_status st = fs::status(file, ec);
+  if (!fs::exists(st)) {
     throw Failure(UMLOS_NOT_FOUND, "checkpoint '" + file + "' does not exist");
+  }
+  // Refused before reading: a FIFO or device would block or never end, and
+  // a file over the protobuf limit would be read whole only to be refused.
+  if (!fs::is_regular_file(st)) {
+    throw Failure(UMLOS_CHECKPOINT_INVALID, "checkpoint '" + file + "': expected a regular file, found " +
+                                                (fs::is_directory(st) ? "a folder" : "a FIFO, socket or device"));
+  }
+  const uintmax_t size = fs::file_size(file, ec);
+  if (!ec && size > static_cast<uintmax_t>(INT32_MAX)) {
+    refuse(file, "(file)", "at most 2 GiB (the protobuf message limit)", std::to_string(size) + " bytes");
   }
   return decode_checkpoint(read_file(file), file);
 }

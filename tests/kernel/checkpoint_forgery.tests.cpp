@@ -4,6 +4,8 @@
 // operator sees them; a corrupted latest checkpoint must point at the
 // previous valid one; `umlos replay --verify` must check the checkpoints.
 // Real runs of a shortened breast_cancer manifest through the `umlos` binary.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
@@ -245,5 +247,25 @@ TEST_CASE("umlos replay --verify refuses a run whose final checkpoint is corrupt
     CHECK(r.exit_status != 0);
     CHECK(r.output.find("identical") == std::string::npos);
     CHECK(r.output.find("ckpt_00000004.pb") != std::string::npos);
+  }
+}
+
+TEST_CASE("A checkpoint path that is a FIFO or a folder is refused without reading it", "[checkpoint][security]") {
+  const std::string dir = temp_dir("ckpt-fifo");
+  const std::string fifo = dir + "/ckpt_00000002.pb";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A blocking open of the FIFO would hang this test: the check comes first.
+  try {
+    read_checkpoint(fifo);
+    FAIL("a FIFO was read as a checkpoint");
+  } catch (const Failure& f) {
+    CHECK(f.code() == UMLOS_CHECKPOINT_INVALID);
+    CHECK(std::string(f.what()).find("expected a regular file, found a FIFO") != std::string::npos);
+  }
+  try {
+    read_checkpoint(dir);
+    FAIL("a folder was read as a checkpoint");
+  } catch (const Failure& f) {
+    CHECK(f.code() == UMLOS_CHECKPOINT_INVALID);
   }
 }
