@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 4
+#define UMLOS_ABI_MINOR 5
 
 #define UMLOS_MODULE_ENTRY_SYMBOL "umlos_module_entry"
 
@@ -435,6 +435,12 @@ typedef struct umlos_operator_desc {
 enum umlos_check_point {
   UMLOS_CHECK_AFTER_LOSS = 1,   /* after the objective, before the policy */
   UMLOS_CHECK_AFTER_ACTION = 2, /* after the dispatched action (update) */
+  UMLOS_CHECK_AFTER_RESTORE = 3, /* once, after a checkpoint's values are
+                                    restored and before any operator runs;
+                                    a violation refuses the checkpoint
+                                    (CHECKPOINT_INVALID). A kernel older
+                                    than this point refuses the module
+                                    (MODULE_DESCRIPTOR_INVALID). */
   UMLOS_CHECK_POINT_MAX_ENUM = 0x7fffffff
 };
 

@@ -66,49 +66,93 @@ std::string describe_shape(int32_t dtype, const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
+// elements(dims) * element_bytes into `out`; false when a product
+// overflows 64 bits (a zero extent anywhere gives 0 and true).
+bool checked_byte_count(const std::vector<int64_t>& dims, uint64_t element_bytes, uint64_t& out) {
+  for (int64_t d : dims) {
+    if (d == 0) {
+      out = 0;
+      return true;
+    }
+  }
+  uint64_t n = element_bytes;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return false;
+  }
+  out = n;
+  return true;
+}
+
 }  // namespace
 
 std::vector<uint8_t> encode_checkpoint(const Manifest& manifest, const Host& host, const CheckpointExtras& extras) {
-  ckpt::Checkpoint msg;
-  msg.set_format_version(kCheckpointFormatVersion);
-  msg.set_spec_version(manifest.spec_version);
-  msg.set_manifest_cbor(std::string(manifest.canonical_bytes.begin(), manifest.canonical_bytes.end()));
-  msg.set_manifest_hash(bytes_of(manifest.manifest_hash));
+  CheckpointData d;
+  d.format_version = kCheckpointFormatVersion;
+  d.spec_version = manifest.spec_version;
+  d.manifest_cbor = manifest.canonical_bytes;
+  d.manifest_hash = manifest.manifest_hash;
   for (const LoadedModule& m : host.modules()) {
+    d.modules.push_back({m.desc && m.desc->name ? m.desc->name : "", m.desc && m.desc->version ? m.desc->version : "",
+                         m.sha256});
+  }
+  d.t = host.iteration();
+  for (const std::string& name : host.persistent_value_names()) {  // sorted
+    d.values.push_back({name, host.to_host(*host.values().at(name))});
+  }
+  d.rng_key = {host.rng().key()[0], host.rng().key()[1]};
+  for (int32_t s = 0; s < UMLOS_STREAM_COUNT; ++s) d.rng_offsets[s] = host.rng().offset(s);
+  d.policy_hash = manifest.policy_hash;
+  d.env_manifest_hash = manifest.env_manifest_hash;
+  d.replay_token = manifest.replay_token;
+  d.backend_hash = host.driver_fingerprint();
+  d.functional_fp = extras.functional_fp;
+  d.state_fp = extras.state_fp;
+  d.trace_bytes = extras.trace_bytes;
+  d.tape = extras.tape;
+  return encode_checkpoint_data(d);
+}
+
+std::vector<uint8_t> encode_checkpoint_data(const CheckpointData& d) {
+  ckpt::Checkpoint msg;
+  msg.set_format_version(d.format_version);
+  msg.set_spec_version(d.spec_version);
+  msg.set_manifest_cbor(std::string(d.manifest_cbor.begin(), d.manifest_cbor.end()));
+  msg.set_manifest_hash(bytes_of(d.manifest_hash));
+  for (const CheckpointModule& m : d.modules) {
     ckpt::Module* pm = msg.add_modules();
-    pm->set_name(m.desc && m.desc->name ? m.desc->name : "");
-    pm->set_version(m.desc && m.desc->version ? m.desc->version : "");
+    pm->set_name(m.name);
+    pm->set_version(m.version);
     pm->set_sha256(bytes_of(m.sha256));
   }
-  msg.set_t(host.iteration());
-  for (const std::string& name : host.persistent_value_names()) {  // sorted
-    HostTensor h = host.to_host(*host.values().at(name));
+  msg.set_t(d.t);
+  for (const CheckpointValue& cv : d.values) {
+    const HostTensor& h = cv.tensor;
     ckpt::Value* v = msg.add_values();
-    v->set_name(name);
+    v->set_name(cv.name);
     v->set_dtype(h.dtype);
-    for (uint32_t i = 0; i < h.shape.rank; ++i) v->add_shape(h.shape.dims[i]);
+    for (uint32_t i = 0; i < h.shape.rank && i < UMLOS_MAX_RANK; ++i) v->add_shape(h.shape.dims[i]);
     v->set_data(std::string(h.data.begin(), h.data.end()));
   }
   ckpt::RngState* rng = msg.mutable_rng();
-  rng->set_key0(host.rng().key()[0]);
-  rng->set_key1(host.rng().key()[1]);
-  for (int32_t s = 0; s < UMLOS_STREAM_COUNT; ++s) rng->add_offsets(host.rng().offset(s));
-  msg.set_policy_hash(bytes_of(manifest.policy_hash));
-  msg.set_env_manifest_hash(bytes_of(manifest.env_manifest_hash));
-  msg.set_replay_token(bytes_of(manifest.replay_token));
-  msg.set_backend_hash(bytes_of(host.driver_fingerprint()));
-  if (extras.functional_fp) msg.set_functional_fp(bytes_of(*extras.functional_fp));
-  if (extras.state_fp) msg.set_state_fp(bytes_of(*extras.state_fp));
-  msg.set_trace_bytes(extras.trace_bytes);
-  if (extras.tape) {
+  rng->set_key0(d.rng_key[0]);
+  rng->set_key1(d.rng_key[1]);
+  for (int32_t s = 0; s < UMLOS_STREAM_COUNT; ++s) rng->add_offsets(d.rng_offsets[s]);
+  msg.set_policy_hash(bytes_of(d.policy_hash));
+  msg.set_env_manifest_hash(bytes_of(d.env_manifest_hash));
+  msg.set_replay_token(bytes_of(d.replay_token));
+  msg.set_backend_hash(bytes_of(d.backend_hash));
+  if (d.functional_fp) msg.set_functional_fp(bytes_of(*d.functional_fp));
+  if (d.state_fp) msg.set_state_fp(bytes_of(*d.state_fp));
+  msg.set_trace_bytes(d.trace_bytes);
+  if (d.tape) {
     ckpt::TapeState* tp = msg.mutable_tape();
-    tp->set_events(extras.tape->events);
-    tp->set_chain_digest(bytes_of(extras.tape->chain));
-    tp->set_pending(std::string(extras.tape->pending.begin(), extras.tape->pending.end()));
-    tp->set_file_bytes(extras.tape->file_bytes);
+    tp->set_events(d.tape->events);
+    tp->set_chain_digest(bytes_of(d.tape->chain));
+    tp->set_pending(std::string(d.tape->pending.begin(), d.tape->pending.end()));
+    tp->set_file_bytes(d.tape->file_bytes);
   }
   if (msg.ByteSizeLong() + 64 > static_cast<size_t>(INT32_MAX)) {
-    throw Failure(UMLOS_RESOURCE_EXHAUSTED, "checkpoint at t=" + std::to_string(host.iteration()) + " would hold " +
+    throw Failure(UMLOS_RESOURCE_EXHAUSTED, "checkpoint at t=" + std::to_string(d.t) + " would hold " +
                                                 std::to_string(msg.ByteSizeLong()) +
                                                 " bytes; a protobuf message holds at most 2 GiB");
   }
@@ -218,15 +262,20 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
     cv.tensor.dtype = v.dtype();
     cv.tensor.shape.rank = static_cast<uint32_t>(v.shape_size());
     std::vector<int64_t> dims(v.shape().begin(), v.shape().end());
-    unsigned __int128 elements = 1;
     for (int k = 0; k < v.shape_size(); ++k) {
       if (dims[k] < 0) refuse(label, f + ".shape", "extents >= 0", describe_shape(v.dtype(), dims));
       cv.tensor.shape.dims[k] = dims[k];
-      elements *= static_cast<uint64_t>(dims[k]);
     }
-    const unsigned __int128 want = elements * dtype_size(v.dtype());
+    // The byte count with every product checked: extents whose product
+    // wraps 64 bits (e.g. [2^62, 2^62, 16]) must not pass as a small or
+    // empty tensor. A zero extent makes any product of the others harmless.
+    uint64_t want = 0;
+    if (!checked_byte_count(dims, dtype_size(v.dtype()), want)) {
+      refuse(label, f + ".shape", "extents whose product times the dtype size fits 64 bits for '" + v.name() + "'",
+             describe_shape(v.dtype(), dims));
+    }
     if (want != v.data().size()) {
-      refuse(label, f + ".data", std::to_string(static_cast<uint64_t>(want)) + " bytes for '" + v.name() + "' " +
+      refuse(label, f + ".data", std::to_string(want) + " bytes for '" + v.name() + "' " +
                                      describe_shape(v.dtype(), dims),
              std::to_string(v.data().size()) + " bytes");
     }
@@ -274,8 +323,19 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
 
 CheckpointData read_checkpoint(const std::string& file) {
   std::error_code ec;
-  if (!fs::exists(file, ec)) {
+  const fs::file_status st = fs::status(file, ec);
+  if (!fs::exists(st)) {
     throw Failure(UMLOS_NOT_FOUND, "checkpoint '" + file + "' does not exist");
+  }
+  // Refused before reading: a FIFO or device would block or never end, and
+  // a file over the protobuf limit would be read whole only to be refused.
+  if (!fs::is_regular_file(st)) {
+    throw Failure(UMLOS_CHECKPOINT_INVALID, "checkpoint '" + file + "': expected a regular file, found " +
+                                                (fs::is_directory(st) ? "a folder" : "a FIFO, socket or device"));
+  }
+  const uintmax_t size = fs::file_size(file, ec);
+  if (!ec && size > static_cast<uintmax_t>(INT32_MAX)) {
+    refuse(file, "(file)", "at most 2 GiB (the protobuf message limit)", std::to_string(size) + " bytes");
   }
   return decode_checkpoint(read_file(file), file);
 }
@@ -296,6 +356,27 @@ std::string latest_checkpoint(const std::string& run_dir) {
                                                 "': expected one line 'ckpt_<8 digits>.pb', found '" + name + "'");
   }
   return (dir / name).string();
+}
+
+namespace {
+bool is_checkpoint_name(const std::string& n) {
+  return n.size() == 16 && n.rfind("ckpt_", 0) == 0 && n.substr(13) == ".pb" &&
+         std::all_of(n.begin() + 5, n.begin() + 13, [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
+std::vector<std::string> list_checkpoints(const std::string& run_dir) {
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  std::vector<std::string> names;  // ckpt_<8 digits>.pb sort by t
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (is_checkpoint_name(n) && e.is_regular_file(ec)) names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> out;
+  for (const std::string& n : names) out.push_back((dir / n).string());
+  return out;
 }
 
 size_t prune_checkpoints(const std::string& run_dir, size_t keep) {
@@ -369,32 +450,173 @@ void verify_checkpoint(const CheckpointData& ck, const Manifest& manifest, const
   }
 }
 
+namespace {
+
+bool decl_name_matches(const char* decl, const std::string& name) {
+  if (!decl) return false;
+  const size_t n = std::strlen(decl);
+  if (n >= 2 && decl[n - 2] == '.' && decl[n - 1] == '*') return name.compare(0, n - 1, decl, n - 1) == 0;
+  return name == decl;
+}
+
+bool decl_admits(const umlos_value_decl& d, const HostTensor& t) {
+  if (d.dtype != UMLOS_DTYPE_ANY && d.dtype != t.dtype) return false;
+  if (d.rank == UMLOS_RANK_ANY) return true;
+  if (d.rank != t.shape.rank) return false;
+  for (uint32_t i = 0; i < d.rank && i < UMLOS_MAX_RANK; ++i) {
+    if (d.dims[i] != UMLOS_DIM_ANY && d.dims[i] != t.shape.dims[i]) return false;
+  }
+  return true;
+}
+
+std::string describe_decl(const umlos_value_decl& d) {
+  std::string s = d.dtype == UMLOS_DTYPE_ANY ? "any dtype" : dtype_name(d.dtype);
+  if (d.rank == UMLOS_RANK_ANY) return s + " of any shape";
+  s += "[";
+  for (uint32_t i = 0; i < d.rank && i < UMLOS_MAX_RANK; ++i) {
+    s += (i ? "," : "") + (d.dims[i] == UMLOS_DIM_ANY ? std::string("*") : std::to_string(d.dims[i]));
+  }
+  return s + "]";
+}
+
+std::string describe_tensor(const HostTensor& t) {
+  std::vector<int64_t> dims(t.shape.dims, t.shape.dims + std::min<uint32_t>(t.shape.rank, UMLOS_MAX_RANK));
+  return describe_shape(t.dtype, dims);
+}
+
+std::string describe_tensor(const Tensor& t) {
+  HostTensor h;
+  h.dtype = t.dtype;
+  h.shape = t.shape;
+  return describe_tensor(h);
+}
+
+bool same_layout(const HostTensor& a, const Tensor& b) {
+  if (a.dtype != b.dtype || a.shape.rank != b.shape.rank) return false;
+  for (uint32_t i = 0; i < a.shape.rank && i < UMLOS_MAX_RANK; ++i) {
+    if (a.shape.dims[i] != b.shape.dims[i]) return false;
+  }
+  return true;
+}
+
+// A restored value must be one the run's operators could have written
+// (spec 004 VIII.B: a checkpoint is run state, and run state is what the
+// operators declare PERSISTENT), and it must have the dtype and shape the
+// run's bootstrap gave it when bootstrap made it: operators keep the layout
+// of a persistent value for the whole run (docs/checkpoint.md, "Restore
+// validation"). Checked before any tensor is made, so no operator ever sees
+// a value of another layout; the content hash says only that the file is
+// intact, not that its writer was umlos.
+void validate_values(const CheckpointData& ck, const Host& host) {
+  const std::string& label = ck.file.empty() ? std::string("(memory)") : ck.file;
+  for (const CheckpointValue& v : ck.values) {
+    const std::string found = describe_tensor(v.tensor);
+    std::string declared;
+    bool any_decl = false, admitted = false;
+    for (const LoadedModule& m : host.modules()) {
+      if (!m.desc || !m.desc->operators) continue;
+      for (uint32_t i = 0; i < m.desc->n_operators; ++i) {
+        const umlos_operator_desc* op = m.desc->operators[i];
+        if (!op || !op->outputs) continue;
+        for (uint32_t j = 0; j < op->n_outputs; ++j) {
+          const umlos_value_decl& d = op->outputs[j];
+          if (!(d.flags & UMLOS_VALUE_PERSISTENT) || !decl_name_matches(d.name, v.name)) continue;
+          any_decl = true;
+          if (decl_admits(d, v.tensor)) admitted = true;
+          else if (declared.size() < 400) declared += (declared.empty() ? "" : " or ") + describe_decl(d) + " (" + op->name + " output '" + d.name + "')";
+        }
+      }
+    }
+    if (any_decl && !admitted) {
+      throw Failure(UMLOS_CHECKPOINT_INVALID, "checkpoint '" + label + "': value '" + v.name + "': expected " +
+                                                  declared + ", found " + found);
+    }
+    auto it = host.values().find(v.name);
+    if (it != host.values().end() && it->second && host.is_persistent(v.name) && !same_layout(v.tensor, *it->second)) {
+      throw Failure(UMLOS_CHECKPOINT_INVALID, "checkpoint '" + label + "': value '" + v.name + "': expected " +
+                                                  describe_tensor(*it->second) +
+                                                  " (the layout this run's bootstrap gave it), found " + found);
+    }
+  }
+}
+
+}  // namespace
+
 void restore_into(Host& host, const CheckpointData& ck, const Manifest& manifest, const RestoreOptions& options) {
   verify_checkpoint(ck, manifest, host, options);
+  validate_values(ck, host);
   // Allocate every tensor first: a failure leaves the host as it was.
   std::vector<std::pair<std::string, TensorPtr>> fresh;
   fresh.reserve(ck.values.size());
   for (const CheckpointValue& v : ck.values) fresh.emplace_back(v.name, host.from_host(v.tensor));
+  std::vector<std::pair<std::string, std::pair<TensorPtr, bool>>> before;
+  for (const auto& [name, t] : host.values()) before.push_back({name, {t, host.is_persistent(name)}});
   for (const std::string& name : host.persistent_value_names()) {
     bool kept = std::any_of(ck.values.begin(), ck.values.end(), [&](const CheckpointValue& v) { return v.name == name; });
     if (!kept) host.values().erase(name);
   }
   for (auto& [name, t] : fresh) host.set_value(name, std::move(t), true);
+  // The modules' own checks of the restored state (relations between
+  // values no declaration can state, e.g. an optimiser moment has its
+  // parameter's shape): UMLOS_CHECK_AFTER_RESTORE invariants, before any
+  // operator runs. A refusal puts the values back as they were.
+  try {
+    host.run_invariants(UMLOS_CHECK_AFTER_RESTORE);
+  } catch (const Failure& f) {
+    host.values().clear();
+    for (auto& [name, tp] : before) host.set_value(name, tp.first, tp.second);
+    throw Failure(UMLOS_CHECKPOINT_INVALID,
+                  "checkpoint '" + (ck.file.empty() ? std::string("(memory)") : ck.file) + "': " + f.what());
+  }
   host.rng().set_key(ck.rng_key[0], ck.rng_key[1]);
   for (int32_t s = 0; s < UMLOS_STREAM_COUNT; ++s) host.rng().set_offset(s, ck.rng_offsets[s]);
   host.set_iteration(ck.t);
 }
 
+namespace {
+// "; the previous valid checkpoint is ...: umlos run --resume ... --resume-from ...",
+// or "; no older checkpoint ...". `failed` is the file that was refused
+// ("" when `latest` itself was). Only checkpoints older than the refused
+// one are offered; each is decoded and checked against this run (not
+// restored).
+std::string previous_checkpoint_offer(const std::string& run_dir, const std::string& failed, const Manifest& manifest,
+                                      const Host& host, bool need_tape) {
+  std::vector<std::string> all = list_checkpoints(run_dir);
+  const std::string failed_name = failed.empty() ? std::string() : fs::path(failed).filename().string();
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const std::string name = fs::path(*it).filename().string();
+    if (!failed_name.empty() && name >= failed_name) continue;
+    try {
+      CheckpointData prev = read_checkpoint(*it);
+      verify_checkpoint(prev, manifest, host);
+      if (need_tape && !prev.tape) continue;
+      return "; the previous valid checkpoint is '" + *it + "' (t=" + std::to_string(prev.t) +
+             "); to continue from it: umlos run --resume '" + run_dir + "' --resume-from '" + *it + "'";
+    } catch (const Failure&) {
+      continue;
+    }
+  }
+  return "; no older valid checkpoint in '" + (fs::path(run_dir) / "checkpoints").string() + "'";
+}
+}  // namespace
+
 CheckpointData resume_from_checkpoint(Host& host, const Manifest& manifest, const std::string& run_dir,
                                       TapeWriter* tape, const std::string& checkpoint_file,
                                       const RestoreOptions& options) {
-  const std::string file = checkpoint_file.empty() ? latest_checkpoint(run_dir) : checkpoint_file;
-  CheckpointData ck = read_checkpoint(file);
-  if (tape && !ck.tape) {
-    throw Failure(UMLOS_CHECKPOINT_INVALID, at(file, "tape") + "expected the tape state (the run keeps " +
-                                                (fs::path(run_dir) / "tape.bin").string() + "), found none");
+  std::string file;
+  CheckpointData ck;
+  try {
+    file = checkpoint_file.empty() ? latest_checkpoint(run_dir) : checkpoint_file;
+    ck = read_checkpoint(file);
+    if (tape && !ck.tape) {
+      throw Failure(UMLOS_CHECKPOINT_INVALID, at(file, "tape") + "expected the tape state (the run keeps " +
+                                                  (fs::path(run_dir) / "tape.bin").string() + "), found none");
+    }
+    restore_into(host, ck, manifest, options);
+  } catch (const Failure& f) {
+    if (!checkpoint_file.empty()) throw;
+    throw Failure(f.code(), std::string(f.what()) + previous_checkpoint_offer(run_dir, file, manifest, host, tape != nullptr));
   }
-  restore_into(host, ck, manifest, options);
   if (tape) tape->resume((fs::path(run_dir) / "tape.bin").string(), *ck.tape);
   truncate_trace((fs::path(run_dir) / "trace.jsonl").string(), ck.trace_bytes);
   return ck;

@@ -66,6 +66,12 @@ struct CheckpointData {
 // host.driver_fingerprint(). Deterministic: equal inputs give equal bytes.
 std::vector<uint8_t> encode_checkpoint(const Manifest& manifest, const Host& host, const CheckpointExtras& extras);
 
+// The checkpoint message for `data` as it stands (content_sha256 computed
+// over it). encode_checkpoint builds its CheckpointData and calls this; tools
+// and tests use it to re-encode a decoded checkpoint. It validates nothing:
+// decode_checkpoint and restore_into are the checks.
+std::vector<uint8_t> encode_checkpoint_data(const CheckpointData& data);
+
 // Writes encode_checkpoint(...) atomically to
 // RUN_DIR/checkpoints/ckpt_<t %08d>.pb, then RUN_DIR/checkpoints/latest (its
 // file name and a newline), also atomically. Returns the checkpoint's path.
@@ -81,6 +87,9 @@ CheckpointData read_checkpoint(const std::string& file);
 
 // RUN_DIR/checkpoints/<name in `latest`>; NOT_FOUND when there is none.
 std::string latest_checkpoint(const std::string& run_dir);
+
+// RUN_DIR/checkpoints/ckpt_<t>.pb files, oldest first (by t).
+std::vector<std::string> list_checkpoints(const std::string& run_dir);
 
 // Removes all but the `keep` newest RUN_DIR/checkpoints/ckpt_<t>.pb (by t);
 // never the one `latest` names. Returns the number removed.
@@ -99,10 +108,17 @@ struct RestoreOptions {
 void verify_checkpoint(const CheckpointData& ck, const Manifest& manifest, const Host& host,
                        const RestoreOptions& options = {});
 
-// verify_checkpoint, then: every checkpoint value becomes a persistent value
-// of the host (host.from_host + host.set_value), persistent values the
-// checkpoint lacks are removed, the RNG key and offsets and t are set.
-// Needs the host's driver active and its modules loaded.
+// verify_checkpoint, then the restore validation (CHECKPOINT_INVALID naming
+// the file, the value, the expected and the found dtype and shape): every
+// value must be admitted by one of the PERSISTENT output declarations of the
+// loaded operators that name it (when any does), and a value the host
+// already holds as persistent (made by bootstrap) must keep its dtype and
+// shape. Then every checkpoint value becomes a persistent value of the host
+// (host.from_host + host.set_value), persistent values the checkpoint lacks
+// are removed, the modules' UMLOS_CHECK_AFTER_RESTORE invariants run (a
+// violation puts the old values back and is CHECKPOINT_INVALID), and the
+// RNG key and offsets and t are set. Needs the host's driver active and its
+// modules loaded.
 void restore_into(Host& host, const CheckpointData& ck, const Manifest& manifest, const RestoreOptions& options = {});
 
 // Resume, steps 2-4 of docs/checkpoint.md in one call, after bootstrap
@@ -111,7 +127,12 @@ void restore_into(Host& host, const CheckpointData& ck, const Manifest& manifest
 // then, when `tape` is given, tape->resume(RUN_DIR/tape.bin, ck.tape)
 // (CHECKPOINT_INVALID when the checkpoint has no tape state), then
 // truncate_trace(RUN_DIR/trace.jsonl, ck.trace_bytes). Returns the
-// checkpoint (state_fp, functional_fp for the run_end record). The caller
+// checkpoint (state_fp, functional_fp for the run_end record). When the
+// latest checkpoint (no `checkpoint_file`) is missing, corrupt or refused,
+// the failure keeps its code and its message names the newest older
+// checkpoint that decodes and the command that resumes from it
+// (umlos run --resume RUN_DIR --resume-from FILE); resume never falls back
+// on its own. The caller
 // then appends to the trace without a new run_header and continues the loop
 // at the termination check after iteration ck.t.
 class TapeWriter;

@@ -365,9 +365,10 @@ void validate_invariant(const std::string& path, const umlos_invariant_desc* v, 
   check_size(path, where, v->struct_size, UMLOS_INVARIANT_DESC_SIZE_V1_0);
   if (v->name == nullptr) bad_descriptor(path, where + ".name is NULL");
   if (v->check == nullptr) bad_descriptor(path, std::string("invariant '") + v->name + "': check is NULL");
-  if (v->point != UMLOS_CHECK_AFTER_LOSS && v->point != UMLOS_CHECK_AFTER_ACTION) {
+  if (v->point != UMLOS_CHECK_AFTER_LOSS && v->point != UMLOS_CHECK_AFTER_ACTION &&
+      v->point != UMLOS_CHECK_AFTER_RESTORE) {
     bad_descriptor(path, std::string("invariant '") + v->name + "': point " + std::to_string(v->point) +
-                             " is not AFTER_LOSS(1) or AFTER_ACTION(2)");
+                             " is not AFTER_LOSS(1), AFTER_ACTION(2) or AFTER_RESTORE(3)");
   }
 }
 

@@ -12,6 +12,7 @@
 //   umlos exec IR [--mode M] [--json]        one ModelIR graph through the executor
 //   umlos replay --verify RUN_DIR            rerun a run's manifest, compare the traces
 //   umlos report RUN_DIR -o report.html      one self-contained HTML page about a run
+//   umlos export RUN_DIR -o FILE             the trained parameters as safetensors
 //
 // Exit statuses: 0 success, 2 usage error, otherwise exit_code_for(failure
 // code) as listed in docs/exit-codes.md.
@@ -28,6 +29,7 @@
 #include "dataset.hpp"
 #include "error.hpp"
 #include "exec_cmd.hpp"
+#include "export_cmd.hpp"
 #include "fsutil.hpp"
 #include "loader.hpp"
 #include "manifest.hpp"
@@ -72,6 +74,7 @@ const char* kTopHelp =
     "                                    run one ModelIR graph through the executor module\n"
     "  replay --verify RUN_DIR           rerun the run's manifest and compare the traces (docs/checkpoint.md)\n"
     "  report RUN_DIR -o report.html     one self-contained HTML page: facts, curves, timelines\n"
+    "  export RUN_DIR -o FILE            the trained parameters of a checkpoint as a safetensors file\n"
     "  dataset import|verify|list ...    data sets under UML_OS_ROOT/datasets (docs/data.md)\n";
 
 // Parses `args` against `desc` (+ positionals); prints help and returns
@@ -333,6 +336,7 @@ int main(int argc, char** argv) {
     if (command == "exec") return cmd_exec(rest);
     if (command == "replay") return umlos::cmd_replay(rest);
     if (command == "report") return umlos::cmd_report(rest);
+    if (command == "export") return umlos::cmd_export(rest);
     if (command == "dataset") return umlos::cmd_dataset(rest);
 #ifdef UMLOS_HAVE_PLAN
     if (command == "plan") return umlos::cmd_plan(rest);

@@ -15,6 +15,7 @@
 #include "fsutil.hpp"
 #include "manifest.hpp"
 #include "procedure.hpp"
+#include "replay_checkpoints.hpp"
 #include "tape.hpp"
 
 namespace umlos {
@@ -335,6 +336,10 @@ int replay_verify(const ReplayOptions& options) {
     }
   }
 
+  // Every checkpoint the run folder holds, before the rerun: a corrupt one
+  // is a corrupt run folder, whatever the traces say.
+  const size_t checkpoints = check_recorded_checkpoints(options.run_dir, m);
+
   const std::string work = options.work_dir.empty() ? make_work_dir() : options.work_dir;
   const std::string rerun_dir = (fs::path(work) / "run").string();
   fs::remove_all(rerun_dir, ec);
@@ -342,6 +347,7 @@ int replay_verify(const ReplayOptions& options) {
   ro.run_dir = rerun_dir;
   ro.quiet = true;
   ro.module_files = module_files;
+  ro.checkpoint_every = -1;  // the manifest's checkpoints, compared with the recorded ones below
   const int rc = run_manifest(manifest_file, ro);
   const std::string rerun_trace = (fs::path(rerun_dir) / "trace.jsonl").string();
   const bool recorded_failed = last_record(trace).value("status", std::string()) == "failed";
@@ -380,6 +386,14 @@ int replay_verify(const ReplayOptions& options) {
     }
     tape_note = ", tape_digest " + to_hex(da);
   }
+  const CheckpointComparison cc = compare_checkpoints(options.run_dir, rerun_dir);
+  if (!cc.difference.empty()) {
+    std::printf("differ: checkpoint %s\n  recorded %s\n  rerun    %s\n", cc.difference.c_str(),
+                (run_dir / "checkpoints").string().c_str(), (fs::path(rerun_dir) / "checkpoints").string().c_str());
+    return kReplayDiffersExit;
+  }
+  tape_note += ", " + std::to_string(checkpoints) + " checkpoint" + (checkpoints == 1 ? "" : "s") + " intact, " +
+               std::to_string(cc.compared) + " equal to the rerun's";
   std::printf("identical (%llu records%s%s)\n", static_cast<unsigned long long>(d.records), tape_note.c_str(),
               rc != 0 ? (", both runs failed, exit status " + std::to_string(rc)).c_str() : "");
   if (!options.keep && options.work_dir.empty()) fs::remove_all(work, ec);

@@ -184,9 +184,10 @@ TEST_CASE("restore_into puts the checkpoint's values, RNG and t into a fresh hos
   Manifest m = walk();
   Host host;
   load(host, m);
-  // What a bootstrap leaves before the restore: a stale persistent value and
-  // an iteration-local one.
-  host.set_value("theta.w", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {1}, {7.0})), true);
+  // What a bootstrap leaves before the restore: a parameter in its layout
+  // (the checkpoint must keep it), a stale persistent value and an
+  // iteration-local one.
+  host.set_value("theta.w", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {3, 2}, {7, 7, 7, 7, 7, 7})), true);
   host.set_value("theta.stale", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {1}, {7.0})), true);
   host.set_value("data.train.x", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {1}, {3.0})), false);
   restore_into(host, ck, m);

@@ -413,6 +413,28 @@ void total_loss(sdk::Context& c) {
 
 // ------------------------------------------------------------ Update_v1
 
+// The optimiser state is run state: it comes back from checkpoints, which
+// are files. Update_v1 reads it only in the layout it writes (f64 of the
+// parameter's shape; one-element step and beta powers), whoever wrote it.
+template <class T>
+T one_element(const sdk::Context& c, const umlos_tensor* t, const char* name) {
+  const std::vector<T> v = c.read<T>(t);
+  if (v.size() != 1) {
+    throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value '", name, "' is ", sdk::shape_string(c.shape(t)),
+                     ", expected one element");
+  }
+  return v[0];
+}
+
+std::vector<double> moment(const sdk::Context& c, const umlos_tensor* t, const std::string& name, const Param& p) {
+  if (c.dtype(t) != UMLOS_DTYPE_F64 || c.shape(t) != p.shape) {
+    throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value '", name, "' is ", sdk::dtype_name(c.dtype(t)),
+                     sdk::shape_string(c.shape(t)), ", expected f64", sdk::shape_string(p.shape),
+                     " (the shape of theta.", p.id, ")");
+  }
+  return c.read<double>(t);
+}
+
 // Gradient of L_tot (backward seeded with the loss weights), global L2 norm
 // in binary64 (parameter registration order, 256-element chunks), clipping
 // to config clip_norm, then the optimiser (config optimizer.name: adam |
@@ -463,21 +485,25 @@ void update(sdk::Context& c) {
   const double lr = c.config<double>("optimizer.lr", 1e-3);
   const double wd = c.config<double>("optimizer.weight_decay", 0.0);
   int64_t step = 0;
-  if (const umlos_tensor* s = c.optional_input("opt.step")) step = c.read<int64_t>(s).at(0);
+  if (const umlos_tensor* s = c.optional_input("opt.step")) step = one_element<int64_t>(c, s, "opt.step");
   ++step;
   if (opt == "adam") {
     const double b1 = c.config<double>("optimizer.beta1", 0.9), b2 = c.config<double>("optimizer.beta2", 0.999);
     const double eps = c.config<double>("optimizer.eps", 1e-8);
     // beta^t by repeated multiplication (no libm pow): kept in the state.
     double b1_pow = b1, b2_pow = b2;
-    if (const umlos_tensor* p1 = c.optional_input("opt.beta1_pow")) b1_pow = c.read<double>(p1).at(0) * b1;
-    if (const umlos_tensor* p2 = c.optional_input("opt.beta2_pow")) b2_pow = c.read<double>(p2).at(0) * b2;
+    if (const umlos_tensor* p1 = c.optional_input("opt.beta1_pow")) b1_pow = one_element<double>(c, p1, "opt.beta1_pow") * b1;
+    if (const umlos_tensor* p2 = c.optional_input("opt.beta2_pow")) b2_pow = one_element<double>(c, p2, "opt.beta2_pow") * b2;
     for (size_t i = 0; i < ps.size(); ++i) {
       const std::string m_name = "opt.m." + ps[i].id, v_name = "opt.v." + ps[i].id;
       std::vector<double> m(gv[i].size(), 0.0), v(gv[i].size(), 0.0);
-      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = c.read<double>(t);
-      if (const umlos_tensor* t = c.optional_input(v_name.c_str())) v = c.read<double>(t);
+      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = moment(c, t, m_name, ps[i]);
+      if (const umlos_tensor* t = c.optional_input(v_name.c_str())) v = moment(c, t, v_name, ps[i]);
       std::vector<double> theta = c.read_f64(b.at(ps[i].id));
+      if (theta.size() != gv[i].size()) {
+        throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
+                         gv[i].size());
+      }
       for (size_t k = 0; k < theta.size(); ++k) {
         m[k] = b1 * m[k] + (1.0 - b1) * gv[i][k];
         v[k] = b2 * v[k] + (1.0 - b2) * (gv[i][k] * gv[i][k]);
@@ -495,8 +521,12 @@ void update(sdk::Context& c) {
     for (size_t i = 0; i < ps.size(); ++i) {
       const std::string m_name = "opt.m." + ps[i].id;
       std::vector<double> m(gv[i].size(), 0.0);
-      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = c.read<double>(t);
+      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = moment(c, t, m_name, ps[i]);
       std::vector<double> theta = c.read_f64(b.at(ps[i].id));
+      if (theta.size() != gv[i].size()) {
+        throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
+                         gv[i].size());
+      }
       for (size_t k = 0; k < theta.size(); ++k) {
         m[k] = momentum * m[k] + gv[i][k];
         theta[k] -= lr * (m[k] + wd * theta[k]);
@@ -510,6 +540,56 @@ void update(sdk::Context& c) {
   c.write(c.output("opt.step", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{step});
   c.write(c.output("grad_norm", UMLOS_DTYPE_F64, {}), std::vector<double>{norm});
   c.write(c.output("grad_norm_clipped", UMLOS_DTYPE_F64, {}), std::vector<double>{clipped});
+}
+
+// ------------------------------------------------------------ Contract.RestoredState
+
+// UMLOS_CHECK_AFTER_RESTORE: the state a checkpoint brings back has the
+// layout this module's operators write, checked before any of them runs
+// (the kernel names the checkpoint file): every optimiser moment opt.m.<id>
+// / opt.v.<id> is f64 with the shape of theta.<id> (the kernel checks theta
+// itself against the layout bootstrap gave it), opt.step is i64[],
+// opt.beta1_pow / opt.beta2_pow are f64[], loss_hist is f64[n,2] with
+// n <= 256. A run without the model's parameters has nothing to check.
+void restored_state(sdk::Context& c) {
+  const umlos_tensor* w1 = c.optional_input("theta.enc.W1");
+  const umlos_tensor* b2 = c.optional_input("theta.head.b2");
+  if (!w1 || !b2) return;
+  const sdk::Shape sw = c.shape(w1), sb = c.shape(b2);
+  if (sw.size() != 2 || sb.size() != 1) {
+    throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value 'theta.enc.W1' is ", sdk::shape_string(sw),
+                     " and 'theta.head.b2' is ", sdk::shape_string(sb), ", expected rank 2 and rank 1");
+  }
+  const std::vector<Param> ps = parameters(dims_from(c, 1, sw[0], sb[0]));
+  for (const Param& p : ps) {
+    const umlos_tensor* th = c.optional_input(("theta." + p.id).c_str());
+    if (!th || c.shape(th) != p.shape) {
+      throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value 'theta.", p.id, "' is ",
+                       th ? sdk::shape_string(c.shape(th)) : std::string("absent"), ", expected ",
+                       sdk::shape_string(p.shape));
+    }
+    for (const char* kind : {"opt.m.", "opt.v."}) {
+      const std::string n = kind + p.id;
+      if (const umlos_tensor* t = c.optional_input(n.c_str())) moment(c, t, n, p);
+    }
+  }
+  auto scalar = [&](const char* name, int32_t dtype) {
+    const umlos_tensor* t = c.optional_input(name);
+    if (t && (c.dtype(t) != dtype || !c.shape(t).empty())) {
+      throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value '", name, "' is ", sdk::dtype_name(c.dtype(t)),
+                       sdk::shape_string(c.shape(t)), ", expected ", sdk::dtype_name(dtype), "[]");
+    }
+  };
+  scalar("opt.step", UMLOS_DTYPE_I64);
+  scalar("opt.beta1_pow", UMLOS_DTYPE_F64);
+  scalar("opt.beta2_pow", UMLOS_DTYPE_F64);
+  if (const umlos_tensor* h = c.optional_input("loss_hist")) {
+    const sdk::Shape s = c.shape(h);
+    if (c.dtype(h) != UMLOS_DTYPE_F64 || s.size() != 2 || s[1] != 2 || s[0] > 256) {
+      throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value 'loss_hist' is ", sdk::dtype_name(c.dtype(h)),
+                       sdk::shape_string(s), ", expected f64[n,2] with n <= 256");
+    }
+  }
 }
 
 // ------------------------------------------------------------ Contract.Validate_v1
@@ -1072,7 +1152,8 @@ sdk::Module describe() {
                          .input<double>("data.val.x", {3, 2}, {0.5, 1, 1.5, 2, 5, 4})
                          .input<int64_t>("data.val.y", {3}, {0, 1, 1})
                          .input<double>("data.norm.offset", {2}, {0, 1})
-                         .input<double>("data.norm.scale", {2}, {0.25, 0.25})));
+                         .input<double>("data.norm.scale", {2}, {0.25, 0.25})))
+      .invariant("UML_OS.Contract.RestoredState", UMLOS_CHECK_AFTER_RESTORE, restored_state);
 }
 
 }  // namespace

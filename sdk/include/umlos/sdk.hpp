@@ -1232,7 +1232,7 @@ class Module {
   void add_invariant(std::string name, int32_t point, Body body) {
     check_open();
     claim_name("invariant", name);
-    if (point != UMLOS_CHECK_AFTER_LOSS && point != UMLOS_CHECK_AFTER_ACTION)
+    if (point != UMLOS_CHECK_AFTER_LOSS && point != UMLOS_CHECK_AFTER_ACTION && point != UMLOS_CHECK_AFTER_RESTORE)
       throw DeclarationError(cat("invariant \"", name, "\": check point ", point, " does not exist"));
     s_->invariant_records.push_back(detail::BodyRecord{std::move(body)});
     umlos_invariant_desc d{};
