@@ -538,6 +538,39 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
                                              "run folder; choose the folder with --run-dir DIR and remove trace.path");
     }
 
+    // A resume of a run killed before its first checkpoint starts it again
+    // from t = 0 in its own folder (the bootstrap state is a function of the
+    // manifest, like a checkpoint at t = 0), once the folder's manifest copy
+    // shows the run is this manifest's.
+    const bool restart = options.resume && options.resume_from.empty() && !rs.folder.has("checkpoints/latest");
+    if (restart && rs.folder.has("manifest.cbor")) {
+      const std::vector<uint8_t> copy = read_run_file(rs.folder, "manifest.cbor");
+      if (copy != manifest.canonical_bytes) {
+        throw Failure(UMLOS_CHECKPOINT_INVALID,
+                      "run folder '" + rs.run_dir + "' has no checkpoint, and its manifest.cbor (manifest_hash " +
+                          to_hex(sha256(copy)) + ") is not the canonical form of " + manifest.file +
+                          " (manifest_hash " + to_hex(manifest.manifest_hash) + "): the folder holds another run");
+      }
+    }
+    if (restart) {
+      for (const char* f : {"trace.jsonl", "tape.bin", "value_arenas.json"}) rs.folder.remove_file(f);
+    }
+    // The exact manifest file beside the trace, for replay --verify (kept as
+    // it is on resume: a refused resume must not replace the run's copy).
+    // manifest.path first (where the manifest was read from; module and data
+    // paths are relative to it): from then on `umlos run --resume RUN_DIR`
+    // alone continues the run, whenever it is killed.
+    if (!options.resume || (restart && !rs.folder.has("manifest.cbor"))) {
+      if (!options.resume) {
+        rs.folder.write_atomic("manifest.path", fs::absolute(manifest.file).lexically_normal().string() + "\n");
+      }
+      std::ifstream in(manifest.file, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      rs.folder.write_atomic("manifest.yaml", bytes);
+      // Last: its presence says the copies are complete.
+      rs.folder.write_atomic("manifest.cbor", std::string(manifest.canonical_bytes.begin(), manifest.canonical_bytes.end()));
+    }
+
     rs.host.set_replay_token(manifest.replay_token);
     rs.host.set_strict_contracts(options.strict_contracts);
     rs.host.rng().seed_from_manifest(experiment_hash(manifest));
@@ -585,33 +618,6 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
     // 0.P: data manifest load + ValidateManifest_v1 (values data.*).
     const std::optional<DatasetRecord> dataset = load_datasets(manifest, rs.host);
-    // The exact manifest file beside the trace, for replay --verify (kept as
-    // it is on resume: a refused resume must not replace the run's copy).
-    if (!options.resume) {
-      std::ifstream in(manifest.file, std::ios::binary);
-      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      rs.folder.write_atomic("manifest.yaml", bytes);
-      rs.folder.write_atomic("manifest.cbor", std::string(manifest.canonical_bytes.begin(), manifest.canonical_bytes.end()));
-      // Where it was read from (module and data paths are relative to it):
-      // `umlos run --resume` and `umlos replay` read the manifest there.
-      rs.folder.write_atomic("manifest.path", fs::absolute(manifest.file).lexically_normal().string() + "\n");
-    }
-    // A resume of a run killed before its first checkpoint starts it again
-    // from t = 0 in its own folder (the bootstrap state is a function of the
-    // manifest, like a checkpoint at t = 0), once the folder's manifest copy
-    // shows the run is this manifest's.
-    const bool restart = options.resume && options.resume_from.empty() && !rs.folder.has("checkpoints/latest");
-    if (restart) {
-      const std::vector<uint8_t> copy = read_run_file(rs.folder, "manifest.cbor");
-      if (copy != manifest.canonical_bytes) {
-        throw Failure(UMLOS_CHECKPOINT_INVALID,
-                      "run folder '" + rs.run_dir + "' has no checkpoint, and its manifest.cbor (manifest_hash " +
-                          to_hex(sha256(copy)) + ") is not the canonical form of " + manifest.file +
-                          " (manifest_hash " + to_hex(manifest.manifest_hash) + "): the folder holds another run");
-      }
-      for (const char* f : {"trace.jsonl", "tape.bin", "value_arenas.json"}) rs.folder.remove_file(f);
-    }
-
     const int64_t max_steps = config_int(manifest, "max_steps", 100);
     const int64_t checkpoint_every =
         options.checkpoint_every >= 0 ? options.checkpoint_every : config_int(manifest, "checkpoint_every", 0);
@@ -863,6 +869,11 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     try {
       rs.trace.write({{"record", "run_end"}, {"status", "failed"}, {"t", rs.host.iteration()},
                       {"failure_code", status_name(f.code())}, {"failure_operator", rs.current_operator}});
+    } catch (const Failure& g) {
+      // The trace itself failed (a full disk): the failure record still goes.
+      std::fprintf(stderr, "umlos: could not end the trace: %s\n", g.what());
+    }
+    try {
       rs.trace.close();
       // A run that failed before its first iteration leaves nothing in its
       // namespace folder but the failure record. Nothing at all is written

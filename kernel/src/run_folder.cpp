@@ -164,6 +164,17 @@ void RunFolder::create(const std::string& path) {
 
 void RunFolder::take_existing(const std::string& path) {
   open_and_lock(path, false);
+  try {
+    check_and_clean();
+  } catch (...) {
+    // A folder refused here is let go: not even a failure record goes in.
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+}
+
+void RunFolder::check_and_clean() {
   for (const std::string& n : entries(fd_, path_)) {
     const mode_t k = kind_of(fd_, n, path_);
     if (n == "checkpoints" && k == S_IFDIR) {

@@ -59,6 +59,7 @@ class RunFolder {
 
  private:
   void open_and_lock(const std::string& path, bool fresh);
+  void check_and_clean();
   int fd_ = -1;
   std::string path_;
   std::vector<std::string> removed_;
