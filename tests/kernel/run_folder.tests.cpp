@@ -412,3 +412,14 @@ TEST_CASE("trace.path in a manifest is refused with UNIMPLEMENTED naming the key
   CHECK_FALSE(fs::exists(root + "/elsewhere.jsonl"));
   CHECK(names_in(root + "/run") == std::vector<std::string>{"failure.json"});
 }
+
+TEST_CASE("The shipped 600-step manifests with checkpoint_every 250 end with a checkpoint of step 600",
+          "[runfolder][checkpoint][training]") {
+  for (const char* name : {"breast_cancer", "diabetes"}) {
+    Run r = run(pinned_manifest(name), std::string("final-") + name);
+    INFO(name << ": " << r.result.output);
+    REQUIRE(r.result.exit_status == 0);
+    CHECK(read_text(r.dir + "/checkpoints/latest") == "ckpt_00000600.pb\n");
+    CHECK(fs::exists(r.dir + "/checkpoints/ckpt_00000600.pb"));
+  }
+}
