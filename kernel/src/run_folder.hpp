@@ -6,7 +6,8 @@
 // folder's descriptor) for as long as the process lives, so a second
 // `umlos run` or `umlos run --resume` of the same folder is refused while
 // the first one runs. Every run file is opened relative to the held
-// descriptor with O_NOFOLLOW; new files with O_EXCL. docs/security.md.
+// descriptor with O_NOFOLLOW; new files with O_EXCL. docs/checkpoint.md,
+// "Who writes into a run folder".
 #pragma once
 
 #include <string>
