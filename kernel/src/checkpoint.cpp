@@ -634,7 +634,7 @@ void truncate_trace(const std::string& trace_file, uint64_t bytes) {
                                                 std::to_string(bytes) + " bytes, the file has " +
                                                 std::to_string(size));
   }
-  int fd = ::open(trace_file.c_str(), O_RDWR | O_CLOEXEC);
+  int fd = ::open(trace_file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);  // never through a link
   if (fd < 0) throw Failure(UMLOS_IO_ERROR, "cannot open trace '" + trace_file + "': " + std::strerror(errno));
   if (bytes > 0) {
     char last = 0;

@@ -78,11 +78,24 @@ std::string read_text_file(const std::string& path) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t size) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+void write_file_atomic_at(int dir_fd, const std::string& name, const std::string& label, const void* data,
+                          size_t size) {
+  // The temporary file is created exclusively and never through a link: a
+  // file or symbolic link planted under its name makes the write fail
+  // instead of writing where the link points. A leftover of a killed
+  // process of the same pid (pids are reused) is a plain stale file of
+  // ours: removed once (unlink removes a link, never its target), then the
+  // exclusive create is tried again.
+  const std::string tmp = name + ".tmp." + std::to_string(::getpid());
+  const std::string tmp_label = label + ".tmp." + std::to_string(::getpid());
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int raw = ::openat(dir_fd, tmp.c_str(), kFlags, 0644);
+  if (raw < 0 && errno == EEXIST && ::unlinkat(dir_fd, tmp.c_str(), 0) == 0) {
+    raw = ::openat(dir_fd, tmp.c_str(), kFlags, 0644);
+  }
   {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) fail_io("cannot create", tmp, errno);
+    Fd fd(raw);
+    if (fd.get() < 0) fail_io("cannot create", tmp_label, errno);
     const auto* p = static_cast<const uint8_t*>(data);
     size_t left = size;
     while (left > 0) {
@@ -90,28 +103,37 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
       if (n < 0) {
         if (errno == EINTR) continue;
         const int err = errno;
-        ::unlink(tmp.c_str());
-        fail_io("cannot write", tmp, err);
+        ::unlinkat(dir_fd, tmp.c_str(), 0);
+        fail_io("cannot write", tmp_label, err);
       }
       p += n;
       left -= static_cast<size_t>(n);
     }
     if (::fsync(fd.get()) != 0 || fd.close_now() != 0) {
       const int err = errno;
-      ::unlink(tmp.c_str());
-      fail_io("cannot flush", tmp, err);
+      ::unlinkat(dir_fd, tmp.c_str(), 0);
+      fail_io("cannot flush", tmp_label, err);
     }
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  // rename replaces whatever entry `name` is (a link included) and never
+  // writes through it.
+  if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
     const int err = errno;
-    ::unlink(tmp.c_str());
-    fail_io("cannot rename '" + tmp + "' to", path, err);
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    fail_io("cannot rename '" + tmp_label + "' to", label, err);
   }
   // The rename is durable only once the folder's entry is on disk.
+  if (::fsync(dir_fd) != 0) fail_io("cannot fsync the folder of", label, errno);
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t size) {
   const std::string folder = parent_folder(path);
+  const auto slash = path.find_last_of('/');
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.empty()) fail_io("cannot write", path, EISDIR);
   Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) fail_io("cannot open folder", folder, errno);
-  if (::fsync(dir.get()) != 0) fail_io("cannot fsync folder", folder, errno);
+  write_file_atomic_at(dir.get(), name, path, data, size);
 }
 
 std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path) {

@@ -11,8 +11,9 @@ namespace umlos {
 std::vector<uint8_t> read_file(const std::string& path);
 std::string read_text_file(const std::string& path);
 
-// Write to "<path>.tmp.<pid>", fsync it, rename over `path`, fsync the
-// folder: readers see the old file or the whole new one, never a part.
+// Write to "<path>.tmp.<pid>" (created exclusively, never through a
+// symbolic link), fsync it, rename over `path`, fsync the folder: readers
+// see the old file or the whole new one, never a part.
 void write_file_atomic(const std::string& path, const void* data, size_t size);
 inline void write_file_atomic(const std::string& path, const std::string& s) {
   write_file_atomic(path, s.data(), s.size());
@@ -20,6 +21,12 @@ inline void write_file_atomic(const std::string& path, const std::string& s) {
 inline void write_file_atomic(const std::string& path, const std::vector<uint8_t>& b) {
   write_file_atomic(path, b.data(), b.size());
 }
+// The same inside the folder open as `dir_fd` (a run folder held by the
+// run): `name` is one path component; `label` names the file in messages.
+// The temporary "<name>.tmp.<pid>" is created with O_EXCL | O_NOFOLLOW, so
+// nothing planted in the folder is written through.
+void write_file_atomic_at(int dir_fd, const std::string& name, const std::string& label, const void* data,
+                          size_t size);
 
 // The decompressed bytes of a gzip stream read from `path` (for messages):
 // DATA_LOSS naming the file when the stream is corrupt or truncated.

@@ -181,7 +181,7 @@ int cmd_manifest(const std::vector<std::string>& args) {
     std::printf("manifest_hash      %s\npolicy_hash        %s\nenv_manifest_hash  %s\nreplay_token       %s\n"
                 "job_id             %s\nspec_version       %s\nseed               %llu\n",
                 to_hex(m.manifest_hash).c_str(), to_hex(m.policy_hash).c_str(), to_hex(m.env_manifest_hash).c_str(),
-                to_hex(m.replay_token).c_str(), to_hex(m.replay_token).substr(0, 8).c_str(), m.spec_version.c_str(),
+                to_hex(m.replay_token).c_str(), job_id(m).c_str(), m.spec_version.c_str(),
                 static_cast<unsigned long long>(m.seed));
     return 0;
   }

@@ -1,6 +1,7 @@
 // procedure.cpp — bootstrap, the VI loop, trace records, failure records.
 #include "procedure.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "fsutil.hpp"
 #include "host.hpp"
 #include "plan/plan_output.hpp"
+#include "run_folder.hpp"
 #include "tape.hpp"
 #include "value_arenas.hpp"
 
@@ -157,46 +159,64 @@ std::string text_or(const cbor::Value& map, const char* key, const std::string& 
   return (v && v->kind() == cbor::Value::Kind::Text) ? v->as_text() : fallback;
 }
 
+// trace.jsonl, one JSON record per line. Every record goes out with one
+// write at the end of the whole records; a write that fails part-way (a
+// full disk) is cut back off, so the file never ends in part of a line and
+// the failure record that follows starts a line of its own.
 class TraceWriter {
  public:
-  void open(const std::string& path) {
-    path_ = path;
-    file_ = std::fopen(path.c_str(), "wb");
-    if (!file_) throw Failure(UMLOS_IO_ERROR, "cannot create trace '" + path + "': " + std::strerror(errno));
+  // A new trace: the file is created (never found, never a link).
+  void open(const RunFolder& folder) {
+    path_ = folder.file("trace.jsonl");
+    fd_ = folder.create_file("trace.jsonl");
+    good_ = 0;
   }
   // Resume: continue the trace (already cut back to the checkpoint's length).
-  void open_append(const std::string& path) {
-    path_ = path;
-    file_ = std::fopen(path.c_str(), "ab");
-    if (!file_) throw Failure(UMLOS_IO_ERROR, "cannot open trace '" + path + "': " + std::strerror(errno));
+  void open_append(const RunFolder& folder) {
+    path_ = folder.file("trace.jsonl");
+    fd_ = folder.open_file("trace.jsonl", O_WRONLY);
+    const off_t end = ::lseek(fd_, 0, SEEK_END);
+    if (end < 0) throw Failure(UMLOS_IO_ERROR, "cannot seek in trace '" + path_ + "': " + std::strerror(errno));
+    good_ = static_cast<uint64_t>(end);
   }
   // Bytes in the file, synced to disk (a checkpoint records it).
   uint64_t synced_bytes() {
-    if (!file_) return 0;
-    if (std::fflush(file_) != 0 || ::fsync(fileno(file_)) != 0) {
-      throw Failure(UMLOS_IO_ERROR, "syncing trace '" + path_ + "' failed: " + std::strerror(errno));
-    }
-    return static_cast<uint64_t>(std::ftell(file_));
+    if (fd_ < 0) return 0;
+    if (::fsync(fd_) != 0) throw Failure(UMLOS_IO_ERROR, "syncing trace '" + path_ + "' failed: " + std::strerror(errno));
+    return good_;
   }
   void write(const json& record) {
-    if (!file_) return;
-    std::string line = record.dump() + "\n";
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-      throw Failure(UMLOS_IO_ERROR, "writing trace '" + path_ + "' failed");
+    if (fd_ < 0) return;
+    const std::string line = record.dump() + "\n";
+    size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = ::pwrite(fd_, line.data() + done, line.size() - done, static_cast<off_t>(good_ + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        const bool cut = ::ftruncate(fd_, static_cast<off_t>(good_)) == 0;
+        const bool full = err == ENOSPC || err == EDQUOT || err == EFBIG;
+        throw Failure(full ? UMLOS_RESOURCE_EXHAUSTED : UMLOS_IO_ERROR,
+                      "writing trace '" + path_ + "' failed: " + std::strerror(err) + " (" +
+                          (cut ? "the partial record was removed" : "a partial record may remain") + ")");
+      }
+      done += static_cast<size_t>(n);
     }
+    good_ += line.size();
   }
   void close() {
-    if (file_) {
-      ::fsync(fileno(file_));
-      std::fclose(file_);
-      file_ = nullptr;
+    if (fd_ >= 0) {
+      ::fsync(fd_);
+      ::close(fd_);
+      fd_ = -1;
     }
   }
   ~TraceWriter() { close(); }
 
  private:
   std::string path_;
-  FILE* file_ = nullptr;
+  int fd_ = -1;
+  uint64_t good_ = 0;  // bytes of whole records
 };
 
 // The progress line: on a terminal one line rewritten in place about five
@@ -242,7 +262,10 @@ struct RunState {
   Host host;
   TraceWriter trace;
   std::string run_dir;
-  bool created_run_dir = false;
+  // The run folder, held (locked) from bootstrap to exit; nothing is
+  // written into a folder this process does not hold.
+  RunFolder folder;
+  bool fresh_folder = false;  // created (or found empty) by this run
   bool loop_started = false;
   std::string current_operator = "UML_OS.OS.Bootstrap_v1";
   std::optional<Digest> state_fp;
@@ -259,7 +282,7 @@ void value_safepoint(RunState& rs) {
   if (!rs.value_arenas) return;
   rs.current_operator = "UML_OS.TMMU.ApplyPlan_v1";
   if (rs.value_arenas->safepoint().replanned) {
-    write_file_atomic((fs::path(rs.run_dir) / "value_arenas.json").string(), rs.value_arenas->to_json());
+    rs.folder.write_atomic("value_arenas.json", rs.value_arenas->to_json());
   }
 }
 
@@ -280,7 +303,8 @@ void enforce_quota(RunState& rs, uint64_t disk_budget, uint64_t memory_budget) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(rs.run_dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (it->is_regular_file(ec)) disk += it->file_size(ec);
+    // Links are not the run's bytes (and are refused in a held folder).
+    if (it->symlink_status(ec).type() == fs::file_type::regular) disk += it->file_size(ec);
   }
   for (const auto& [name, t] : rs.host.values()) memory += t->bytes;
   double util = 0.0;
@@ -328,7 +352,7 @@ void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
   }
   json doc = {{"wall_s", wall_s}, {"kernel_outside_operators_s", wall_s - in_ops}, {"dispatches", p.dispatches},
               {"operators", ops}};
-  write_file_atomic((fs::path(rs.run_dir) / "profile.json").string(), doc.dump(2) + "\n");
+  rs.folder.write_atomic("profile.json", doc.dump(2) + "\n");
 }
 
 json failure_record(RunState& rs, const Failure& f) {
@@ -379,6 +403,26 @@ void call(RunState& rs, const umlos_operator_desc* op) {
   rs.host.call_operator(op);
 }
 
+// A run file's bytes, read through the held folder (never through a link).
+std::vector<uint8_t> read_run_file(const RunFolder& folder, const std::string& name) {
+  const int fd = folder.open_file(name, O_RDONLY);
+  std::vector<uint8_t> out;
+  uint8_t buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Failure(UMLOS_IO_ERROR, "cannot read '" + folder.file(name) + "': " + std::strerror(err));
+    }
+    if (n == 0) break;
+    out.insert(out.end(), buf, buf + n);
+  }
+  ::close(fd);
+  return out;
+}
+
 int64_t config_int(const Manifest& m, const char* key, int64_t fallback) {
   const cbor::Value* v = lookup(m.config, key);
   if (!v) return fallback;
@@ -425,8 +469,9 @@ fs::path resolve_namespace_path(const Manifest& m, const std::vector<std::pair<s
     }
     p /= value;
   }
-  p /= job_id;
-  const fs::path resolved = fs::weakly_canonical(p);
+  // The job folder itself is not resolved: a link planted under its name is
+  // refused when the run opens the folder (O_NOFOLLOW), not followed.
+  const fs::path resolved = fs::weakly_canonical(p) / job_id;
   const std::string rs = resolved.string(), bs = base.string() + "/";
   if (rs.compare(0, bs.size(), bs) != 0) {
     throw Failure(UMLOS_NAMESPACE_VIOLATION, "the job folder '" + resolved.string() + "' escapes '" + base.string() +
@@ -434,6 +479,8 @@ fs::path resolve_namespace_path(const Manifest& m, const std::vector<std::pair<s
   }
   return resolved;
 }
+
+std::string job_id(const Manifest& m) { return to_hex(m.manifest_hash).substr(0, 8); }
 
 std::string umlos_root() {
   const char* env = std::getenv("UML_OS_ROOT");
@@ -458,7 +505,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   try {
     // ---- 1. Bootstrap_v1: namespace, modules, driver, RNG.
-    std::string job_id = to_hex(manifest.replay_token).substr(0, 8);
+    const std::string job_id = umlos::job_id(manifest);
     if (!options.run_dir.empty()) {
       rs.run_dir = options.run_dir;
     } else {
@@ -473,12 +520,56 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
           {"project", text_or(n, "project", "default")}, {"experiment", text_or(n, "experiment", manifest.name)}};
       rs.run_dir = resolve_namespace_path(manifest, parts, job_id).string();
     }
-    std::error_code ec;
-    const bool existed = fs::exists(rs.run_dir, ec);
-    fs::create_directories(rs.run_dir, ec);
-    if (ec) throw Failure(UMLOS_IO_ERROR, "cannot create run folder '" + rs.run_dir + "': " + ec.message());
-    rs.created_run_dir = !existed;
-    fs::remove(fs::path(rs.run_dir) / "failure.json", ec);
+    // A new run creates its folder (or takes an empty one) and a resume
+    // takes the run's own; either holds it locked until the process exits.
+    if (options.resume) {
+      rs.folder.take_existing(rs.run_dir);
+      rs.folder.remove_file("failure.json");
+    } else {
+      rs.folder.create(rs.run_dir);
+      rs.fresh_folder = true;
+    }
+    rs.run_dir = rs.folder.path();
+    // trace.path would put the trace outside the held run folder: refused
+    // rather than ignored (docs/spec-notes.md).
+    if (lookup(manifest.canonical, "trace.path")) {
+      throw Failure(UMLOS_UNIMPLEMENTED, manifest.where("trace.path") +
+                                             ": key 'trace.path': the trace is always RUN_DIR/trace.jsonl of the "
+                                             "run folder; choose the folder with --run-dir DIR and remove trace.path");
+    }
+
+    // A resume of a run killed before its first checkpoint starts it again
+    // from t = 0 in its own folder (the bootstrap state is a function of the
+    // manifest, like a checkpoint at t = 0), once the folder's manifest copy
+    // shows the run is this manifest's.
+    const bool restart = options.resume && options.resume_from.empty() && !rs.folder.has("checkpoints/latest");
+    if (restart && rs.folder.has("manifest.cbor")) {
+      const std::vector<uint8_t> copy = read_run_file(rs.folder, "manifest.cbor");
+      if (copy != manifest.canonical_bytes) {
+        throw Failure(UMLOS_CHECKPOINT_INVALID,
+                      "run folder '" + rs.run_dir + "' has no checkpoint, and its manifest.cbor (manifest_hash " +
+                          to_hex(sha256(copy)) + ") is not the canonical form of " + manifest.file +
+                          " (manifest_hash " + to_hex(manifest.manifest_hash) + "): the folder holds another run");
+      }
+    }
+    if (restart) {
+      for (const char* f : {"trace.jsonl", "tape.bin", "value_arenas.json"}) rs.folder.remove_file(f);
+    }
+    // The exact manifest file beside the trace, for replay --verify (kept as
+    // it is on resume: a refused resume must not replace the run's copy).
+    // manifest.path first (where the manifest was read from; module and data
+    // paths are relative to it): from then on `umlos run --resume RUN_DIR`
+    // alone continues the run, whenever it is killed.
+    if (!options.resume || (restart && !rs.folder.has("manifest.cbor"))) {
+      if (!options.resume) {
+        rs.folder.write_atomic("manifest.path", fs::absolute(manifest.file).lexically_normal().string() + "\n");
+      }
+      std::ifstream in(manifest.file, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      rs.folder.write_atomic("manifest.yaml", bytes);
+      // Last: its presence says the copies are complete.
+      rs.folder.write_atomic("manifest.cbor", std::string(manifest.canonical_bytes.begin(), manifest.canonical_bytes.end()));
+    }
 
     rs.host.set_replay_token(manifest.replay_token);
     rs.host.set_strict_contracts(options.strict_contracts);
@@ -513,16 +604,14 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       // The run's first memory plan, drawn (x = step, y = offset) for
       // `umlos report`: operators plan the same graph every iteration, so the
       // first plan is the one the run applies. Written once, atomically.
-      const std::string svg_file = (fs::path(rs.run_dir) / "memory_plan.svg").string();
-      rs.host.set_plan_observer([&rs, svg_file](const std::string& strategy, const umlos_plan_request& request,
-                                                const umlos_plan_result& result) {
-        std::error_code ec;
-        if (fs::exists(svg_file, ec)) return;
+      rs.host.set_plan_observer([&rs](const std::string& strategy, const umlos_plan_request& request,
+                                      const umlos_plan_result& result) {
+        if (rs.folder.has("memory_plan.svg")) return;
         plan::IntervalSet set;
         plan::PlanReport report;
         plan::from_request(request, result, strategy,
                            rs.current_operator + " at t " + std::to_string(rs.host.iteration()), set, report);
-        write_file_atomic(svg_file, plan::to_svg(set, report));
+        rs.folder.write_atomic("memory_plan.svg", plan::to_svg(set, report));
       });
     }
     if (const cbor::Value* mb = lookup(manifest.canonical, "budgets.memory_bytes");
@@ -536,19 +625,6 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
     // 0.P: data manifest load + ValidateManifest_v1 (values data.*).
     const std::optional<DatasetRecord> dataset = load_datasets(manifest, rs.host);
-    // The exact manifest file beside the trace, for replay --verify (kept as
-    // it is on resume: a refused resume must not replace the run's copy).
-    if (!options.resume) {
-      std::ifstream in(manifest.file, std::ios::binary);
-      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      write_file_atomic((fs::path(rs.run_dir) / "manifest.yaml").string(), bytes);
-      write_file_atomic((fs::path(rs.run_dir) / "manifest.cbor").string(), manifest.canonical_bytes);
-      // Where it was read from (module and data paths are relative to it):
-      // `umlos run --resume` and `umlos replay` read the manifest there.
-      write_file_atomic((fs::path(rs.run_dir) / "manifest.path").string(),
-                        fs::absolute(manifest.file).lexically_normal().string() + "\n");
-    }
-
     const int64_t max_steps = config_int(manifest, "max_steps", 100);
     const int64_t checkpoint_every =
         options.checkpoint_every >= 0 ? options.checkpoint_every : config_int(manifest, "checkpoint_every", 0);
@@ -566,8 +642,8 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
     const std::string backend_hash = json_hex(rs.host.driver_fingerprint());
 
-    const std::string trace_file = (fs::path(rs.run_dir) / "trace.jsonl").string();
-    if (!options.resume) rs.trace.open(trace_file);  // on resume: no new run_header
+    const bool from_checkpoint = options.resume && !restart;
+    if (!from_checkpoint) rs.trace.open(rs.folder);  // on resume: no new run_header
     json modules = json::array();
     for (const LoadedModule& m : rs.host.modules()) {
       modules.push_back({{"name", m.desc->name}, {"version", m.desc->version ? m.desc->version : ""},
@@ -612,14 +688,14 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     // Checkpoint restore (docs/checkpoint.md): values, RNG and t from the
     // checkpoint; trace and tape cut back to it; the loop continues after t.
     TapeWriter tape;
-    if (options.resume) {
+    if (from_checkpoint) {
       rs.current_operator = "UML_OS.OS.Bootstrap_v1";
       CheckpointData ck = resume_from_checkpoint(rs.host, manifest, rs.run_dir, &tape, options.resume_from);
       rs.state_fp = ck.state_fp;
       rs.functional_fp = ck.functional_fp;
-      rs.trace.open_append(trace_file);
+      rs.trace.open_append(rs.folder);
     } else {
-      tape.open((fs::path(rs.run_dir) / "tape.bin").string());
+      tape.open(rs.folder.fd(), "tape.bin", rs.folder.file("tape.bin"));
     }
 
     // ---- 4. loop until termination.
@@ -743,6 +819,22 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     }
     if (!options.quiet) progress.update(rs.host.iteration(), scalar_f64(rs.host, "loss_total"), rs.host, true);
 
+    // Spec 004 0.I: theta_final is an output of every run that ends. The
+    // final state is checkpointed whatever checkpoint_every is (unless the
+    // loop just wrote this very checkpoint), before the run_end record, so
+    // a resume from it rewrites run_end exactly and `umlos export` reads
+    // the final parameters from it.
+    if (const int64_t t = rs.host.iteration(); !(checkpoint_every > 0 && t > 0 && t % checkpoint_every == 0)) {
+      rs.current_operator = "UML_OS.OS.Checkpoint";
+      CheckpointExtras x;
+      x.state_fp = rs.state_fp;
+      x.functional_fp = rs.functional_fp;
+      x.trace_bytes = rs.trace.synced_bytes();
+      x.tape = tape.state();
+      write_checkpoint(rs.run_dir, manifest, rs.host, x);
+      if (checkpoint_keep > 0) prune_checkpoints(rs.run_dir, static_cast<size_t>(checkpoint_keep));
+    }
+
     // The run's last functional fingerprint and held-out metric describe the
     // final parameters, not those of the last multiple of functional_fp_every.
     if (const umlos_operator_desc* ffp = roles.get("functional_fp_op"); ffp && !last_fp_current) {
@@ -769,7 +861,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     if (rs.value_arenas) {  // the final state in its slots, as the file then says
       rs.current_operator = "UML_OS.TMMU.ApplyPlan_v1";
       rs.value_arenas->safepoint();
-      write_file_atomic((fs::path(rs.run_dir) / "value_arenas.json").string(), rs.value_arenas->to_json());
+      rs.folder.write_atomic("value_arenas.json", rs.value_arenas->to_json());
     }
     if (options.profile) write_profile(rs, std::chrono::steady_clock::now() - start);
     if (!options.quiet) {
@@ -784,14 +876,19 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     try {
       rs.trace.write({{"record", "run_end"}, {"status", "failed"}, {"t", rs.host.iteration()},
                       {"failure_code", status_name(f.code())}, {"failure_operator", rs.current_operator}});
+    } catch (const Failure& g) {
+      // The trace itself failed (a full disk): the failure record still goes.
+      std::fprintf(stderr, "umlos: could not end the trace: %s\n", g.what());
+    }
+    try {
       rs.trace.close();
       // A run that failed before its first iteration leaves nothing in its
-      // namespace folder but the failure record.
-      if (!rs.loop_started && rs.created_run_dir && !rs.run_dir.empty()) {
-        std::error_code ec;
-        for (const auto& entry : fs::directory_iterator(rs.run_dir, ec)) fs::remove_all(entry.path(), ec);
+      // namespace folder but the failure record. Nothing at all is written
+      // into a folder this process does not hold (another run's).
+      if (rs.folder.held()) {
+        if (!rs.loop_started && rs.fresh_folder) rs.folder.clear();
+        rs.folder.write_atomic("failure.json", record.dump(2) + "\n");
       }
-      if (!rs.run_dir.empty()) write_file_atomic((fs::path(rs.run_dir) / "failure.json").string(), record.dump(2) + "\n");
     } catch (const Failure& g) {
       std::fprintf(stderr, "umlos: could not write the failure record: %s\n", g.what());
     }

@@ -44,6 +44,11 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options);
 // one of those two names itself.
 cbor::Value operator_config(const Manifest& m);
 
+// The job folder's name under the namespace: the first 8 hex digits of
+// manifest_hash, so manifests that differ in anything (config included)
+// get different folders (docs/spec-notes.md, 0.N).
+std::string job_id(const Manifest& m);
+
 // UML_OS_ROOT, or "./umlos_root" when the variable is unset.
 std::string umlos_root();
 

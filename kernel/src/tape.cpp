@@ -1,13 +1,16 @@
 // tape.cpp — WriteTape_v1: the event tape, its digest chain and its reader.
 #include "tape.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include <algorithm>
 
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 
 #include "error.hpp"
 #include "fsutil.hpp"
@@ -60,6 +63,23 @@ Digest final_digest(const Digest& chain, const std::vector<uint8_t>& pending) {
   return chain_step(chain, pending.data(), pending.size());
 }
 
+// The folder of `path`, open, and the last component: the path-taking
+// TapeWriter functions work relative to it like the run's own calls.
+struct FolderFd {
+  int fd = -1;
+  std::string name;
+  explicit FolderFd(const std::string& path) {
+    const auto slash = path.find_last_of('/');
+    const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    name = slash == std::string::npos ? path : path.substr(slash + 1);
+    fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw Failure(UMLOS_IO_ERROR, "cannot open folder '" + folder + "': " + std::strerror(errno));
+  }
+  ~FolderFd() { ::close(fd); }
+  FolderFd(const FolderFd&) = delete;
+  FolderFd& operator=(const FolderFd&) = delete;
+};
+
 std::string hex8(uint32_t v) {
   char b[16];
   std::snprintf(b, sizeof b, "0x%08x", v);
@@ -106,10 +126,28 @@ void TapeWriter::sync() {
 }
 
 void TapeWriter::open(const std::string& path) {
+  FolderFd dir(path);
+  open(dir.fd, dir.name, path);
+}
+
+void TapeWriter::open(int dir_fd, const std::string& name, const std::string& label) {
   close();
-  path_ = path;
-  file_ = std::fopen(path.c_str(), "wb");
-  if (!file_) throw Failure(UMLOS_IO_ERROR, "cannot create tape '" + path + "': " + std::strerror(errno));
+  path_ = label;
+  // A new tape is a new file: never one found in the folder, never the
+  // target of a link planted under its name.
+  const int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    throw Failure(err == EEXIST ? UMLOS_ALREADY_EXISTS : UMLOS_IO_ERROR,
+                  "cannot create tape '" + label + "': " + std::strerror(err) +
+                      (err == EEXIST ? " (a new tape never reuses a file, nor writes through a link)" : ""));
+  }
+  file_ = ::fdopen(fd, "wb");
+  if (!file_) {
+    const int err = errno;
+    ::close(fd);
+    throw Failure(UMLOS_IO_ERROR, "cannot create tape '" + label + "': " + std::strerror(err));
+  }
   events_ = 0;
   chain_ = tape_chain_start();
   pending_.clear();
@@ -118,6 +156,11 @@ void TapeWriter::open(const std::string& path) {
 }
 
 void TapeWriter::resume(const std::string& path, const TapeState& state) {
+  FolderFd dir(path);
+  resume(dir.fd, dir.name, path, state);
+}
+
+void TapeWriter::resume(int dir_fd, const std::string& name, const std::string& path, const TapeState& state) {
   close();
   auto refuse = [&](const std::string& field, const std::string& expected, const std::string& actual) {
     throw Failure(UMLOS_CHECKPOINT_INVALID, "tape '" + path + "' does not continue the checkpoint: field 'tape." +
@@ -136,7 +179,37 @@ void TapeWriter::resume(const std::string& path, const TapeState& state) {
                                                 std::to_string((state.events % kTapeBlockSize) * kTapeEventBytes) +
                                                 " bytes, found " + std::to_string(state.pending.size()));
   }
-  std::vector<uint8_t> bytes = read_file(path);
+  // Opened once, never through a link; read, checked and cut back through
+  // the same descriptor. Bytes past the checkpoint (a record cut short by
+  // a crash or a full disk included) are what the truncation removes.
+  const int fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw Failure(err == ENOENT ? UMLOS_NOT_FOUND : err == ELOOP ? UMLOS_NAMESPACE_VIOLATION : UMLOS_IO_ERROR,
+                  "cannot open tape '" + path + "': " + std::strerror(err) +
+                      (err == ELOOP ? " (a symbolic link: a run never writes through a link)" : ""));
+  }
+  struct FdGuard {
+    int fd;
+    ~FdGuard() {
+      if (fd >= 0) ::close(fd);
+    }
+  } guard{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw Failure(UMLOS_NAMESPACE_VIOLATION, "tape '" + path + "' is not a regular file");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::vector<uint8_t> bytes(static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(st.st_size), state.file_bytes)));
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Failure(UMLOS_IO_ERROR, "cannot read tape '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  bytes.resize(got);
   if (bytes.size() < state.file_bytes) {
     refuse("file_bytes", "at least " + std::to_string(state.file_bytes) + " bytes",
            std::to_string(bytes.size()) + " bytes");
@@ -159,12 +232,16 @@ void TapeWriter::resume(const std::string& path, const TapeState& state) {
                           std::to_string(full_blocks),
            "other bytes there");
   }
-  std::error_code ec;
-  std::filesystem::resize_file(path, state.file_bytes, ec);
-  if (ec) throw Failure(UMLOS_IO_ERROR, "cannot truncate tape '" + path + "': " + ec.message());
+  if (::ftruncate(fd, static_cast<off_t>(state.file_bytes)) != 0 || ::fsync(fd) != 0) {
+    throw Failure(UMLOS_IO_ERROR, "cannot truncate tape '" + path + "': " + std::strerror(errno));
+  }
+  if (::lseek(fd, static_cast<off_t>(state.file_bytes), SEEK_SET) < 0) {
+    throw Failure(UMLOS_IO_ERROR, "cannot seek in tape '" + path + "': " + std::strerror(errno));
+  }
   path_ = path;
-  file_ = std::fopen(path.c_str(), "ab");
+  file_ = ::fdopen(fd, "wb");  // fdopen never truncates
   if (!file_) throw Failure(UMLOS_IO_ERROR, "cannot open tape '" + path + "': " + std::strerror(errno));
+  guard.fd = -1;
   events_ = state.events;
   chain_ = state.chain;
   pending_ = state.pending;

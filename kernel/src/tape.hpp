@@ -58,13 +58,19 @@ class TapeWriter {
   TapeWriter(const TapeWriter&) = delete;
   TapeWriter& operator=(const TapeWriter&) = delete;
 
-  // A new tape: creates (or empties) `path` and writes the header.
+  // A new tape: creates `path` exclusively (ALREADY_EXISTS when anything,
+  // a symbolic link included, is there) and writes the header.
   void open(const std::string& path);
+  // The same for the file `name` of the folder open as `dir_fd` (a held
+  // run folder); `label` names it in messages.
+  void open(int dir_fd, const std::string& name, const std::string& label);
   // Continues a tape from a checkpoint: checks that `path` holds at least
   // state.file_bytes bytes whose blocks give state.chain and whose tail is
   // state.pending, then truncates it to state.file_bytes. CHECKPOINT_INVALID
   // (naming the file and the field) when they disagree.
+  // The file is opened without following a link (NAMESPACE_VIOLATION).
   void resume(const std::string& path, const TapeState& state);
+  void resume(int dir_fd, const std::string& name, const std::string& path, const TapeState& state);
   // Appends the event of iteration e.t (must be events() + 1, else
   // INVALID_ARGUMENT); TAPE_OVERFLOW past 500000 events. Bytes reach the
   // OS at each completed block, state() and close() (those two also fsync);

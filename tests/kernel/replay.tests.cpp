@@ -22,13 +22,14 @@ const std::vector<std::string> kModules = {module_path("umlos_cpu_driver"), modu
 // A finished run folder holding manifest.yaml (the pinned manifest the run
 // used, modules by absolute path) and trace.jsonl.
 std::string recorded_run(const std::string& tag, int steps = 30, uint64_t seed = 7) {
-  std::string dir = temp_dir(tag) + "/run";
-  fs::create_directories(dir);
-  write_text(dir + "/manifest.yaml", walk_manifest(kModules, kWalkOperators, steps, 1, seed));
+  // The manifest beside the run folder: a new run takes only an empty one.
+  const std::string base = temp_dir(tag);
+  std::string dir = base + "/run";
+  write_text(base + "/walk.yaml", walk_manifest(kModules, kWalkOperators, steps, 1, seed));
   RunOptions o;
   o.run_dir = dir;
   o.quiet = true;
-  REQUIRE(run_manifest(dir + "/manifest.yaml", o) == 0);
+  REQUIRE(run_manifest(base + "/walk.yaml", o) == 0);
   return dir;
 }
 
