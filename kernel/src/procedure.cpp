@@ -482,6 +482,26 @@ fs::path resolve_namespace_path(const Manifest& m, const std::vector<std::pair<s
 
 std::string job_id(const Manifest& m) { return to_hex(m.manifest_hash).substr(0, 8); }
 
+// The same manifest run again (or while it still runs) is another run of the
+// same job: it takes "<job folder>.1", ".2", ... — the first one it can
+// create and hold — so the user's command works every time and no run ever
+// writes into another's folder. An explicit --run-dir is never redirected.
+static void create_next_job_folder(RunFolder& folder, const std::string& job_folder) {
+  constexpr int kMaxRunsPerJob = 10000;
+  for (int n = 0; n < kMaxRunsPerJob; ++n) {
+    const std::string candidate = n == 0 ? job_folder : job_folder + "." + std::to_string(n);
+    try {
+      folder.create(candidate);
+      return;
+    } catch (const Failure& f) {
+      if (f.code() != UMLOS_ALREADY_EXISTS && f.code() != UMLOS_FAILED_PRECONDITION) throw;
+    }
+  }
+  throw Failure(UMLOS_RESOURCE_EXHAUSTED, "the job folder '" + job_folder + "' and its " +
+                                              std::to_string(kMaxRunsPerJob - 1) +
+                                              " numbered siblings all hold runs; remove old runs or use --run-dir");
+}
+
 std::string umlos_root() {
   const char* env = std::getenv("UML_OS_ROOT");
   return (env && *env) ? std::string(env) : std::string("umlos_root");
@@ -525,8 +545,11 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     if (options.resume) {
       rs.folder.take_existing(rs.run_dir);
       rs.folder.remove_file("failure.json");
-    } else {
+    } else if (!options.run_dir.empty()) {
       rs.folder.create(rs.run_dir);
+      rs.fresh_folder = true;
+    } else {
+      create_next_job_folder(rs.folder, rs.run_dir);
       rs.fresh_folder = true;
     }
     rs.run_dir = rs.folder.path();
