@@ -26,7 +26,7 @@ inline constexpr int64_t kDaemonConcurrencyMax = 16;  // spec 004 0.Q
 // value (ModelIR files, test vectors) at most kYamlValueSizeLimit, and
 // either expands (aliases included) to at most kMaxYamlNodes nodes.
 inline constexpr uint64_t kYamlValueSizeLimit = uint64_t{64} << 20;  // 64 MiB
-inline constexpr size_t kMaxYamlNodes = 2'000'000;
+inline constexpr size_t kMaxYamlNodes = 1'000'000;
 
 // budgets.memory_bytes when the manifest gives none: the bytes all live
 // tensors of a run may hold (Host::make_tensor checks it before allocating).

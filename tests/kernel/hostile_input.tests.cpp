@@ -111,9 +111,10 @@ TEST_CASE("A FIFO given as any input file is refused at once instead of hanging"
 
 TEST_CASE("/dev/zero as a manifest, plan, IR or inputs file is refused, not read without end",
           "[fsutil][security]") {
-  for (const std::string args : {"manifest hash /dev/zero", "plan /dev/zero", "exec /dev/zero",
-                                 "exec '" + std::string(UMLOS_SOURCE_DIR) +
-                                     "/examples/ir/mlp.yaml' --inputs /dev/zero"}) {
+  const std::vector<std::string> commands = {
+      "manifest hash /dev/zero", "plan /dev/zero", "exec /dev/zero",
+      "exec '" + std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml' --inputs /dev/zero"};
+  for (const std::string& args : commands) {
     INFO(args);
     const CommandResult r = run_umlos_env(kLimits, args);
     CHECK(r.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));  // before: INTERNAL (bad_alloc)
@@ -247,7 +248,7 @@ TEST_CASE("A YAML alias bomb in config is refused quickly naming the key", "[man
   const CommandResult r = hash_manifest_text(dir, manifest_with(config));
   CHECK(r.exit_status == exit_code_for(UMLOS_MANIFEST_INVALID));  // before: killed (time, memory)
   CHECK_THAT(r.output, Catch::Contains("key 'config.a"));
-  CHECK_THAT(r.output, Catch::Contains("more than 2000000 YAML nodes"));
+  CHECK_THAT(r.output, Catch::Contains("more than 1000000 YAML nodes"));
 }
 
 TEST_CASE("Multi-process settings are refused naming the key", "[manifest][security]") {

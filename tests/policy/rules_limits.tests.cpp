@@ -8,8 +8,10 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "rules.hpp"
+#include "umlos_abi.h"
 
 namespace pol = umlos::policy;
 
@@ -78,9 +80,9 @@ TEST_CASE("Deeply nested policy conditions are refused naming the rule, not a st
   const std::string minus = repeat("-", n) + "t > 0";
   std::string chain = "t > 0";
   for (size_t i = 0; i < n; ++i) chain += " or t > 0";
-  for (const std::string* cond : {&parens, &nots, &minus, &chain}) {
-    const ChildResult r = parse_in_child(*cond);
-    INFO(cond->substr(0, 40));
+  for (const std::string& cond : std::vector<std::string>{parens, nots, minus, chain}) {
+    const ChildResult r = parse_in_child(cond);
+    INFO(cond.substr(0, 40));
     REQUIRE(r.exited);  // before the limit: SIGSEGV
     CHECK(r.status == 1);
     CHECK_THAT(r.message, Catch::StartsWith("policy.rules[0].cond: "));
