@@ -776,7 +776,7 @@ static void driver_status(const DriverInstance& d, umlos_status s, const std::st
   throw Failure(s, std::string("driver '") + d.desc->name + "': " + what + (msg.empty() ? "" : ": " + msg));
 }
 
-TensorPtr Host::make_tensor(int32_t dtype, const umlos_shape& shape) {
+TensorPtr Host::make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget) {
   require_driver(driver_);
   if (dtype_size(dtype) == 0) throw Failure(UMLOS_INVALID_ARGUMENT, "tensor dtype " + std::to_string(dtype) + " is invalid");
   if (shape.rank > UMLOS_MAX_RANK) throw Failure(UMLOS_INVALID_ARGUMENT, "tensor rank exceeds 8");
@@ -790,8 +790,8 @@ TensorPtr Host::make_tensor(int32_t dtype, const umlos_shape& shape) {
   // operator asking for a huge tensor fails here, not after the machine
   // ran out of memory).
   const uint64_t held = *held_bytes_;
-  if (memory_budget_ != 0 && (t->bytes > memory_budget_ || held > memory_budget_ - t->bytes)) {
-    throw Failure(UMLOS_RESOURCE_EXHAUSTED,
+  if (check_budget && memory_budget_ != 0 && (t->bytes > memory_budget_ || held > memory_budget_ - t->bytes)) {
+    throw Failure(UMLOS_QUOTA_EXCEEDED,
                   "a tensor " + std::string(dtype_name(dtype)) + " " + shape_string(shape) + " of " +
                       std::to_string(t->bytes) + " bytes, with the " + std::to_string(held) +
                       " bytes of tensors already held, is over budgets.memory_bytes = " +

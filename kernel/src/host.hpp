@@ -101,7 +101,7 @@ class Host {
   Digest driver_fingerprint() const;
 
   // ---- tensors (through the active driver)
-  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape);
+  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true);
   void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0);
   void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const;
   HostTensor to_host(const Tensor& t) const;
@@ -176,7 +176,10 @@ class Host {
   void set_active_strategy(const std::string& name);
   // The same budget bounds every tensor allocation (make_tensor): the bytes
   // of all live tensors may not exceed it, checked before the driver
-  // allocates (RESOURCE_EXHAUSTED naming the key, the size and the budget).
+  // allocates (QUOTA_EXCEEDED naming the key, the tensor, its size and the
+  // budget). Arenas of an accepted plan are exempt: plan_checked() held
+  // their footprint against the budget, and the old storage is freed once
+  // the values moved.
   // `is_default`: the manifest gave no budgets.memory_bytes (for messages).
   void set_memory_budget(uint64_t bytes, bool is_default = false) {
     memory_budget_ = bytes;

@@ -65,8 +65,8 @@ int json_edge(const std::string& input, Command&& command) {
   }
 }
 
-// The first argument that is not an option: the file or run folder that
-// `plan`, `replay` and `report` read (for naming it in messages).
+// The first argument that is not an option: the run folder that `replay`
+// and `report` read (for naming it in messages).
 std::string input_of(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i)
     if (!args[i].empty() && args[i][0] != '-') return args[i];
@@ -369,7 +369,7 @@ int main(int argc, char** argv) {
     if (command == "report") return json_edge(input_of(rest), [&] { return umlos::cmd_report(rest); });
     if (command == "dataset") return umlos::cmd_dataset(rest);
 #ifdef UMLOS_HAVE_PLAN
-    if (command == "plan") return json_edge(input_of(rest), [&] { return umlos::cmd_plan(rest); });
+    if (command == "plan") return umlos::cmd_plan(rest);
 #endif
     std::fprintf(stderr, "umlos: unknown command '%s'\n\n%s", command.c_str(), kTopHelp);
     return kUsageExit;

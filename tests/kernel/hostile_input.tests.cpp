@@ -311,14 +311,14 @@ TEST_CASE("A tensor over the run's memory budget fails before it is allocated", 
   huge.replace(at, 7, "dim: 2147483648");
   write_text(dir + "/huge.yaml", huge);
   CommandResult r = run_umlos_env(kLimits, "run -q --run-dir '" + dir + "/run1' '" + dir + "/huge.yaml'");
-  CHECK(r.exit_status == exit_code_for(UMLOS_RESOURCE_EXHAUSTED));  // before: INTERNAL after GBs
+  CHECK(r.exit_status == exit_code_for(UMLOS_QUOTA_EXCEEDED));  // before: INTERNAL after GBs
   CHECK_THAT(r.output, Catch::Contains("a tensor f64 [2147483648] of 17179869184 bytes"));
   CHECK_THAT(r.output, Catch::Contains("over budgets.memory_bytes = 4294967296 (the default"));
   // A budget in the manifest is the one checked.
   std::string small = text + "budgets: {memory_bytes: 100}\n";
   write_text(dir + "/small.yaml", small);
   r = run_umlos_env(kLimits, "run -q --run-dir '" + dir + "/run2' '" + dir + "/small.yaml'");
-  CHECK(r.exit_status == exit_code_for(UMLOS_RESOURCE_EXHAUSTED));
+  CHECK(r.exit_status == exit_code_for(UMLOS_QUOTA_EXCEEDED));
   CHECK_THAT(r.output, Catch::Contains("of 128 bytes, with the"));
   CHECK_THAT(r.output, Catch::Contains("over budgets.memory_bytes = 100"));
   // And 16 doubles fit the default.
@@ -341,4 +341,14 @@ TEST_CASE("JSON inputs of the wrong type exit INVALID_ARGUMENT naming the file, 
   r = run_umlos("exec '" + ir + "' --inputs '" + dir + "/shape.json'");
   CHECK(r.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));
   CHECK_THAT(r.output, Catch::Contains(dir + "/shape.json"));
+}
+
+TEST_CASE("A run folder whose trace holds a field of the wrong JSON type exits INVALID_ARGUMENT",
+          "[report][security]") {
+  const std::string dir = temp_dir("trace-types");
+  write_text(dir + "/trace.jsonl", "{\"record\": 5, \"t\": 0}\n");
+  const CommandResult r = run_umlos("report '" + dir + "' -o '" + dir + "/r.html'");
+  CHECK(r.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));  // before: INTERNAL (19)
+  CHECK_THAT(r.output, Catch::Contains(dir + ": malformed or mistyped JSON"));
+  CHECK_FALSE(fs::exists(dir + "/r.html"));
 }
