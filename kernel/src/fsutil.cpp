@@ -17,8 +17,25 @@ namespace umlos {
 
 namespace {
 
+// EACCES and EPERM are the user's permissions, not a broken device: they get
+// PERMISSION_DENIED so a script can tell them apart from I/O errors.
 [[noreturn]] void fail_io(const std::string& what, const std::string& path, int err) {
-  throw Failure(UMLOS_IO_ERROR, what + " '" + path + "': " + std::strerror(err));
+  const umlos_status code = (err == EACCES || err == EPERM) ? UMLOS_PERMISSION_DENIED : UMLOS_IO_ERROR;
+  throw Failure(code, what + " '" + path + "': " + std::strerror(err));
+}
+
+const char* file_type_name(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+[[noreturn]] void fail_too_large(const std::string& path, uint64_t limit, const std::string& size) {
+  throw Failure(UMLOS_RESOURCE_EXHAUSTED, "'" + path + "' is " + size + ", above the reader's limit of " +
+                                              std::to_string(limit) + " bytes");
 }
 
 // Closes a descriptor on every path out of a function.
@@ -51,15 +68,21 @@ std::string parent_folder(const std::string& path) {
 
 }  // namespace
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+std::vector<uint8_t> read_file(const std::string& path, uint64_t limit) {
+  // O_NONBLOCK: opening a FIFO for reading blocks until a writer comes;
+  // non-blocking, the open returns at once and fstat can refuse it.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) fail_io("cannot open", path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail_io("cannot stat", path, errno);
   if (S_ISDIR(st.st_mode)) fail_io("cannot read", path, EISDIR);
+  if (!S_ISREG(st.st_mode))
+    throw Failure(UMLOS_INVALID_ARGUMENT,
+                  "'" + path + "' is " + file_type_name(st.st_mode) + ", expected a regular file");
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > limit)
+    fail_too_large(path, limit, std::to_string(st.st_size) + " bytes");
   std::vector<uint8_t> out;
-  // The size is a hint only: the file may be a pipe or change while we read.
-  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  out.reserve(static_cast<size_t>(st.st_size));
   uint8_t buf[1 << 16];
   for (;;) {
     const ssize_t n = ::read(fd.get(), buf, sizeof buf);
@@ -68,13 +91,16 @@ std::vector<uint8_t> read_file(const std::string& path) {
       fail_io("cannot read", path, errno);
     }
     if (n == 0) break;
+    // The file may grow while we read: the limit holds for what is read.
+    if (out.size() + static_cast<size_t>(n) > limit)
+      fail_too_large(path, limit, "more than " + std::to_string(limit) + " bytes (it grew while read)");
     out.insert(out.end(), buf, buf + n);
   }
   return out;
 }
 
-std::string read_text_file(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file(path);
+std::string read_text_file(const std::string& path, uint64_t limit) {
+  const std::vector<uint8_t> bytes = read_file(path, limit);
   return std::string(bytes.begin(), bytes.end());
 }
 
@@ -136,7 +162,7 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
   write_file_atomic_at(dir.get(), name, path, data, size);
 }
 
-std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path) {
+std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path, uint64_t limit) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
     throw Failure(UMLOS_INTERNAL, path + ": zlib inflateInit2 failed");
@@ -154,7 +180,13 @@ std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path) {
       inflateEnd(&zs);
       throw Failure(UMLOS_DATA_LOSS, path + ": gzip data is invalid (" + msg + ")");
     }
-    out.append(buf, sizeof buf - zs.avail_out);
+    const size_t produced = sizeof buf - zs.avail_out;
+    if (out.size() + produced > limit) {
+      inflateEnd(&zs);
+      throw Failure(UMLOS_RESOURCE_EXHAUSTED, "'" + path + "' decompresses to more than " + std::to_string(limit) +
+                                                  " bytes, the gzip reader's limit");
+    }
+    out.append(buf, produced);
     if (rc != Z_STREAM_END && zs.avail_in == 0 && zs.avail_out != 0) {
       inflateEnd(&zs);
       throw Failure(UMLOS_DATA_LOSS, path + ": gzip data is truncated");

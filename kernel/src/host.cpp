@@ -182,6 +182,7 @@ DriverInstance::~DriverInstance() {
 
 Tensor::~Tensor() {
   if (!base && driver && buffer) driver->desc->buffer_free(driver->instance, buffer);
+  if (held_bytes) *held_bytes -= bytes;
 }
 
 // --------------------------------------------------------- C service table
@@ -775,7 +776,7 @@ static void driver_status(const DriverInstance& d, umlos_status s, const std::st
   throw Failure(s, std::string("driver '") + d.desc->name + "': " + what + (msg.empty() ? "" : ": " + msg));
 }
 
-TensorPtr Host::make_tensor(int32_t dtype, const umlos_shape& shape) {
+TensorPtr Host::make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget) {
   require_driver(driver_);
   if (dtype_size(dtype) == 0) throw Failure(UMLOS_INVALID_ARGUMENT, "tensor dtype " + std::to_string(dtype) + " is invalid");
   if (shape.rank > UMLOS_MAX_RANK) throw Failure(UMLOS_INVALID_ARGUMENT, "tensor rank exceeds 8");
@@ -785,11 +786,25 @@ TensorPtr Host::make_tensor(int32_t dtype, const umlos_shape& shape) {
   for (uint32_t i = shape.rank; i < UMLOS_MAX_RANK; ++i) t->shape.dims[i] = 0;
   t->shape.reserved = 0;
   t->bytes = element_count(shape) * dtype_size(dtype);
+  // The run's memory budget, before the driver allocates anything (an
+  // operator asking for a huge tensor fails here, not after the machine
+  // ran out of memory).
+  const uint64_t held = *held_bytes_;
+  if (check_budget && memory_budget_ != 0 && (t->bytes > memory_budget_ || held > memory_budget_ - t->bytes)) {
+    throw Failure(UMLOS_QUOTA_EXCEEDED,
+                  "a tensor " + std::string(dtype_name(dtype)) + " " + shape_string(shape) + " of " +
+                      std::to_string(t->bytes) + " bytes, with the " + std::to_string(held) +
+                      " bytes of tensors already held, is over budgets.memory_bytes = " +
+                      std::to_string(memory_budget_) +
+                      (memory_budget_is_default_ ? " (the default; raise it in the manifest, 0 = no limit)" : ""));
+  }
   t->driver = driver_;
   umlos_buffer* b = nullptr;
   umlos_status s = driver_->desc->buffer_alloc(driver_->instance, driver_->ctx, t->bytes ? t->bytes : 1, 128, &b);
   driver_status(*driver_, s, "buffer_alloc(" + std::to_string(t->bytes) + " bytes)");
   t->buffer = b;
+  *held_bytes_ += t->bytes;
+  t->held_bytes = held_bytes_;
   return t;
 }
 

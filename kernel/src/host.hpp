@@ -5,6 +5,7 @@
 // One Host per process run. Not thread-safe: the procedure is sequential.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,6 +47,9 @@ struct Tensor {
   uint64_t byte_offset = 0;
   std::shared_ptr<DriverInstance> driver;
   std::shared_ptr<Tensor> base;  // non-null for views: keeps the storage alive
+  // The host's count of driver bytes held by live tensors (budgets.memory_bytes):
+  // the tensor's `bytes` are given back in ~Tensor. Null for views.
+  std::shared_ptr<std::atomic<uint64_t>> held_bytes;
   ~Tensor();
 };
 using TensorPtr = std::shared_ptr<Tensor>;
@@ -97,7 +101,7 @@ class Host {
   Digest driver_fingerprint() const;
 
   // ---- tensors (through the active driver)
-  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape);
+  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true);
   void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0);
   void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const;
   HostTensor to_host(const Tensor& t) const;
@@ -170,7 +174,18 @@ class Host {
   // The strategy services->plan_memory uses (the manifest's tmmu.strategy),
   // and the memory budget it enforces (budgets.memory_bytes; 0 = none).
   void set_active_strategy(const std::string& name);
-  void set_memory_budget(uint64_t bytes) { memory_budget_ = bytes; }
+  // The same budget bounds every tensor allocation (make_tensor): the bytes
+  // of all live tensors may not exceed it, checked before the driver
+  // allocates (QUOTA_EXCEEDED naming the key, the tensor, its size and the
+  // budget). Arenas of an accepted plan are exempt: plan_checked() held
+  // their footprint against the budget, and the old storage is freed once
+  // the values moved.
+  // `is_default`: the manifest gave no budgets.memory_bytes (for messages).
+  void set_memory_budget(uint64_t bytes, bool is_default = false) {
+    memory_budget_ = bytes;
+    memory_budget_is_default_ = is_default;
+  }
+  uint64_t held_bytes() const { return *held_bytes_; }
   // plan() with the active strategy, then the kernel's checker and budget;
   // `observe`: hand the plan to the plan observer.
   void plan_checked(const umlos_plan_request& request, umlos_plan_result& result, bool observe = true);
@@ -202,6 +217,8 @@ class Host {
   Digest replay_token_{};
   const umlos_tmmu_strategy_desc* active_strategy_ = nullptr;
   uint64_t memory_budget_ = 0;
+  bool memory_budget_is_default_ = false;
+  std::shared_ptr<std::atomic<uint64_t>> held_bytes_ = std::make_shared<std::atomic<uint64_t>>(0);
   PlanObserver plan_observer_;
   class ValueArenas* value_arenas_ = nullptr;  // borrowed; see set_value_arenas
   bool strict_contracts_ = false;

@@ -17,6 +17,7 @@
 // Exit statuses: 0 success, 2 usage error, otherwise exit_code_for(failure
 // code) as listed in docs/exit-codes.md.
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -49,6 +50,30 @@ using namespace umlos;
 namespace {
 
 constexpr int kUsageExit = 2;
+// RUN_DIR/manifest.path holds one path (docs/security.md lists the readers).
+constexpr uint64_t kManifestPathReadLimit = 64 << 10;
+
+// JSON inputs are read with nlohmann::json, whose parse and type errors are
+// exceptions of its own: one that a reader did not turn into a Failure is
+// still the input's fault, never a bug of ours, so it leaves the command as
+// INVALID_ARGUMENT naming the input (the library's message gives the byte
+// position of a parse error) instead of INTERNAL.
+template <typename Command>
+int json_edge(const std::string& input, Command&& command) {
+  try {
+    return command();
+  } catch (const nlohmann::json::exception& e) {
+    throw Failure(UMLOS_INVALID_ARGUMENT, input + ": malformed or mistyped JSON: " + e.what());
+  }
+}
+
+// The first argument that is not an option: the run folder that `replay`
+// and `report` read (for naming it in messages).
+std::string input_of(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!args[i].empty() && args[i][0] != '-') return args[i];
+  return "the input";
+}
 
 #define UMLOS_STR2(x) #x
 #define UMLOS_STR(x) UMLOS_STR2(x)
@@ -115,6 +140,9 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!parse(args, desc, pos, vm, "umlos run MANIFEST [--run-dir DIR] [--checkpoint-every N] [--quiet]\n"
                                    "       umlos run --resume RUN_DIR [--resume-from CHECKPOINT]"))
     return 0;
+  if (vm.count("checkpoint-every") && options.checkpoint_every < 0)
+    throw Failure(UMLOS_INVALID_ARGUMENT, "option --checkpoint-every: expected 0 (none) or a positive number of "
+                                          "iterations, found " + std::to_string(options.checkpoint_every));
   if (!vm.count("checkpoint-every")) options.checkpoint_every = -1;  // the manifest decides
   if (!resume_dir.empty()) {
     options.resume = true;
@@ -124,8 +152,14 @@ int cmd_run(const std::vector<std::string>& args) {
     if (manifest.empty()) {
       // The manifest the run was started from (module and data paths are
       // relative to it); the checkpoint's canonical bytes must match it.
-      std::ifstream in(std::filesystem::path(resume_dir) / "manifest.path");
-      std::getline(in, manifest);
+      // Read through the capped reader: a FIFO or a device there is refused
+      // instead of blocking or filling memory.
+      const std::string path_file = (std::filesystem::path(resume_dir) / "manifest.path").string();
+      std::error_code ec;
+      if (std::filesystem::exists(std::filesystem::symlink_status(path_file, ec))) {
+        const std::string text = read_text_file(path_file, kManifestPathReadLimit);
+        manifest = text.substr(0, text.find('\n'));
+      }
       if (manifest.empty()) {
         std::fprintf(stderr, "umlos: NOT_FOUND: %s/manifest.path is missing or empty: is '%s' a run folder? "
                              "(give the manifest as well: umlos run MANIFEST --resume RUN_DIR)\n",
@@ -267,7 +301,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   pos.add("ir", 1);
   po::variables_map vm;
   if (!parse(args, desc, pos, vm, "umlos exec IR [--mode forward|backward|inference] [--inputs FILE] [--seed S] [--json]")) return 0;
-  return run_exec(o);
+  return json_edge(o.inputs_file.empty() ? o.ir_file : o.inputs_file, [&] { return run_exec(o); });
 }
 
 std::vector<uint32_t> parse_words(const std::string& text, size_t count, const char* what) {
@@ -334,9 +368,9 @@ int main(int argc, char** argv) {
     if (command == "conformance") return cmd_conformance(rest);
     if (command == "rng") return cmd_rng(rest);
     if (command == "exec") return cmd_exec(rest);
-    if (command == "replay") return umlos::cmd_replay(rest);
-    if (command == "report") return umlos::cmd_report(rest);
-    if (command == "export") return umlos::cmd_export(rest);
+    if (command == "replay") return json_edge(input_of(rest), [&] { return umlos::cmd_replay(rest); });
+    if (command == "report") return json_edge(input_of(rest), [&] { return umlos::cmd_report(rest); });
+    if (command == "export") return json_edge(input_of(rest), [&] { return umlos::cmd_export(rest); });
     if (command == "dataset") return umlos::cmd_dataset(rest);
 #ifdef UMLOS_HAVE_PLAN
     if (command == "plan") return umlos::cmd_plan(rest);
@@ -349,6 +383,10 @@ int main(int argc, char** argv) {
   } catch (const Failure& f) {
     std::fprintf(stderr, "umlos: %s: %s\n", status_name(f.code()), f.what());
     return exit_code_for(f.code());
+  } catch (const nlohmann::json::exception& e) {
+    // Any other command's JSON input (json_edge names the file where it can).
+    std::fprintf(stderr, "umlos: INVALID_ARGUMENT: malformed or mistyped JSON input: %s\n", e.what());
+    return exit_code_for(UMLOS_INVALID_ARGUMENT);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "umlos: internal error: %s\n", e.what());
     return exit_code_for(UMLOS_INTERNAL);

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <regex>
 #include <set>
 
 #include "error.hpp"
@@ -83,7 +82,98 @@ std::string list_words(const std::vector<std::string>& words) {
   return out;
 }
 
-bool full_match(const std::string& s, const std::regex& re) { return std::regex_match(s, re); }
+// ------------------------------------------------ linear scanners
+// Hand-written matchers for the scalar forms below: std::regex recurses once
+// per repeated character, so a plain scalar of tens of thousands of digits
+// or letters overflowed the stack. These take O(length) time and O(1) stack.
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_word(char c) { return is_alpha(c) || is_digit(c) || c == '_'; }
+
+// The index just past the run of characters satisfying `pred` from `i`.
+template <typename Pred>
+size_t skip(const std::string& s, size_t i, Pred pred) {
+  while (i < s.size() && pred(s[i])) ++i;
+  return i;
+}
+
+// [-+]?[0-9]+
+bool is_decimal(const std::string& s) {
+  const size_t start = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  return s.size() > start && skip(s, start, is_digit) == s.size();
+}
+
+// 0x[0-9a-fA-F]+
+bool is_hexadecimal(const std::string& s) {
+  return s.size() > 2 && s[0] == '0' && s[1] == 'x' && skip(s, 2, is_hex) == s.size();
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool is_float(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i < s.size() && s[i] == '.') {
+    const size_t j = skip(s, i + 1, is_digit);
+    if (j == i + 1) return false;
+    i = j;
+  } else {
+    const size_t j = skip(s, i, is_digit);
+    if (j == i) return false;
+    i = j;
+    if (i < s.size() && s[i] == '.') i = skip(s, i + 1, is_digit);
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    const size_t j = skip(s, i, is_digit);
+    if (j == i) return false;
+    i = j;
+  }
+  return i == s.size();
+}
+
+// PREFIX\[[0-9]+\]SUFFIX
+bool is_indexed_key(const std::string& s, const std::string& prefix, const std::string& suffix) {
+  if (s.compare(0, prefix.size(), prefix) != 0) return false;
+  const size_t open = prefix.size();
+  if (open >= s.size() || s[open] != '[') return false;
+  const size_t close = skip(s, open + 1, is_digit);
+  if (close == open + 1 || close >= s.size() || s[close] != ']') return false;
+  return s.compare(close + 1, std::string::npos, suffix) == 0;
+}
+
+// [A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+_v[0-9]+ : dot-separated
+// words, at least two, the last one ending in _v<digits>.
+bool is_operator_name(const std::string& s) {
+  size_t i = 0, words = 0, last_start = 0;
+  for (;;) {
+    if (i >= s.size() || !is_alpha(s[i])) return false;
+    last_start = i;
+    i = skip(s, i, is_word);
+    ++words;
+    if (i == s.size()) break;
+    if (s[i] != '.') return false;
+    ++i;
+  }
+  if (words < 2) return false;
+  // The trailing digits, then "_v", with at least one character before it.
+  size_t d = s.size();
+  while (d > last_start && is_digit(s[d - 1])) --d;
+  return d < s.size() && d >= last_start + 3 && s[d - 1] == 'v' && s[d - 2] == '_';
+}
+
+// [A-Za-z0-9_][A-Za-z0-9_.-]*
+bool is_folder_name(const std::string& s) {
+  return !s.empty() && is_word(s[0]) &&
+         skip(s, 1, [](char c) { return is_word(c) || c == '.' || c == '-'; }) == s.size();
+}
+
+// [A-Za-z0-9_./+][A-Za-z0-9_./+-]*
+bool is_plain_safe(const std::string& s) {
+  auto safe = [](char c) { return is_word(c) || c == '.' || c == '/' || c == '+'; };
+  return !s.empty() && safe(s[0]) && skip(s, 1, [&](char c) { return safe(c) || c == '-'; }) == s.size();
+}
 
 // One past the closing quote of the quoted scalar opening at text[pos], or
 // npos when it is not closed (yaml-cpp 0.7 accepts an unterminated quoted
@@ -118,7 +208,11 @@ class Parser {
          std::vector<ScalarSpan>* spans)
       : file_(file), allow_unpinned_(allow_unpinned), m_(out), spans_(spans) {}
 
-  void parse(const std::string& text) {
+  void parse(const std::string& text, uint64_t size_limit) {
+    if (text.size() > size_limit)
+      throw Failure(UMLOS_RESOURCE_EXHAUSTED, file_ + ": the document is " + std::to_string(text.size()) +
+                                                  " bytes, above the limit of " + std::to_string(size_limit) +
+                                                  " bytes");
     text_ = text;
     std::vector<YAML::Node> documents;
     try {
@@ -199,10 +293,7 @@ class Parser {
     if (s == "true" || s == "True" || s == "TRUE") return Value::boolean(true);
     if (s == "false" || s == "False" || s == "FALSE") return Value::boolean(false);
 
-    static const std::regex decimal(R"([-+]?[0-9]+)");
-    static const std::regex hexadecimal(R"(0x[0-9a-fA-F]+)");
-    static const std::regex floating(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-    if (full_match(s, decimal)) {
+    if (is_decimal(s)) {
       const bool negative = s[0] == '-';
       const size_t skip = (s[0] == '-' || s[0] == '+') ? 1 : 0;
       uint64_t magnitude = 0;
@@ -214,14 +305,14 @@ class Parser {
       if (!negative || magnitude == 0) return Value::uinteger(magnitude);
       return Value::neg_integer(magnitude - 1);
     }
-    if (full_match(s, hexadecimal)) {
+    if (is_hexadecimal(s)) {
       uint64_t v = 0;
       const auto r = std::from_chars(s.data() + 2, s.data() + s.size(), v, 16);
       if (r.ec != std::errc())
         fail_at(node.Mark(), path, "integer " + s + " is out of range (at most 64 bits)");
       return Value::uinteger(v);
     }
-    if (full_match(s, floating)) {
+    if (is_float(s)) {
       const size_t skip = s[0] == '+' ? 1 : 0;
       double d = 0.0;
       const auto r = std::from_chars(s.data() + skip, s.data() + s.size(), d);
@@ -260,7 +351,14 @@ class Parser {
   }
 
   // Any YAML node as CBOR, recording the mark of every key path below it.
+  // Aliases are expanded here (yaml-cpp shares the aliased node), so nested
+  // aliases ("billion laughs") would make the tree exponentially large: the
+  // nodes converted are counted against kMaxYamlNodes.
   Value convert(const YAML::Node& node, const std::string& path) {
+    if (++nodes_converted_ > kMaxYamlNodes)
+      fail_at(node.Mark(), path,
+              "the document expands to more than " + std::to_string(kMaxYamlNodes) +
+                  " YAML nodes (are aliases nested?); the limit keeps expansion bounded");
     switch (node.Type()) {
       case YAML::NodeType::Map: {
         check_collection_tag(node, path, "tag:yaml.org,2002:map");
@@ -292,8 +390,7 @@ class Parser {
   }
 
   static bool is_digest_path(const std::string& path) {
-    static const std::regex digest(R"((modules\[[0-9]+\]\.sha256)|(datasets\[[0-9]+\]\.hash))");
-    return full_match(path, digest);
+    return is_indexed_key(path, "modules", ".sha256") || is_indexed_key(path, "datasets", ".hash");
   }
 
   void check_collection_tag(const YAML::Node& node, const std::string& path,
@@ -424,6 +521,13 @@ class Parser {
       free_map(top.at("config"), "config");
       m_.config = *canonical.find("config");
     }
+    single_process_only(m_.config, "config");
+    single_process_only(m_.driver_config, "driver.config");
+    single_process_only(m_.tmmu_config, "tmmu.config");
+    if (const Value* every = m_.config.find("checkpoint_every"); every && every->kind() != Value::Kind::UInt)
+      throw Failure(UMLOS_MANIFEST_INVALID, m_.where("config.checkpoint_every") +
+                                                ": key 'config.checkpoint_every': expected an unsigned integer "
+                                                "(0 = no periodic checkpoints), found " + cbor::diagnostic(*every));
     m_.policy = Value::map();
     if (top.count("policy")) {
       policy(top.at("policy"));
@@ -545,7 +649,6 @@ class Parser {
   }
 
   void operators(const Entry& e) {
-    static const std::regex operator_name(R"([A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+_v[0-9]+)");
     if (!e.value.IsMap())
       fail_at(mark_of(e), "operators",
               "expected a map of role: operator name, found " + found(e.value, scalar_or_null(e.value, "operators")));
@@ -559,7 +662,7 @@ class Parser {
       if (!op.value.IsScalar() || v.kind() != Value::Kind::Text)
         fail_at(mark_of(op), path,
                 "expected a fully-qualified operator name or null, found " + found(op.value, v));
-      if (!full_match(v.as_text(), operator_name))
+      if (!is_operator_name(v.as_text()))
         fail_at(mark_of(op), path,
                 "expected a fully-qualified operator name like 'UML_OS.Model.Encode_v1' "
                 "(Namespace.Name_vN), found '" + v.as_text() + "'");
@@ -618,19 +721,40 @@ class Parser {
   void name_space(const Entry& e) {
     // Each part becomes a folder under UML_OS_ROOT (spec 004 0.N): no
     // separators, no "." or "..", so a manifest cannot point outside it.
-    static const std::regex part(R"([A-Za-z0-9_][A-Za-z0-9_.-]*)");
     const auto n = fixed_map(e.value, mark_of(e), "namespace", {"org", "unit", "project", "experiment"}, {});
     for (const auto& [k, ne] : n) {
       const std::string path = join("namespace", k);
       const std::string v = text(ne, path);
-      if (!full_match(v, part) || v == "." || v == "..")
+      if (!is_folder_name(v) || v == "." || v == "..")
         fail_at(mark_of(ne), path,
                 "expected a folder name of letters, digits, '_', '.', '-' (not starting with '.' or '-'), "
                 "found '" + v + "'");
     }
   }
 
+  // Refuses settings of distributed training (spec 004 0.R): this kernel
+  // runs one process, so world_size other than 1, rank other than 0 or a
+  // distributed_mode other than none would be silently wrong (a rank trains
+  // on its slice of the data while the trace says world_size 1).
+  void single_process_only(const Value& map, const std::string& prefix) const {
+    if (map.kind() != Value::Kind::Map) return;
+    auto refuse = [&](const std::string& key, const std::string& expected, const Value& v) {
+      const std::string path = join(prefix, key);
+      throw Failure(UMLOS_UNIMPLEMENTED,
+                    m_.where(path) + ": key '" + path + "': multi-process (distributed) runs are not implemented: " +
+                        "expected " + expected + ", found " + cbor::diagnostic(v));
+    };
+    if (const Value* w = map.find("world_size"); w && !(w->kind() == Value::Kind::UInt && w->as_uint() == 1))
+      refuse("world_size", "1", *w);
+    if (const Value* r = map.find("rank"); r && !(r->kind() == Value::Kind::UInt && r->as_uint() == 0))
+      refuse("rank", "0", *r);
+    if (const Value* d = map.find("distributed_mode");
+        d && !(d->kind() == Value::Kind::Text && d->as_text() == "none"))
+      refuse("distributed_mode", "none", *d);
+  }
+
   const std::string& file_;
+  size_t nodes_converted_ = 0;
   std::string text_;  // the source, for checks yaml-cpp does not make
   bool allow_unpinned_;
   Manifest& m_;
@@ -638,11 +762,12 @@ class Parser {
 };
 
 Manifest parse_impl(const std::string& yaml_text, const std::string& file, const std::string& base_dir,
-                    bool allow_unpinned, std::vector<ScalarSpan>* spans) {
+                    bool allow_unpinned, std::vector<ScalarSpan>* spans,
+                    uint64_t size_limit = kManifestReadLimit) {
   Manifest m;
   m.file = file;
   m.dir = base_dir.empty() ? "." : base_dir;
-  Parser(file, allow_unpinned, m, spans).parse(yaml_text);
+  Parser(file, allow_unpinned, m, spans).parse(yaml_text, size_limit);
   return m;
 }
 
@@ -669,8 +794,7 @@ size_t scalar_end(const std::string& text, const ScalarSpan& s) {
 
 // A scalar for the rewritten text, in the style the original used.
 std::string render(const std::string& value, bool quoted, char original_quote) {
-  static const std::regex plain_safe(R"([A-Za-z0-9_./+][A-Za-z0-9_./+-]*)");
-  if (!quoted && std::regex_match(value, plain_safe)) return value;
+  if (!quoted && is_plain_safe(value)) return value;
   if (original_quote == '\'') {
     std::string out = "'";
     for (char c : value) out += c == '\'' ? std::string("''") : std::string(1, c);
@@ -692,11 +816,11 @@ Manifest parse_manifest(const std::string& yaml_text, const std::string& file, c
 }
 
 Manifest load_manifest(const std::string& file, bool allow_unpinned) {
-  return parse_impl(read_text_file(file), file, folder_of(file), allow_unpinned, nullptr);
+  return parse_impl(read_text_file(file, kManifestReadLimit), file, folder_of(file), allow_unpinned, nullptr);
 }
 
 void pin_manifest(const std::string& in_file, const std::string& out_file) {
-  const std::string text = read_text_file(in_file);
+  const std::string text = read_text_file(in_file, kManifestReadLimit);
   std::vector<ScalarSpan> spans;
   const Manifest m = parse_impl(text, in_file, folder_of(in_file), true, &spans);
 
@@ -774,6 +898,10 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
 }
 
 cbor::Value parse_yaml_value(const std::string& yaml_text, const std::string& label) {
+  if (yaml_text.size() > kYamlValueSizeLimit)
+    throw Failure(UMLOS_RESOURCE_EXHAUSTED, label + ": the document is " + std::to_string(yaml_text.size()) +
+                                                " bytes, above the limit of " + std::to_string(kYamlValueSizeLimit) +
+                                                " bytes");
   // Embedded as the single config value of a minimal manifest, so one reader
   // (and one YAML typing) serves manifests, IR files and test vectors.
   std::string text =
@@ -786,7 +914,7 @@ cbor::Value parse_yaml_value(const std::string& yaml_text, const std::string& la
     text += "    " + yaml_text.substr(start, end - start) + "\n";
     start = end + 1;
   }
-  Manifest m = parse_manifest(text, label, ".", true);
+  Manifest m = parse_impl(text, label, ".", true, nullptr, std::numeric_limits<uint64_t>::max());
   const cbor::Value* v = m.config.find("value");
   if (!v || v->is_null()) throw Failure(UMLOS_MANIFEST_INVALID, label + ": the document is empty");
   return *v;

@@ -21,6 +21,18 @@ namespace umlos {
 inline constexpr const char* kDefaultSpecVersion = "UML_OS-v3.8-OS";
 inline constexpr int64_t kDaemonConcurrencyMax = 16;  // spec 004 0.Q
 
+// Bounds on what a YAML document may cost (docs/security.md): a manifest
+// file is at most kManifestReadLimit bytes (fsutil.hpp), a standalone YAML
+// value (ModelIR files, test vectors) at most kYamlValueSizeLimit, and
+// either expands (aliases included) to at most kMaxYamlNodes nodes.
+inline constexpr uint64_t kYamlValueSizeLimit = uint64_t{64} << 20;  // 64 MiB
+inline constexpr size_t kMaxYamlNodes = 1'000'000;
+
+// budgets.memory_bytes when the manifest gives none: the bytes all live
+// tensors of a run may hold (Host::make_tensor checks it before allocating).
+// A manifest sets 0 for no limit (docs/manifest.md).
+inline constexpr uint64_t kDefaultMemoryBudget = uint64_t{4} << 30;  // 4 GiB
+
 // The VI-procedure roles an `operators:` map may name (docs/manifest.md).
 const std::vector<std::string>& operator_roles();
 

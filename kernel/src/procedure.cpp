@@ -454,7 +454,15 @@ cbor::Value operator_config(const Manifest& m) {
 
 fs::path resolve_namespace_path(const Manifest& m, const std::vector<std::pair<std::string, std::string>>& parts,
                                 const std::string& job_id) {
+  // UML_OS_ROOT/namespaces itself must be a folder inside the root: a
+  // symbolic link there would move every job folder outside UML_OS_ROOT.
+  const fs::path root = fs::weakly_canonical(fs::absolute(fs::path(umlos_root())));
   const fs::path base = fs::weakly_canonical(fs::absolute(fs::path(umlos_root()) / "namespaces"));
+  if (base != root / "namespaces") {
+    throw Failure(UMLOS_NAMESPACE_VIOLATION, "'" + (fs::path(umlos_root()) / "namespaces").string() +
+                                                 "' resolves to '" + base.string() + "', outside UML_OS_ROOT '" +
+                                                 root.string() + "' (a symbolic link?); make it a plain folder");
+  }
   fs::path p = base;
   for (const auto& [key, value] : parts) {
     bool ok = !value.empty() && value != "." && value != ".." && value.size() <= 128;
@@ -640,6 +648,8 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     if (const cbor::Value* mb = lookup(manifest.canonical, "budgets.memory_bytes");
         mb && mb->kind() == cbor::Value::Kind::UInt) {
       rs.host.set_memory_budget(mb->as_uint());
+    } else {
+      rs.host.set_memory_budget(kDefaultMemoryBudget, true);
     }
     rs.host.activate_driver(manifest.driver_name);
     if (!manifest.tmmu_strategy.empty() && manifest.tmmu_values == "arenas") {

@@ -151,7 +151,7 @@ void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
     umlos_shape s{};
     s.rank = 1;
     s.dims[0] = static_cast<int64_t>(report.arena_footprint[a]);
-    fresh[a] = host_.make_tensor(UMLOS_DTYPE_U8, s);
+    fresh[a] = host_.make_tensor(UMLOS_DTYPE_U8, s, /*check_budget=*/false);  // checked as a plan above
   }
 
   std::map<std::string, Placement> placements;

@@ -88,8 +88,10 @@ TEST_CASE("t mod X and % select every X-th step, also for non-integral and negat
   CHECK(eval("t mod 2.5 == 2", m));
   CHECK(eval("-t mod 3 == 2", m));        // floored: -7 = 3*(-3) + 2
   CHECK(eval("t mod -3 == -2", m));       // sign of the divisor
-  CHECK_FALSE(eval("t mod 0 == 0", m));   // NaN: every comparison false
-  CHECK_FALSE(eval("t mod 0 != 0", m));
+  m.state = 0;                            // a divisor that is 0 at run time:
+  CHECK_FALSE(eval("t mod state == 0", m));  // NaN: every comparison false
+  CHECK_FALSE(eval("t mod state != 0", m));
+  CHECK_THROWS(eval("t mod 0 == 0", m));  // a constant 0 is refused when parsed
   CHECK(eval("t mod 4 mod 2 == 1", m));   // left-associative: (7 mod 4) mod 2
   m.t = 9007199254740991.0;               // 2^53 - 1: exact (fmod)
   CHECK(eval("t mod 3 == 1", m));

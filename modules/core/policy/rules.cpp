@@ -2,6 +2,7 @@
 // rule language (rules.hpp has the grammar and the semantics).
 #include "rules.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -36,6 +37,7 @@ enum class Var { SilMean, LossDelta, GradNorm, ResourceUtil, T, State };
 
 struct Condition::Node {
   Op op = Op::Number;
+  int depth = 1;  // levels of the tree below and including this node
   double number = 0.0;  // Number; Bool: 0/1
   Var var = Var::T;
   std::shared_ptr<const Node> a, b;
@@ -88,6 +90,12 @@ double floored_mod(double x, double y) {
 }
 
 double num(const Condition::Node& n, const Metrics& m);
+
+// True when the (numeric) sub-tree names no metric: its value is fixed.
+bool is_constant(const Condition::Node& n) {
+  if (n.op == Op::Var) return false;
+  return (!n.a || is_constant(*n.a)) && (!n.b || is_constant(*n.b));
+}
 
 bool truth(const Condition::Node& n, const Metrics& m) {
   switch (n.op) {
@@ -265,6 +273,24 @@ class Parser {
  public:
   explicit Parser(std::vector<Token> toks) : toks_(std::move(toks)) {}
 
+  // Counts one level of nesting ('(', 'not', unary '-') for the life of a
+  // recursive call: the parser, the evaluator and the canonical printer all
+  // recurse, so the depth is bounded (kMaxConditionDepth) before the stack is.
+  class Level {
+   public:
+    Level(Parser& p, int column) : p_(p) {
+      if (++p_.depth_ > kMaxConditionDepth)
+        syntax(column, "the condition nests deeper than " + std::to_string(kMaxConditionDepth) +
+                           " levels (parentheses, 'not', unary '-')");
+    }
+    ~Level() { --p_.depth_; }
+    Level(const Level&) = delete;
+    Level& operator=(const Level&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
   NodePtr parse() {
     if (peek().kind == Tok::End) syntax(1, "the condition is empty");
     Parsed p = or_expr();
@@ -282,9 +308,16 @@ class Parser {
   bool is_sym(const char* s) const { return peek().kind == Tok::Sym && peek().text == s; }
   bool is_word(const char* s) const { return peek().kind == Tok::Word && peek().text == s; }
 
-  static NodePtr make(Op op, NodePtr a = nullptr, NodePtr b = nullptr) {
+  // A node over its operands; `column` is where the operator stands. A chain
+  // of operators ("a or b or c ...") makes the tree deep without parentheses,
+  // so the tree's depth is bounded as well.
+  static NodePtr make(Op op, int column, NodePtr a = nullptr, NodePtr b = nullptr) {
     auto n = std::make_shared<Condition::Node>();
     n->op = op;
+    n->depth = 1 + std::max(a ? a->depth : 0, b ? b->depth : 0);
+    if (n->depth > kMaxConditionDepth)
+      syntax(column, "the condition nests deeper than " + std::to_string(kMaxConditionDepth) +
+                         " levels (a chain of operators counts one level per operator)");
     n->a = std::move(a);
     n->b = std::move(b);
     return n;
@@ -306,7 +339,7 @@ class Parser {
       want_bool(lhs, "the left operand of '" + op.text + "'");
       Parsed rhs = and_expr();
       want_bool(rhs, "the right operand of '" + op.text + "'");
-      lhs = {make(Op::Or, lhs.node, rhs.node), lhs.column};
+      lhs = {make(Op::Or, op.column, lhs.node, rhs.node), lhs.column};
     }
     return lhs;
   }
@@ -317,16 +350,17 @@ class Parser {
       want_bool(lhs, "the left operand of '" + op.text + "'");
       Parsed rhs = not_expr();
       want_bool(rhs, "the right operand of '" + op.text + "'");
-      lhs = {make(Op::And, lhs.node, rhs.node), lhs.column};
+      lhs = {make(Op::And, op.column, lhs.node, rhs.node), lhs.column};
     }
     return lhs;
   }
   Parsed not_expr() {
     if (is_word("not") || is_sym("!")) {
       const Token op = next();
+      const Level level(*this, op.column);
       Parsed a = not_expr();
       want_bool(a, "the operand of '" + op.text + "'");
-      return {make(Op::Not, a.node), op.column};
+      return {make(Op::Not, op.column, a.node), op.column};
     }
     return comparison();
   }
@@ -354,7 +388,7 @@ class Parser {
     if (cmp_op(peek(), &again))
       syntax(peek().column, "comparisons cannot be chained ('" + opt.text + "' then '" + peek().text +
                                 "'); combine them with 'and'");
-    return {make(op, lhs.node, rhs.node), lhs.column};
+    return {make(op, opt.column, lhs.node, rhs.node), lhs.column};
   }
   Parsed modulo() {
     Parsed lhs = unary();
@@ -363,13 +397,23 @@ class Parser {
       want_number(lhs, "the left operand of '" + op.text + "'");
       Parsed rhs = unary();
       want_number(rhs, "the right operand of '" + op.text + "'");
-      lhs = {make(Op::Mod, lhs.node, rhs.node), lhs.column};
+      // x mod 0 is NaN for every x, so such a rule could never match: a
+      // divisor that is zero whatever the metrics is a mistake in the rule.
+      if (is_constant(*rhs.node)) {
+        const double divisor = num(*rhs.node, Metrics{});
+        if (divisor == 0.0 || std::isnan(divisor))
+          syntax(rhs.column, "the divisor of '" + op.text + "' is always " + number_text(divisor) +
+                                 " ('" + canonical_of(*rhs.node) + "'), so x " + op.text +
+                                 " it is undefined for every x");
+      }
+      lhs = {make(Op::Mod, op.column, lhs.node, rhs.node), lhs.column};
     }
     return lhs;
   }
   Parsed unary() {
     if (is_sym("-")) {
       const Token op = next();
+      const Level level(*this, op.column);
       Parsed a = unary();
       want_number(a, "the operand of '-'");
       if (a.node->op == Op::Number) {  // fold "-3" into a literal
@@ -377,7 +421,7 @@ class Parser {
         n->number = -n->number;
         return {n, op.column};
       }
-      return {make(Op::Neg, a.node), op.column};
+      return {make(Op::Neg, op.column, a.node), op.column};
     }
     return primary();
   }
@@ -419,6 +463,7 @@ class Parser {
     }
     if (is_sym("(")) {
       const Token open = next();
+      const Level level(*this, open.column);
       Parsed inner = or_expr();
       if (!is_sym(")"))
         syntax(peek().column, "expected ')' to close the '(' at column " + std::to_string(open.column) +
@@ -431,6 +476,7 @@ class Parser {
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 std::string quoted(const std::string& s) {

@@ -32,6 +32,12 @@
 // and every operand of and/or/not, is boolean; comparison and mod operands
 // are numbers.
 //
+// Limits: a condition nests at most kMaxConditionDepth levels deep, where
+// each '(' , 'not', unary '-' and each operator of a chain counts one level
+// (the parser and the evaluator recurse; the bound keeps them off the end of
+// the stack). The divisor of 'mod' must not be a constant 0 (or NaN): such a
+// rule could never be true. Both are POLICY_INVALID naming the rule.
+//
 // Semantics: numbers are binary64. A missing metric is NaN; any comparison
 // with a NaN operand is false (also `!=`), so `not (sil_mean > 0.3)` is
 // true before the first probe. x mod y = x - y*floor(x/y) computed exactly
@@ -48,6 +54,9 @@
 
 namespace umlos {
 namespace policy {
+
+// How deeply a condition may nest (see "Limits" above).
+inline constexpr int kMaxConditionDepth = 256;
 
 // Spec 004 0.D: the fixed action order; `action` values index it.
 inline constexpr const char* kActionNames[4] = {"optimize", "probe", "switch", "augment"};

@@ -25,6 +25,9 @@ void walk_step(sdk::Context& c) {
   const int64_t dim = c.config<int64_t>("walk.dim", 8);
   const double sigma = c.config<double>("walk.sigma", 0.1);
   if (dim <= 0) throw sdk::Error(UMLOS_INVALID_ARGUMENT, sdk::cat("config walk.dim must be positive, got ", dim));
+  // The kernel's tensor first: it checks the run's memory budget before
+  // this module allocates `dim` doubles of its own.
+  umlos_tensor* noise = c.temp(UMLOS_DTYPE_F64, {dim});
   std::vector<double> position(static_cast<size_t>(dim), 0.0);
   if (const umlos_tensor* old = c.optional_input("walk.position")) {
     position = c.read<double>(old);
@@ -34,7 +37,6 @@ void walk_step(sdk::Context& c) {
     }
   }
   // One draw of `dim` normals, produced on the driver's device.
-  umlos_tensor* noise = c.temp(UMLOS_DTYPE_F64, {dim});
   c.draw(UMLOS_STREAM_MISC, UMLOS_DIST_NORMAL_F64, noise);
   std::vector<double> n = c.read<double>(noise);
   for (size_t i = 0; i < position.size(); ++i) position[i] += sigma * n[i];
