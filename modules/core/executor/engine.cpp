@@ -81,8 +81,6 @@ uint64_t checked_bytes(const sdk::Shape& shape, int32_t dtype, const std::string
   return bytes;
 }
 
-}  // namespace
-
 void finalize(Graph& g) {
   std::set<std::string> declared;
   for (const TensorDecl& d : g.declared) {

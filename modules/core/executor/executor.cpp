@@ -275,12 +275,21 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
   std::map<std::string, sdk::Shape> bound;  // dynamic inputs' shapes in this call
   for (const ir::TensorDecl& d : g.declared) {
     if (!d.value.empty()) {
-      umlos_tensor* t = c.temp(d.dtype, d.shape);
-      std::vector<double> v(sdk::element_count(d.shape), d.value[0]);
-      if (d.value.size() > 1) v = d.value;
-      if (d.dtype == UMLOS_DTYPE_F64) c.write(t, v);
-      else if (d.dtype == UMLOS_DTYPE_F32) c.write(t, std::vector<float>(v.begin(), v.end()));
-      else c.write(t, std::vector<int64_t>(v.begin(), v.end()));
+      umlos_tensor* t = nullptr;
+      try {
+        t = c.temp(d.dtype, d.shape);
+        std::vector<double> v(sdk::element_count(d.shape), d.value[0]);
+        if (d.value.size() > 1) v = d.value;
+        if (d.dtype == UMLOS_DTYPE_F64) c.write(t, v);
+        else if (d.dtype == UMLOS_DTYPE_F32) c.write(t, std::vector<float>(v.begin(), v.end()));
+        else c.write(t, std::vector<int64_t>(v.begin(), v.end()));
+      } catch (const std::bad_alloc&) {
+        throw sdk::Error(UMLOS_RESOURCE_EXHAUSTED, "constant '", d.id, "' ", sdk::shape_string(d.shape),
+                         ": does not fit in memory");
+      } catch (const sdk::Error& e) {
+        if (e.code() != UMLOS_RESOURCE_EXHAUSTED) throw;
+        throw sdk::Error(e.code(), "constant '", d.id, "' ", sdk::shape_string(d.shape), ": ", e.what());
+      }
       tensor[d.id] = t;
       continue;
     }
