@@ -329,7 +329,10 @@ std::string timeline(const Run& run, const std::string& key, const std::vector<s
     size_t idx = std::find(labels.begin(), labels.end(), b.label) - labels.begin();
     const std::string colour = idx < colours.size() ? colours[idx] : "#999999";
     const double x = left(b.t0), w = std::max(0.6, left(b.t1 + 1) - x);
-    s += "<rect class=\"mark " + esc(b.label) + "\" x=\"" + coord(x) + "\" y=\"" + coord(kTop) + "\" width=\"" +
+    // The class comes from the report's own list; a trace's label (any
+    // text a run folder holds) is only ever shown, escaped, as text.
+    const std::string cls = idx < labels.size() ? labels[idx] : "other";
+    s += "<rect class=\"mark " + cls + "\" x=\"" + coord(x) + "\" y=\"" + coord(kTop) + "\" width=\"" +
          coord(w) + "\" height=\"" + coord(h - kTop - 14) + "\" fill=\"" + colour + "\"><title>t=" +
          std::to_string(b.t0) + (b.t1 != b.t0 ? ".." + std::to_string(b.t1) : std::string()) + " " + esc(b.label) +
          "</title></rect>\n";
