@@ -62,7 +62,7 @@ TEST_CASE("Memory an IR asks for and the machine lacks is RESOURCE_EXHAUSTED nam
   CHECK_THAT(r.output, !Catch::Contains("INTERNAL"));
 }
 
-TEST_CASE("--inputs with a number out of range is INVALID_ARGUMENT naming the tensor", "[modelir][security]") {
+TEST_CASE("A number out of range or of the wrong kind in --inputs is INVALID_ARGUMENT naming the tensor", "[modelir][security]") {
   const std::string dir = temp_dir("ir-1e400");
   const std::string ir = "tensors:\n  - {id: x, role: input, shape: [2]}\n  - {id: k, role: input, shape: [2], dtype: i64}\n"
                          "  - {id: h, role: input, shape: [2], dtype: f32}\n"

@@ -657,10 +657,6 @@ void init_from_ir(sdk::Context& c) {
     sdk::Shape shape;
     int32_t dtype;
   };
-  // The whole graph is checked first (schema, unknown keys, shapes whose
-  // size overflows 64 bits: INVALID_IR naming the tensor) so that nothing
-  // below multiplies an unchecked shape.
-  (void)ir::load_graph(*ir);
   std::vector<Item> order;
   uint64_t total = 0;
   std::string largest;
@@ -672,6 +668,10 @@ void init_from_ir(sdk::Context& c) {
     sdk::Shape shape;
     for (const Value& d : t.at("shape").items()) shape.push_back(d.as_int());
     const int32_t dtype = t.find("dtype") ? ir::parse_dtype(t.at("dtype").as_text(), "tensor '" + id + "'") : graph_dtype;
+    // A shape whose size overflows 64 bits is INVALID_IR naming the tensor
+    // before anything is multiplied or drawn (the rest of the graph is the
+    // executor's to check, with its failure record).
+    ir::checked_bytes(shape, dtype, "tensor '" + id + "'");
     const uint64_t n = sdk::element_count(shape);
     if (__builtin_add_overflow(total, n, &total)) {
       throw sdk::Error(UMLOS_INVALID_IR, "tensor '", id, "': the graph's tensors hold more than 2^64 elements");
