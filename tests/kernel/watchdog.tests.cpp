@@ -83,7 +83,7 @@ TEST_CASE("A run with budgets.op_timeout_s fails with QUOTA_EXCEEDED naming the 
   CHECK(ok.exit_status == 0);
 }
 
-TEST_CASE("Out of memory inside an operator is RESOURCE_EXHAUSTED naming the operator; a wrapping shape INVALID_ARGUMENT",
+TEST_CASE("Out of memory inside an operator is RESOURCE_EXHAUSTED naming the operator, a wrapping shape INVALID_ARGUMENT",
           "[watchdog][runner][security]") {
   const std::string dir = temp_dir("op-oom");
   struct Case {
