@@ -1,9 +1,13 @@
 // conformance.cpp — see conformance.hpp.
 #include "conformance.hpp"
 
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -158,7 +162,9 @@ bool values_close(const umlos_tensor_data& expected, const HostTensor& actual, d
   }
   const bool bitwise = rel == 0.0 && abs == 0.0;
   if (bitwise || (actual.dtype != UMLOS_DTYPE_F32 && actual.dtype != UMLOS_DTYPE_F64)) {
-    if (std::memcmp(expected.data, actual.data.data(), expected.bytes) != 0) {
+    // An empty tensor has nothing to compare, and its data pointers may be
+    // null (memcmp's arguments must not be, whatever the size).
+    if (expected.bytes != 0 && std::memcmp(expected.data, actual.data.data(), expected.bytes) != 0) {
       for (uint64_t b = 0; b < expected.bytes; ++b) {
         if (static_cast<const uint8_t*>(expected.data)[b] != actual.data[b]) {
           why = "bytes differ first at byte " + std::to_string(b) + " (bitwise equality required)";
@@ -214,7 +220,7 @@ CaseRun run_case_here(const ConformanceOptions& opt, const std::string& module_p
       h.shape.rank = in.rank;
       for (uint32_t k = 0; k < in.rank; ++k) h.shape.dims[k] = in.dims[k];
       const auto* p = static_cast<const uint8_t*>(in.data);
-      h.data.assign(p, p + in.bytes);
+      if (in.bytes != 0) h.data.assign(p, p + in.bytes);  // an empty input's data may be NULL
       host.values()[in.name] = host.from_host(h);
     }
     Host::CallReport rep = host.call_operator(op);
@@ -256,7 +262,7 @@ CaseRun run_case_here(const ConformanceOptions& opt, const std::string& module_p
 
 // Forks, runs the case in the child, returns what it reported (or how it died).
 CaseRun run_case_isolated(const ConformanceOptions& opt, const std::string& module_path, bool module_is_driver,
-                          const std::string& op_name, uint32_t vector_index) {
+                          const std::string& op_name, uint32_t vector_index, const std::string& vector_name) {
   int fds[2];
   if (::pipe(fds) != 0) throw Failure(UMLOS_INTERNAL, "pipe() failed");
   std::fflush(stdout);
@@ -275,14 +281,49 @@ CaseRun run_case_isolated(const ConformanceOptions& opt, const std::string& modu
     ::_exit(0);
   }
   ::close(fds[1]);
+  // The child writes its report once, at the end: read until EOF or the
+  // case's deadline, whichever comes first. A case past the deadline (an
+  // operator that never returns) is killed: the conformance run goes on.
   std::string buf;
   char chunk[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], chunk, sizeof chunk)) > 0) buf.append(chunk, static_cast<size_t>(n));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(opt.case_timeout_s));
+  bool timed_out = false;
+  for (;;) {
+    int wait_ms = -1;
+    if (opt.case_timeout_s > 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        timed_out = true;
+        break;
+      }
+      wait_ms = static_cast<int>(std::min<int64_t>(left.count() + 1, 60'000));
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) break;
+    if (ready == 0) continue;
+    const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buf.append(chunk, static_cast<size_t>(n));
+  }
   ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   CaseRun r;
+  if (timed_out) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", opt.case_timeout_s);
+    r.error = std::string(status_name(UMLOS_QUOTA_EXCEEDED)) + ": module '" + module_path + "', operator '" +
+              op_name + "', vector " + std::to_string(vector_index) + " ('" + vector_name + "') ran longer than " +
+              limit + " s (--case-timeout); the case was stopped";
+    return r;
+  }
   if (WIFSIGNALED(status)) {
     r.error = "the module killed the process with signal " + std::to_string(WTERMSIG(status)) +
               " (abort/crash escaped the boundary)";
@@ -467,8 +508,10 @@ int run_conformance(const ConformanceOptions& opt) {
           continue;
         }
         for (uint32_t v = 0; v < op->n_test_vectors; ++v) {
-          CaseRun a = run_case_isolated(opt, path, module_is_driver, op->name, v);
-          CaseRun b = run_case_isolated(opt, path, module_is_driver, op->name, v);
+          const std::string vname = op->test_vectors[v].name ? op->test_vectors[v].name : "";
+          CaseRun a = run_case_isolated(opt, path, module_is_driver, op->name, v, vname);
+          // A case that hung once is not given a second deadline to wait out.
+          CaseRun b = a.ok ? run_case_isolated(opt, path, module_is_driver, op->name, v, vname) : a;
           bool repeat_same = a.ok && b.ok && a.output_digest == b.output_digest &&
                              std::equal(a.draws, a.draws + UMLOS_STREAM_COUNT, b.draws);
           bool ok = a.ok && b.ok && repeat_same;

@@ -22,6 +22,10 @@ struct ConformanceOptions {
   std::string driver_name = "cpu_driver";
   bool allow_missing_vectors = false;  // an operator with no test vectors fails unless set
   bool json = false;                   // one JSON document instead of tables
+  // Wall-clock limit of one case (one run of one test vector in its child
+  // process), in seconds; a case still running then is killed and fails
+  // with QUOTA_EXCEEDED naming the module, operator, vector and limit. 0: none.
+  double case_timeout_s = 60;
 };
 
 // Prints the report; returns 0 when every case passed (skips allowed).

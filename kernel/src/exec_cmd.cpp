@@ -14,6 +14,8 @@
 // loaded (activations placed by plan_memory + tensor_view).
 #include "exec_cmd.hpp"
 
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -98,9 +100,18 @@ int32_t dtype_of(const std::string& name, const std::string& where) {
 // declaration, shape must equal it.
 void apply_inputs(Host& host, const cbor::Value& ir, const std::string& file) {
   json doc;
+  std::string current;  // the tensor being read, for a number out of range
+  const json::parser_callback_t track = [&current](int depth, json::parse_event_t event, json& parsed) {
+    if (depth == 1 && event == json::parse_event_t::key && parsed.is_string()) current = parsed.get<std::string>();
+    return true;
+  };
   try {
-    doc = json::parse(read_text_file(file));
-  } catch (const json::parse_error& e) {
+    doc = json::parse(read_text_file(file), track);
+  } catch (const json::out_of_range& e) {
+    // e.g. 1e400: a number no binary64 holds.
+    throw Failure(UMLOS_INVALID_ARGUMENT, file + (current.empty() ? "" : ": tensor '" + current + "'") +
+                                              ": a number out of the range of f64 (" + e.what() + ")");
+  } catch (const json::exception& e) {
     throw Failure(UMLOS_INVALID_ARGUMENT, file + ": not JSON: " + e.what());
   }
   if (!doc.is_object()) throw Failure(UMLOS_INVALID_ARGUMENT, file + ": expected an object of named tensors");
@@ -119,6 +130,22 @@ void apply_inputs(Host& host, const cbor::Value& ir, const std::string& file) {
     const std::string role = decl->find("role")->as_text();
     if (decl->find("value")) throw Failure(UMLOS_INVALID_ARGUMENT, where + ": a constant with a value in the IR");
     int32_t dtype = decl->find("dtype") ? dtype_of(decl->find("dtype")->as_text(), where) : graph_dtype;
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      const std::string& key = it.key();
+      if (key != "dtype" && key != "shape" && key != "values") {
+        throw Failure(UMLOS_INVALID_ARGUMENT, where + ": unknown key '" + key + "' (allowed: dtype, shape, values)");
+      }
+    }
+    if (t.contains("dtype") && !t["dtype"].is_string()) {
+      throw Failure(UMLOS_INVALID_ARGUMENT, where + ": dtype " + t["dtype"].dump() + ", expected a string");
+    }
+    if (t.contains("shape")) {
+      bool ok = t["shape"].is_array();
+      for (const json& e : ok ? t["shape"] : json::array()) {
+        ok = ok && e.is_number_integer() && (!e.is_number_unsigned() || e.get<uint64_t>() <= uint64_t{INT64_MAX});
+      }
+      if (!ok) throw Failure(UMLOS_INVALID_ARGUMENT, where + ": shape " + t["shape"].dump() + ", expected an array of integers");
+    }
     if (t.contains("dtype")) {
       const int32_t given = dtype_of(t["dtype"].get<std::string>(), where);
       if (given != dtype) {
@@ -138,7 +165,9 @@ void apply_inputs(Host& host, const cbor::Value& ir, const std::string& file) {
     uint64_t n = 1;
     for (size_t i = 0; i < shape.size(); ++i) {
       h.shape.dims[i] = shape[i];
-      n *= static_cast<uint64_t>(shape[i]);
+      if (shape[i] < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(shape[i]), &n)) {
+        throw Failure(UMLOS_INVALID_ARGUMENT, where + ": shape " + json(shape).dump() + " has more elements than 2^64");
+      }
     }
     const json& values = t["values"];
     if (values.size() != n) {
@@ -148,19 +177,31 @@ void apply_inputs(Host& host, const cbor::Value& ir, const std::string& file) {
     const size_t es = dtype == UMLOS_DTYPE_F32 || dtype == UMLOS_DTYPE_I32 ? 4 : 8;
     h.data.resize(n * es);
     for (uint64_t i = 0; i < n; ++i) {
-      if (!values[i].is_number()) throw Failure(UMLOS_INVALID_ARGUMENT, where + ": value " + std::to_string(i) + " is not a number");
+      const json& e = values[i];
+      const std::string at = where + ": value " + std::to_string(i) + " (" + e.dump() + ")";
+      if (!e.is_number()) throw Failure(UMLOS_INVALID_ARGUMENT, at + " is not a number");
       if (dtype == UMLOS_DTYPE_F64) {
-        const double v = values[i].get<double>();
+        const double v = e.get<double>();
         std::memcpy(h.data.data() + 8 * i, &v, 8);
       } else if (dtype == UMLOS_DTYPE_F32) {
-        const float v = values[i].get<float>();
+        const double d = e.get<double>();
+        const float v = static_cast<float>(d);
+        if (!std::isfinite(v)) throw Failure(UMLOS_INVALID_ARGUMENT, at + " is out of the range of f32");
         std::memcpy(h.data.data() + 4 * i, &v, 4);
-      } else if (dtype == UMLOS_DTYPE_I64) {
-        const int64_t v = values[i].get<int64_t>();
-        std::memcpy(h.data.data() + 8 * i, &v, 8);
       } else {
-        const int32_t v = values[i].get<int32_t>();
-        std::memcpy(h.data.data() + 4 * i, &v, 4);
+        // Integers only, in range: a fraction or 1e30 would be truncated or undefined.
+        const bool i64 = dtype == UMLOS_DTYPE_I64;
+        const int64_t lo = i64 ? INT64_MIN : INT32_MIN, hi = i64 ? INT64_MAX : INT32_MAX;
+        const bool ok = e.is_number_unsigned() ? e.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                               : e.is_number_integer() && e.get<int64_t>() >= lo && e.get<int64_t>() <= hi;
+        if (!ok) throw Failure(UMLOS_INVALID_ARGUMENT, at + " is not an integer of " + dtype_name(dtype));
+        if (i64) {
+          const int64_t v = e.get<int64_t>();
+          std::memcpy(h.data.data() + 8 * i, &v, 8);
+        } else {
+          const int32_t v = static_cast<int32_t>(e.get<int64_t>());
+          std::memcpy(h.data.data() + 4 * i, &v, 4);
+        }
       }
     }
     const std::string name = (role == "parameter" ? "model.param." : "model.input.") + id;

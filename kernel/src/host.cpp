@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <set>
 #include <sstream>
 
 #include "manifest.hpp"
 #include "plan/checker.hpp"
 #include "sha256.hpp"
+#include "watchdog.hpp"
 
 // The opaque context of abi/umlos_abi.h. One per operator call (created and
 // destroyed by call_operator), one per driver instance, one per plan call.
@@ -120,6 +122,26 @@ uint64_t element_count(const umlos_shape& s) {
   return n;
 }
 
+uint64_t tensor_bytes(const umlos_shape& s, int32_t dtype, const std::string& what) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
+  uint64_t n = 1;
+  for (uint32_t i = 0; i < s.rank && i < UMLOS_MAX_RANK; ++i) {
+    if (s.dims[i] < 0) {
+      throw Failure(UMLOS_INVALID_ARGUMENT, what + ": shape " + shape_string(s) + " has a negative extent");
+    }
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(s.dims[i]), &n) || n > kMax) {
+      throw Failure(UMLOS_INVALID_ARGUMENT, what + ": shape " + shape_string(s) +
+                                                " has more elements than 2^63 - 1");
+    }
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(n, dtype_size(dtype), &bytes) || bytes > kMax) {
+    throw Failure(UMLOS_INVALID_ARGUMENT, what + ": shape " + shape_string(s) + " of " + dtype_name(dtype) +
+                                              " takes more than 2^63 - 1 bytes");
+  }
+  return bytes;
+}
+
 std::string shape_string(const umlos_shape& s) {
   std::string out = "[";
   for (uint32_t i = 0; i < s.rank && i < UMLOS_MAX_RANK; ++i) {
@@ -218,6 +240,8 @@ umlos_status guarded(umlos_ctx* ctx, F&& fn) {
     return fn();
   } catch (const Failure& f) {
     return set_error(ctx, f.code(), f.what());
+  } catch (const std::bad_alloc&) {
+    return set_error(ctx, UMLOS_RESOURCE_EXHAUSTED, "kernel: out of memory serving the call");
   } catch (const std::exception& e) {
     return set_error(ctx, UMLOS_INTERNAL, std::string("kernel: ") + e.what());
   }
@@ -785,7 +809,7 @@ TensorPtr Host::make_tensor(int32_t dtype, const umlos_shape& shape, bool check_
   t->shape = shape;
   for (uint32_t i = shape.rank; i < UMLOS_MAX_RANK; ++i) t->shape.dims[i] = 0;
   t->shape.reserved = 0;
-  t->bytes = element_count(shape) * dtype_size(dtype);
+  t->bytes = tensor_bytes(shape, dtype, "tensor");
   // The run's memory budget, before the driver allocates anything (an
   // operator asking for a huge tensor fails here, not after the machine
   // ran out of memory).
@@ -872,7 +896,7 @@ TensorPtr Host::make_view(const TensorPtr& base, uint64_t byte_offset, int32_t d
   v->shape = shape;
   for (uint32_t i = shape.rank; i < UMLOS_MAX_RANK; ++i) v->shape.dims[i] = 0;
   v->shape.reserved = 0;
-  v->bytes = element_count(shape) * dtype_size(dtype);
+  v->bytes = tensor_bytes(shape, dtype, "tensor view");
   if (byte_offset > base->bytes || v->bytes > base->bytes - byte_offset) {
     throw Failure(UMLOS_OUT_OF_RANGE, "tensor view of " + std::to_string(v->bytes) + " bytes at offset " +
                                           std::to_string(byte_offset) + " does not fit its base of " +
@@ -971,7 +995,23 @@ static double element_as_double(const HostTensor& h, uint64_t i) {
   }
 }
 
+void Host::set_call_timeout(double seconds, std::function<void(const std::string& message)> on_expiry) {
+  watchdog_.reset();
+  if (seconds > 0) watchdog_ = std::make_unique<Watchdog>(seconds, std::move(on_expiry));
+}
+
 Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
+  try {
+    return call_operator_checked(op);
+  } catch (const std::bad_alloc&) {
+    // Out of memory in the kernel's part of the call (staging inputs,
+    // reading outputs back for the checks): the operator's demand, not a bug.
+    throw Failure(UMLOS_RESOURCE_EXHAUSTED, std::string("operator '") + op->name +
+                                                "': out of memory (the call's tensors do not fit in memory)");
+  }
+}
+
+Host::CallReport Host::call_operator_checked(const umlos_operator_desc* op) {
   const auto call_start = std::chrono::steady_clock::now();
   const uint64_t driver_before = profile_.driver_ns;
   uint64_t body_ns = 0;
@@ -1044,6 +1084,11 @@ Host::CallReport Host::call_operator(const umlos_operator_desc* op) {
   umlos_status status;
   try {
     const auto body_start = std::chrono::steady_clock::now();
+    struct Armed {  // the watchdog times the module's body, however it ends
+      Watchdog* w;
+      ~Armed() { if (w) w->disarm(); }
+    } armed{watchdog_.get()};
+    if (armed.w) armed.w->arm(op->name, t_);
     status = op->run(&kServices, &ctx, op->user_data);
     body_ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - body_start).count());

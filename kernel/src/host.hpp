@@ -57,6 +57,11 @@ using TensorPtr = std::shared_ptr<Tensor>;
 uint64_t dtype_size(int32_t dtype);  // 0 for unknown
 const char* dtype_name(int32_t dtype);
 uint64_t element_count(const umlos_shape& s);
+// Bytes of a tensor of `shape` and `dtype`, checked: INVALID_ARGUMENT naming
+// `what` when an extent is negative or the element count or the byte size
+// does not fit in 63 bits (a wrapped product would give a small buffer that
+// later reads and writes overrun).
+uint64_t tensor_bytes(const umlos_shape& shape, int32_t dtype, const std::string& what);
 std::string shape_string(const umlos_shape& s);
 
 // Host-side copy of a tensor, for tests, fingerprints and the trace.
@@ -144,7 +149,15 @@ class Host {
   // the declaration, declared outputs present/typed/finite, PURE inputs
   // untouched. Any violation or error status throws Failure (after which
   // nothing of the call's outputs is committed).
+  // Running out of memory anywhere in the call (std::bad_alloc in the
+  // kernel, a driver allocation refused) fails with RESOURCE_EXHAUSTED
+  // naming the operator.
   CallReport call_operator(const umlos_operator_desc* op);
+  // budgets.op_timeout_s: every operator call from now on is timed; one
+  // that runs longer than `seconds` has `on_expiry` called with a message
+  // naming the operator, t and the limit, from the watchdog's thread, and
+  // the process then ends with QUOTA_EXCEEDED (see watchdog.hpp). 0: off.
+  void set_call_timeout(double seconds, std::function<void(const std::string& message)> on_expiry);
   // Wall-clock accounting (never part of the trace: timings differ run to
   // run). Per operator: calls, whole call (with the kernel's checks), the
   // module's body, and the driver's share of the body.
@@ -207,7 +220,10 @@ class Host {
   Impl& impl() { return *impl_; }
 
  private:
+  CallReport call_operator_checked(const umlos_operator_desc* op);
+
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<class Watchdog> watchdog_;
   std::vector<LoadedModule> modules_;
   std::shared_ptr<DriverInstance> driver_;
   Rng rng_;

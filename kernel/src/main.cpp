@@ -272,11 +272,17 @@ int cmd_conformance(const std::vector<std::string>& args) {
       "driver", po::value<std::string>(&opt.driver_name), "driver name (default cpu_driver)")(
       "allow-missing-vectors", po::bool_switch(&opt.allow_missing_vectors),
       "report operators without test vectors as SKIP instead of FAIL")(
-      "json", po::bool_switch(&opt.json), "machine-readable report");
+      "json", po::bool_switch(&opt.json), "machine-readable report")(
+      "case-timeout", po::value<double>(&opt.case_timeout_s),
+      "seconds one test-vector case may run before it is stopped and fails with QUOTA_EXCEEDED (default 60; 0: none)");
   po::positional_options_description pos;
   pos.add("modules", -1);
   po::variables_map vm;
-  if (!parse(args, desc, pos, vm, "umlos conformance FILE... [--driver-module PATH] [--json]")) return 0;
+  if (!parse(args, desc, pos, vm, "umlos conformance FILE... [--driver-module PATH] [--json] [--case-timeout S]")) return 0;
+  if (!(opt.case_timeout_s >= 0) || opt.case_timeout_s > 1e6) {
+    throw Failure(UMLOS_INVALID_ARGUMENT, "--case-timeout " + std::to_string(opt.case_timeout_s) +
+                                              ": expected seconds between 0 (no limit) and 1e6");
+  }
   return run_conformance(opt);
 }
 

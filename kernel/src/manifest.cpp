@@ -537,7 +537,7 @@ class Parser {
     if (top.count("namespace")) name_space(top.at("namespace"));
     if (top.count("budgets")) {
       const Entry& e = top.at("budgets");
-      const auto b = fixed_map(e.value, mark_of(e), "budgets", {"disk_bytes", "memory_bytes"}, {});
+      const auto b = fixed_map(e.value, mark_of(e), "budgets", {"disk_bytes", "memory_bytes", "op_timeout_s"}, {});
       for (const auto& [k, be] : b) unsigned_integer(be, join("budgets", k));
     }
     if (top.count("trace")) {

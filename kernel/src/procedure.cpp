@@ -651,6 +651,25 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     } else {
       rs.host.set_memory_budget(kDefaultMemoryBudget, true);
     }
+    if (const cbor::Value* to = lookup(manifest.canonical, "budgets.op_timeout_s");
+        to && to->kind() == cbor::Value::Kind::UInt && to->as_uint() > 0) {
+      // A call over the limit never returns, so the failure is recorded
+      // from the watchdog's thread while the run's thread stays blocked in
+      // the module: the same run_end record and failure.json as any failure.
+      rs.host.set_call_timeout(static_cast<double>(to->as_uint()), [&rs](const std::string& message) {
+        const Failure f(UMLOS_QUOTA_EXCEEDED, message);
+        const json record = failure_record(rs, f);
+        try {
+          rs.trace.write({{"record", "run_end"}, {"status", "failed"}, {"t", rs.host.iteration()},
+                          {"failure_code", status_name(f.code())}, {"failure_operator", rs.current_operator}});
+          rs.trace.close();
+          write_file_atomic((fs::path(rs.run_dir) / "failure.json").string(), record.dump(2) + "\n");
+        } catch (const Failure& g) {
+          std::fprintf(stderr, "umlos: could not write the failure record: %s\n", g.what());
+        }
+        std::fprintf(stderr, "%s\n", record.dump().c_str());
+      });
+    }
     rs.host.activate_driver(manifest.driver_name);
     if (!manifest.tmmu_strategy.empty() && manifest.tmmu_values == "arenas") {
       rs.value_arenas = std::make_unique<ValueArenas>(rs.host);

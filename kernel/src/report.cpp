@@ -78,6 +78,18 @@ struct Run {
   std::vector<int64_t> t;
 };
 
+std::optional<double> number_of(const json& r, const std::string& key) {
+  auto it = r.find(key);
+  if (it == r.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string text_of(const json& r, const std::string& key) {
+  auto it = r.find(key);
+  if (it == r.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
 Run load_run(const std::string& run_dir) {
   std::error_code ec;
   if (!fs::is_directory(run_dir, ec)) throw Failure(UMLOS_NOT_FOUND, "run folder '" + run_dir + "' does not exist");
@@ -103,7 +115,7 @@ Run load_run(const std::string& run_dir) {
       throw Failure(UMLOS_DATA_LOSS, trace + ":" + std::to_string(n) + ": expected a JSON object, found " +
                                          std::string(r.type_name()));
     }
-    const std::string kind = r.value("record", std::string());
+    const std::string kind = text_of(r, "record");
     if (kind == "run_header") {
       run.header = r;
     } else if (kind == "iter") {
@@ -118,18 +130,6 @@ Run load_run(const std::string& run_dir) {
     }
   }
   return run;
-}
-
-std::optional<double> number_of(const json& r, const std::string& key) {
-  auto it = r.find(key);
-  if (it == r.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-std::string text_of(const json& r, const std::string& key) {
-  auto it = r.find(key);
-  if (it == r.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
 // Min and max of each bucket, in t order: keeps a spike visible.
@@ -329,7 +329,10 @@ std::string timeline(const Run& run, const std::string& key, const std::vector<s
     size_t idx = std::find(labels.begin(), labels.end(), b.label) - labels.begin();
     const std::string colour = idx < colours.size() ? colours[idx] : "#999999";
     const double x = left(b.t0), w = std::max(0.6, left(b.t1 + 1) - x);
-    s += "<rect class=\"mark " + esc(b.label) + "\" x=\"" + coord(x) + "\" y=\"" + coord(kTop) + "\" width=\"" +
+    // The class comes from the report's own list; a trace's label (any
+    // text a run folder holds) is only ever shown, escaped, as text.
+    const std::string cls = idx < labels.size() ? labels[idx] : "other";
+    s += "<rect class=\"mark " + cls + "\" x=\"" + coord(x) + "\" y=\"" + coord(kTop) + "\" width=\"" +
          coord(w) + "\" height=\"" + coord(h - kTop - 14) + "\" fill=\"" + colour + "\"><title>t=" +
          std::to_string(b.t0) + (b.t1 != b.t0 ? ".." + std::to_string(b.t1) : std::string()) + " " + esc(b.label) +
          "</title></rect>\n";
@@ -360,52 +363,93 @@ std::string fact_row(const std::string& k, const std::string& v, bool code = fal
   return "<tr><th>" + esc(k) + "</th><td>" + (code ? "<code>" + esc(v) + "</code>" : esc(v)) + "</td></tr>\n";
 }
 
+// A file of the run folder that the report may read: a regular file, not a
+// symlink (a received run folder could point one at a file of the reader's,
+// which would then be copied into a page the reader may pass on), and not
+// larger than `limit` bytes.
+bool run_file(const std::string& file, uintmax_t limit) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(file, ec);
+  if (ec || !fs::is_regular_file(st)) return false;
+  const uintmax_t size = fs::file_size(file, ec);
+  return !ec && size <= limit;
+}
+
+constexpr uintmax_t kMaxRunJsonBytes = 64u << 20;
+
 // RUN_DIR/value_arenas.json (kernel/src/value_arenas.hpp): where the run
 // state lived at the end, one row per arena.
 std::string value_arenas_table(const std::string& run_dir) {
   const std::string file = (fs::path(run_dir) / "value_arenas.json").string();
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return "";
+  if (!run_file(file, kMaxRunJsonBytes)) return "";
   json doc;
   try {
     doc = json::parse(read_text_file(file));
   } catch (const json::exception&) {
     return "<p class=\"none\">value_arenas.json is not JSON; not shown</p>\n";
   }
-  std::string s = "<p>Run state: every named value in a slot of the arenas " + esc(doc.value("strategy", "")) +
-                  " planned (" + std::to_string(doc.value("replans", 0)) + " plans; plan hash <code>" +
-                  esc(doc.value("plan_hash", "").substr(0, 16)) + "&hellip;</code>).</p>\n";
+  if (!doc.is_object()) return "<p class=\"none\">value_arenas.json is not a JSON object; not shown</p>\n";
+  std::string s = "<p>Run state: every named value in a slot of the arenas " + esc(text_of(doc, "strategy")) +
+                  " planned (" + esc(text_of(doc, "replans")) + " plans; plan hash <code>" +
+                  esc(text_of(doc, "plan_hash").substr(0, 16)) + "&hellip;</code>).</p>\n";
   s += "<table><tr><th>arena</th><th>values</th><th>bytes</th><th>lower bound</th></tr>\n";
   if (doc.contains("arenas") && doc["arenas"].is_object()) {
     for (const auto& [name, a] : doc["arenas"].items()) {
       if (!a.is_object()) continue;
-      s += "<tr><td>" + esc(name) + "</td><td>" + std::to_string(a.value("values", 0)) + "</td><td>" +
-           std::to_string(a.value("footprint_bytes", uint64_t{0})) + "</td><td>" +
-           std::to_string(a.value("lower_bound_bytes", uint64_t{0})) + "</td></tr>\n";
+      s += "<tr><td>" + esc(name) + "</td><td>" + esc(text_of(a, "values")) + "</td><td>" +
+           esc(text_of(a, "footprint_bytes")) + "</td><td>" + esc(text_of(a, "lower_bound_bytes")) + "</td></tr>\n";
     }
   }
   return s + "</table>\n";
 }
 
+constexpr uintmax_t kMaxPlanSvgBytes = 16u << 20;
+
+std::string base64(const std::string& in) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string o;
+  o.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) | uint8_t(in[i + 2]);
+    o += k[v >> 18];
+    o += k[(v >> 12) & 63];
+    o += k[(v >> 6) & 63];
+    o += k[v & 63];
+  }
+  if (i < in.size()) {
+    const bool two = i + 1 < in.size();
+    const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (two ? uint32_t(uint8_t(in[i + 1])) << 8 : 0u);
+    o += k[v >> 18];
+    o += k[(v >> 12) & 63];
+    o += two ? k[(v >> 6) & 63] : '=';
+    o += '=';
+  }
+  return o;
+}
+
+// RUN_DIR/memory_plan.svg is shown as an image, never as markup: the file
+// comes from a run folder, which may have been received from someone else,
+// and an SVG document parsed into the page could carry script (<script>,
+// onload=, javascript: links, foreignObject HTML). An SVG loaded by <img>
+// runs no script and fetches nothing, whatever it holds; base64 keeps its
+// bytes out of the page's own markup.
 std::string memory_plan(const std::string& run_dir) {
   const std::string file = (fs::path(run_dir) / "memory_plan.svg").string();
   const std::string values = value_arenas_table(run_dir);
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return values.empty() ? "" : "<h2>memory plan</h2>\n" + values;
-  std::string svg = read_text_file(file);
+  if (!fs::exists(fs::symlink_status(file, ec))) return values.empty() ? "" : "<h2>memory plan</h2>\n" + values;
   std::string s = "<h2>memory plan</h2>\n" + values;
-  const size_t start = svg.find("<svg"), stop = svg.rfind("</svg>");
-  if (start == std::string::npos || stop == std::string::npos || stop < start) {
-    return s + "<p class=\"none\">memory_plan.svg holds no &lt;svg&gt; element; not inlined</p>\n";
+  if (!run_file(file, kMaxPlanSvgBytes)) {
+    return s + "<p class=\"none\">memory_plan.svg is not a regular file of at most " +
+           std::to_string(kMaxPlanSvgBytes) + " bytes; not shown</p>\n";
   }
-  std::string body = svg.substr(start, stop + 6 - start);
-  std::string lower = body;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower.find("<script") != std::string::npos || lower.find("href=\"http") != std::string::npos ||
-      lower.find("<foreignobject") != std::string::npos) {
-    return s + "<p class=\"none\">memory_plan.svg refers to scripts or external resources; not inlined</p>\n";
+  const std::string svg = read_text_file(file);
+  if (svg.find("<svg") == std::string::npos) {
+    return s + "<p class=\"none\">memory_plan.svg holds no &lt;svg&gt; element; not shown</p>\n";
   }
-  return s + "<div class=\"plan\">\n" + body + "\n</div>\n";
+  return s + "<div class=\"plan\"><img alt=\"memory plan (RUN_DIR/memory_plan.svg)\" src=\"data:image/svg+xml;base64," +
+         base64(svg) + "\"/></div>\n";
 }
 
 // Spec 004 IV equations in their canonical text ("y[3] = sin(z0) * z1 +
@@ -456,7 +500,7 @@ std::string equations(const Run& run) {
   for (const json& r : run.iters) {
     auto it = r.find("equations");
     if (it == r.end() || !it->is_array()) continue;
-    s += "<p>augment at t = " + text_of(r, "t") + ": " + std::to_string(it->size()) +
+    s += "<p>augment at t = " + esc(text_of(r, "t")) + ": " + std::to_string(it->size()) +
          " prototype equations (sym_pred = &Sigma;<sub>i</sub> w<sub>i</sub>(z) &middot; eq<sub>i</sub>(z))</p>\n" +
          list(*it);
   }
@@ -472,7 +516,7 @@ const char* kStyle =
     "svg.chart{display:block;background:#fcfcfc;border:1px solid #ddd}"
     ".axis{stroke:#444;stroke-width:1}.grid{stroke:#e4e4e4;stroke-width:1}"
     ".tick{font-size:11px;fill:#444}.stats,.none{font-size:12px;color:#555}"
-    ".failed{color:#b00020}.plan svg{max-width:100%;height:auto}"
+    ".failed{color:#b00020}.plan img{max-width:100%;height:auto}"
     "ol.eq{font-size:14px}ol.eq .math{font-family:serif;font-size:16px}"
     "ol.eq code{display:block;color:#777;font-size:11px;margin:2px 0 6px}";
 
@@ -537,8 +581,7 @@ std::string render_report(const std::string& run_dir) {
     o += "<tr><th>failure</th><td class=\"failed\">" + esc(text_of(e, "failure_code")) + " in " +
          esc(text_of(e, "failure_operator")) + "</td></tr>\n";
     const std::string ff = (fs::path(run_dir) / "failure.json").string();
-    std::error_code ec;
-    if (fs::is_regular_file(ff, ec)) {
+    if (run_file(ff, kMaxRunJsonBytes)) {
       try {
         json f = json::parse(read_text_file(ff));
         o += fact_row("failure message", text_of(f, "message"));

@@ -1,7 +1,10 @@
 // `umlos report`: one self-contained HTML page from a run folder.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <algorithm>
 #include <regex>
+#include <set>
 
 #include "error.hpp"
 #include "procedure.hpp"
@@ -11,6 +14,7 @@
 using namespace umlos;
 using namespace umlos_test;
 namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 namespace {
 
@@ -56,6 +60,71 @@ size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t i = s.find(what); i != std::string::npos; i = s.find(what, i + 1)) ++n;
   return n;
+}
+
+// Standard base64 (RFC 4648), written independently of the report's.
+std::string base64_of(const std::string& in) {
+  static const std::string k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string o;
+  int bits = 0;
+  uint32_t acc = 0;
+  for (unsigned char c : in) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      o += k[(acc >> bits) & 63];
+    }
+  }
+  if (bits > 0) o += k[(acc << (6 - bits)) & 63];
+  while (o.size() % 4) o += '=';
+  return o;
+}
+
+// Every piece of markup in `html` must be the report's own: tags from the
+// report's vocabulary, no event-handler attribute, no javascript: or
+// external URL, the only src a base64 SVG image. Escaped text holds no '<',
+// so every '<' starts a tag. Returns "" or the first problem.
+std::string injection_problem(const std::string& html) {
+  static const std::set<std::string> tags = {"html", "head", "meta", "title", "style", "body", "h1", "h2",
+                                             "table", "tr", "th", "td", "code", "div", "p", "svg", "line",
+                                             "text", "polyline", "circle", "rect", "ol", "li", "span", "i",
+                                             "sub", "img"};
+  const std::regex attr_re("\\s+([^\\s=/>]+)(=\"([^\"]*)\")?");
+  size_t i = 0;
+  while ((i = html.find('<', i)) != std::string::npos) {
+    if (html.compare(i, 9, "<!DOCTYPE") == 0) {
+      i += 9;
+      continue;
+    }
+    const size_t e = html.find('>', i);
+    if (e == std::string::npos) return "unterminated tag at " + std::to_string(i);
+    std::string tag = html.substr(i + 1, e - i - 1);
+    i = e + 1;
+    if (!tag.empty() && tag[0] == '/') tag.erase(0, 1);
+    if (!tag.empty() && tag.back() == '/') tag.pop_back();
+    const size_t name_end = tag.find_first_of(" \n\t");
+    const std::string name = tag.substr(0, name_end);
+    if (!tags.count(name)) return "tag <" + tag.substr(0, 80) + ">";
+    if (name_end == std::string::npos) continue;
+    const std::string rest = tag.substr(name_end);
+    size_t matched = 0;
+    for (std::sregex_iterator it(rest.begin(), rest.end(), attr_re), end; it != end; ++it) {
+      if (static_cast<size_t>(it->position(0)) != matched) return "unparsed attribute text in <" + tag.substr(0, 80) + ">";
+      matched += static_cast<size_t>(it->length(0));
+      std::string a = (*it)[1].str(), v = (*it)[3].str();
+      std::transform(a.begin(), a.end(), a.begin(), [](unsigned char c) { return std::tolower(c); });
+      std::string lv = v;
+      std::transform(lv.begin(), lv.end(), lv.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (a.rfind("on", 0) == 0) return "event handler " + a + " in <" + name + ">";
+      if (a == "href" || a == "xlink:href" || a == "action" || a == "formaction") return "link " + a + " in <" + name + ">";
+      if (lv.find("javascript:") != std::string::npos) return "javascript: in " + a + " of <" + name + ">";
+      if (a == "src" && (name != "img" || v.rfind("data:image/svg+xml;base64,", 0) != 0)) return "src " + v.substr(0, 60);
+      if (a == "style") return "inline style in <" + name + ">";
+    }
+    if (matched != rest.size()) return "unparsed attribute text in <" + tag.substr(0, 80) + ">";
+  }
+  return "";
 }
 
 const char* kPlan =
@@ -127,13 +196,13 @@ TEST_CASE("The report of a run is one well-formed self-contained page with its f
   // sil_mean: the two probes (t=3, t=7) are the changes.
   CHECK(count(html, "sil_mean=") == 2);
   CHECK(html.find("t=7 sil_mean=0.61") != std::string::npos);
-  // The memory plan, inlined without its XML declaration.
-  CHECK(html.find("id=\"plan-marker\"") != std::string::npos);
-  CHECK(html.find("<?xml") == std::string::npos);
+  // The memory plan, as an image of the file's own bytes.
+  CHECK(html.find("src=\"data:image/svg+xml;base64," + base64_of(kPlan) + "\"") != std::string::npos);
+  CHECK(html.find("plan-marker") == std::string::npos);
   // Self-contained: no script, no external reference.
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("href=") == std::string::npos);
-  CHECK(html.find("src=") == std::string::npos);
+  CHECK(count(html, "src=") == 1);
   CHECK(html.find("@import") == std::string::npos);
   CHECK(std::regex_search(html, std::regex("https?://(?!www\\.w3\\.org/2000/svg\")")) == false);
   // Deterministic.
@@ -200,4 +269,63 @@ TEST_CASE("A long run's curves are reduced to at most 2000 points per series, ke
   CHECK(html.find("max 99") != std::string::npos);
   CHECK(count(html, "<rect class=\"mark probe\"") == 200);
   CHECK(html.size() < 2'000'000);
+}
+
+TEST_CASE("A hostile run folder puts no script, event handler or link into the report", "[report][security]") {
+  const std::string dir = temp_dir("report-hostile");
+  const std::string x = R"(</script><script>alert(1)</script><img src=x onerror=alert(2)>\"><svg onload=alert(3)>javascript:alert(4)<!--)";
+  json header = {{"record", "run_header"}, {"name", x}, {"driver", x}, {"device", x}, {"replay_token", x},
+                 {"modules", json::array({{{"name", x}, {"version", x}, {"sha256", x}}})},
+                 {"operators", {{x, x}}}};
+  std::string t = header.dump() + "\n";
+  for (int i = 1; i <= 4; ++i) {
+    json r = {{"record", "iter"}, {"t", i}, {"action", i % 2 ? x : "probe"}, {"state", x}, {"loss_total", 1.0 / i},
+              {"sil_mean", 0.5}, {"equations", json::array({x, "z0 <!-- " + x, "y[1] = z0 * z1 + -2"})}};
+    t += r.dump() + "\n";
+  }
+  t += json({{"record", "run_end"}, {"status", "failed"}, {"failure_code", x}, {"failure_operator", x},
+             {"state_fp", x}}).dump() + "\n";
+  write_text(dir + "/trace.jsonl", t);
+  write_text(dir + "/failure.json", json({{"message", x}}).dump());
+  write_text(dir + "/value_arenas.json",
+             json({{"strategy", x}, {"replans", x}, {"plan_hash", x}, {"arenas", {{x, {{"values", x}}}}}}).dump());
+  const std::string svg =
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" onload=\"alert(5)\">"
+      "<script>alert(6)</script><image href=\"x\" onerror=\"alert(7)\"/>"
+      "<a xlink:href=\"javascript:alert(8)\"><rect width=\"9\" height=\"9\"/></a>"
+      "<a href=\"https://evil.example/\"><text>x</text></a>"
+      "<foreignObject><body xmlns=\"http://www.w3.org/1999/xhtml\"><iframe src=\"javascript:alert(9)\"></iframe></body></foreignObject>"
+      "<set attributeName=\"onmouseover\" to=\"alert(10)\"/></svg>";
+  write_text(dir + "/memory_plan.svg", svg);
+
+  const std::string html = render_report(dir);
+  INFO(html.substr(0, 3000));
+  CHECK(injection_problem(html) == "");
+  CHECK(markup_problem(html) == "");
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("<!--") == std::string::npos);
+  CHECK(html.find("<foreignObject") == std::string::npos);
+  // The hostile text is shown, as text.
+  CHECK(html.find("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+  // The SVG is there, only as an image of its bytes.
+  CHECK(count(html, "<img ") == 1);
+  CHECK(html.find("src=\"data:image/svg+xml;base64," + base64_of(svg) + "\"") != std::string::npos);
+}
+
+TEST_CASE("The report shows no memory-plan file that is a symlink, too large or not a file", "[report][security]") {
+  const std::string dir = hand_run();
+  const std::string secret = temp_dir("report-secret") + "/id_key";
+  write_text(secret, "<svg>PRIVATE KEY</svg>");
+  fs::remove(dir + "/memory_plan.svg");
+  fs::create_symlink(secret, dir + "/memory_plan.svg");
+  std::string html = render_report(dir);
+  CHECK(html.find(base64_of("<svg>PRIVATE KEY</svg>")) == std::string::npos);
+  CHECK(html.find("memory_plan.svg is not a regular file") != std::string::npos);
+  CHECK(injection_problem(html) == "");
+
+  fs::remove(dir + "/memory_plan.svg");
+  fs::create_directory(dir + "/memory_plan.svg");
+  html = render_report(dir);
+  CHECK(html.find("memory_plan.svg is not a regular file") != std::string::npos);
+  CHECK(html.find("data:image") == std::string::npos);
 }

@@ -5,6 +5,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#if defined(VARIANT_HANG)
+#include <unistd.h>
+#endif
 
 #include "umlos_abi.h"
 
@@ -37,6 +40,11 @@ static umlos_status draw_op(const umlos_services *svc, umlos_ctx *ctx, void *use
 #endif
 #if defined(VARIANT_ABORT)
   abort();
+#endif
+#if defined(VARIANT_HANG)
+  /* Never returns: conformance's case timeout and the run's
+   * budgets.op_timeout_s watchdog must stop it. */
+  for (;;) sleep(3600);
 #endif
 #if defined(VARIANT_PURE_WRITE)
   {

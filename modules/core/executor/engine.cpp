@@ -43,7 +43,43 @@ sdk::Shape shape_of(const Value& v, const std::string& where) {
   return s;
 }
 
+// docs/modelir.md: a key the schema does not name is INVALID_IR (a
+// misspelled `dtpye` would otherwise leave the default dtype in place).
+void known_keys(const Value& map, const std::string& where, std::initializer_list<const char*> allowed) {
+  for (const auto& [k, v] : map.entries()) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || k == a;
+    if (ok) continue;
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    throw sdk::Error(UMLOS_INVALID_IR, where, ": unknown key '", k, "' (allowed: ", list, ")");
+  }
+}
+
+const Value& map_at(const Value& v, const std::string& where) {
+  if (!v.is(Value::Kind::Map)) throw sdk::Error(UMLOS_INVALID_IR, where, ": expected a map");
+  return v;
+}
+
 }  // namespace
+
+uint64_t checked_bytes(const sdk::Shape& shape, int32_t dtype, const std::string& where) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
+  uint64_t n = 1;
+  for (int64_t e : shape) {
+    if (e < 0) throw sdk::Error(UMLOS_INVALID_IR, where, ": negative extent ", e, " in ", sdk::shape_string(shape));
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(e), &n) || n > kMax) {
+      throw sdk::Error(UMLOS_INVALID_IR, where, ": shape ", sdk::shape_string(shape),
+                       " has more elements than 2^63 - 1");
+    }
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<uint64_t>(sdk::dtype_size(dtype)), &bytes) || bytes > kMax) {
+    throw sdk::Error(UMLOS_INVALID_IR, where, ": shape ", sdk::shape_string(shape), " of ", sdk::dtype_name(dtype),
+                     " takes more than 2^63 - 1 bytes");
+  }
+  return bytes;
+}
 
 void finalize(Graph& g) {
   std::set<std::string> declared;
@@ -128,13 +164,18 @@ Graph load_graph(const Value& ir) {
     g.dtype = parse_dtype(d->as_text(), "ir.dtype");
     if (g.dtype == UMLOS_DTYPE_I64) throw sdk::Error(UMLOS_INVALID_IR, "ir.dtype is 'i64', expected f32 or f64");
   }
+  size_t index = 0;
   for (const Value& t : ir.at("tensors").items()) {
+    map_at(t, "tensors[" + std::to_string(index++) + "]");
     TensorDecl d;
     d.id = t.at("id").as_text();
+    const std::string where = "tensor '" + d.id + "'";
+    known_keys(t, where, {"id", "role", "shape", "dtype", "value"});
     d.role = t.at("role").as_text();
-    d.shape = shape_of(t.at("shape"), "tensor '" + d.id + "'");
+    d.shape = shape_of(t.at("shape"), where);
     d.dtype = g.dtype;
-    if (const Value* dt = t.find("dtype")) d.dtype = parse_dtype(dt->as_text(), "tensor '" + d.id + "'");
+    if (const Value* dt = t.find("dtype")) d.dtype = parse_dtype(dt->as_text(), where);
+    checked_bytes(d.shape, d.dtype, where);
     if (const Value* v = t.find("value")) {
       if (v->is(Value::Kind::Array)) {
         for (const Value& e : v->items()) d.value.push_back(e.as_double());
@@ -144,17 +185,22 @@ Graph load_graph(const Value& ir) {
     }
     g.declared.push_back(std::move(d));
   }
+  index = 0;
   for (const Value& n : ir.at("nodes").items()) {
+    map_at(n, "nodes[" + std::to_string(index++) + "]");
     Node node;
     node.node_id = n.at("node_id").as_int();
     const std::string where = "node " + std::to_string(node.node_id);
+    known_keys(n, where, {"node_id", "instr", "inputs", "output", "attrs", "segment"});
     node.instr = n.at("instr").as_text();
     for (const Value& in : n.at("inputs").items()) node.inputs.push_back(in.as_text());
-    const Value& out = n.at("output");
+    const Value& out = map_at(n.at("output"), where + ": output");
     node.output = out.at("id").as_text();
+    known_keys(out, where + ": output '" + node.output + "'", {"id", "shape", "dtype", "role", "saved_for_backward", "alias"});
     node.output_shape = shape_of(out.at("shape"), where);
     node.dtype = g.dtype;
     if (const Value* dt = out.find("dtype")) node.dtype = parse_dtype(dt->as_text(), where);
+    checked_bytes(node.output_shape, node.dtype, where + ": output '" + node.output + "'");
     if (const Value* r = out.find("role")) node.output_role = r->as_text();
     if (const Value* sb = out.find("saved_for_backward")) node.saved_for_backward = sb->as_bool();
     if (const Value* al = out.find("alias")) node.alias = al->as_text();
@@ -179,6 +225,7 @@ Graph load_graph(const Value& ir) {
         ge.from = edge.items()[0].as_int();
         ge.to = edge.items()[1].as_int();
       } else {
+        known_keys(map_at(edge, "grad_edges"), "grad_edges: an edge", {"from", "to"});
         ge.from = edge.at("from").as_int();
         ge.to = edge.at("to").as_int();
       }
@@ -222,7 +269,13 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
       if (it == b.end()) throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, " (", n.instr, "): input '", in, "' is not bound");
       ins.push_back(it->second);
     }
-    umlos_tensor* out = alloc(n);
+    umlos_tensor* out = nullptr;
+    try {
+      out = alloc(n);
+    } catch (const sdk::Error& e) {  // e.g. RESOURCE_EXHAUSTED: name the tensor that did not fit
+      throw sdk::Error(e.code(), "node ", n.node_id, " (", n.instr, "): output '", n.output, "' ",
+                       sdk::shape_string(n.output_shape), ": ", e.what());
+    }
     try {
       c.dispatch(n.instr.c_str(), ins, {out}, attrs_of(n));
     } catch (const sdk::Error& e) {

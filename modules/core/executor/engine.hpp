@@ -86,6 +86,11 @@ struct Graph {
 // "f32" | "f64" | "i64" -> dtype; anything else: INVALID_IR naming `where`.
 int32_t parse_dtype(const std::string& text, const std::string& where);
 
+// Bytes of a tensor of `shape` and `dtype`: INVALID_IR naming `where` when
+// an extent is negative or the element count or byte size does not fit in
+// 63 bits (every shape of an IR passes here before anything is allocated).
+uint64_t checked_bytes(const sdk::Shape& shape, int32_t dtype, const std::string& where);
+
 // Reads and validates an IR map (docs/modelir.md) and orders its nodes:
 // INVALID_IR / CYCLE_DETECTED naming the node.
 Graph load_graph(const sdk::cbor::Value& ir);

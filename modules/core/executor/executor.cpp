@@ -36,6 +36,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <new>
 #include <optional>
 #include <queue>
 #include <set>
@@ -274,12 +275,21 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
   std::map<std::string, sdk::Shape> bound;  // dynamic inputs' shapes in this call
   for (const ir::TensorDecl& d : g.declared) {
     if (!d.value.empty()) {
-      umlos_tensor* t = c.temp(d.dtype, d.shape);
-      std::vector<double> v(sdk::element_count(d.shape), d.value[0]);
-      if (d.value.size() > 1) v = d.value;
-      if (d.dtype == UMLOS_DTYPE_F64) c.write(t, v);
-      else if (d.dtype == UMLOS_DTYPE_F32) c.write(t, std::vector<float>(v.begin(), v.end()));
-      else c.write(t, std::vector<int64_t>(v.begin(), v.end()));
+      umlos_tensor* t = nullptr;
+      try {
+        t = c.temp(d.dtype, d.shape);
+        std::vector<double> v(sdk::element_count(d.shape), d.value[0]);
+        if (d.value.size() > 1) v = d.value;
+        if (d.dtype == UMLOS_DTYPE_F64) c.write(t, v);
+        else if (d.dtype == UMLOS_DTYPE_F32) c.write(t, std::vector<float>(v.begin(), v.end()));
+        else c.write(t, std::vector<int64_t>(v.begin(), v.end()));
+      } catch (const std::bad_alloc&) {
+        throw sdk::Error(UMLOS_RESOURCE_EXHAUSTED, "constant '", d.id, "' ", sdk::shape_string(d.shape),
+                         ": does not fit in memory");
+      } catch (const sdk::Error& e) {
+        if (e.code() != UMLOS_RESOURCE_EXHAUSTED) throw;
+        throw sdk::Error(e.code(), "constant '", d.id, "' ", sdk::shape_string(d.shape), ": ", e.what());
+      }
       tensor[d.id] = t;
       continue;
     }
@@ -649,6 +659,8 @@ void init_from_ir(sdk::Context& c) {
   };
   std::vector<Item> order;
   uint64_t total = 0;
+  std::string largest;
+  uint64_t largest_n = 0;
   for (const Value& t : ir->at("tensors").items()) {
     if (t.find("value")) continue;  // a constant written in the IR
     const std::string id = t.at("id").as_text();
@@ -656,26 +668,57 @@ void init_from_ir(sdk::Context& c) {
     sdk::Shape shape;
     for (const Value& d : t.at("shape").items()) shape.push_back(d.as_int());
     const int32_t dtype = t.find("dtype") ? ir::parse_dtype(t.at("dtype").as_text(), "tensor '" + id + "'") : graph_dtype;
-    total += sdk::element_count(shape);
+    // A shape whose size overflows 64 bits is INVALID_IR naming the tensor
+    // before anything is multiplied or drawn (the rest of the graph is the
+    // executor's to check, with its failure record).
+    ir::checked_bytes(shape, dtype, "tensor '" + id + "'");
+    const uint64_t n = sdk::element_count(shape);
+    if (__builtin_add_overflow(total, n, &total)) {
+      throw sdk::Error(UMLOS_INVALID_IR, "tensor '", id, "': the graph's tensors hold more than 2^64 elements");
+    }
+    if (n >= largest_n) {
+      largest_n = n;
+      largest = "tensor '" + id + "' " + sdk::shape_string(shape);
+    }
     order.push_back({name, std::move(shape), dtype});
   }
+  // Memory the input asks for and the machine lacks: RESOURCE_EXHAUSTED
+  // naming what was being made, never INTERNAL.
+  auto out_of_memory = [](const std::string& what, uint64_t elements) {
+    return sdk::Error(UMLOS_RESOURCE_EXHAUSTED, what, ": ", elements, " elements do not fit in memory");
+  };
   // One draw covers every tensor (an i64 tensor's share is drawn and
   // unused: its elements are 0, a valid label and gather index).
-  std::vector<double> draw = c.draw_host<double>(UMLOS_STREAM_INIT, UMLOS_DIST_NORMAL_F64, total);
+  std::vector<double> draw;
+  try {
+    draw = c.draw_host<double>(UMLOS_STREAM_INIT, UMLOS_DIST_NORMAL_F64, total);
+  } catch (const std::bad_alloc&) {
+    throw out_of_memory("the init draw for the graph's tensors (largest " + largest + ")", total);
+  } catch (const sdk::Error& e) {
+    if (e.code() != UMLOS_RESOURCE_EXHAUSTED) throw;
+    throw sdk::Error(e.code(), "the init draw for the graph's tensors (largest ", largest, "): ", e.what());
+  }
   uint64_t at = 0;
   for (const Item& it : order) {
     const uint64_t n = sdk::element_count(it.shape);
     const double k = it.name.rfind("model.param.", 0) == 0 ? scale : 1.0;
-    umlos_tensor* out = c.output(it.name.c_str(), it.dtype, it.shape);
-    if (it.dtype == UMLOS_DTYPE_F64) {
-      std::vector<double> v(draw.begin() + at, draw.begin() + at + n);
-      for (double& e : v) e *= k;
-      c.write(out, v);
-    } else if (it.dtype == UMLOS_DTYPE_F32) {
-      std::vector<float> v(n);
-      for (uint64_t i = 0; i < n; ++i) v[i] = static_cast<float>(draw[at + i] * k);
-      c.write(out, v);
-    }  // i64: left zero
+    try {
+      umlos_tensor* out = c.output(it.name.c_str(), it.dtype, it.shape);
+      if (it.dtype == UMLOS_DTYPE_F64) {
+        std::vector<double> v(draw.begin() + at, draw.begin() + at + n);
+        for (double& e : v) e *= k;
+        c.write(out, v);
+      } else if (it.dtype == UMLOS_DTYPE_F32) {
+        std::vector<float> v(n);
+        for (uint64_t i = 0; i < n; ++i) v[i] = static_cast<float>(draw[at + i] * k);
+        c.write(out, v);
+      }  // i64: left zero
+    } catch (const std::bad_alloc&) {
+      throw out_of_memory("value '" + it.name + "' " + sdk::shape_string(it.shape), n);
+    } catch (const sdk::Error& e) {
+      if (e.code() != UMLOS_RESOURCE_EXHAUSTED) throw;
+      throw sdk::Error(e.code(), "value '", it.name, "' ", sdk::shape_string(it.shape), ": ", e.what());
+    }
     at += n;
   }
 }

@@ -309,7 +309,7 @@ struct Checker {
           bool ok = xi.size() == x0.size();
           for (size_t k = 0; ok && k < xi.size(); ++k) ok = k == a || xi[k] == x0[k];
           if (!ok) fail(UMLOS_SHAPE_MISMATCH, in_name(i), " ", sh(xi), " does not match ", in_name(0), " ", sh(x0), " off axis ", a);
-          out[a] += xi[a];
+          if (__builtin_add_overflow(out[a], xi[a], &out[a])) fail(UMLOS_INVALID_IR, "the extent on axis ", a, " overflows 64 bits");
         }
         return {out, in[0].dtype};
       }
@@ -319,8 +319,8 @@ struct Checker {
         const size_t a = axis(attr_int("axis", 0), x.size(), "axis");
         const int64_t start = attr_int("start", 0);
         const int64_t len = attr_int("length", a < n.output_shape.size() ? n.output_shape[a] : 0);
-        if (start < 0 || len < 0 || start + len > x[a]) {
-          fail(UMLOS_SHAPE_MISMATCH, "slice [", start, ", ", start + len, ") of axis ", a, " of ", in_name(0), " ", sh(x));
+        if (start < 0 || len < 0 || start > x[a] || len > x[a] - start) {
+          fail(UMLOS_SHAPE_MISMATCH, "slice of ", len, " from ", start, " on axis ", a, " of ", in_name(0), " ", sh(x));
         }
         sdk::Shape out = x;
         out[a] = len;
@@ -365,12 +365,50 @@ const std::vector<std::string>& contract_primitives() {
   return names;
 }
 
+// The attributes each contract 1.0 primitive takes (docs/primitives.md);
+// any other is INVALID_IR, as a misspelled `axsi` would silently keep the
+// default. Primitives not listed take none.
+const std::map<std::string, std::vector<std::string>>& attributes() {
+  static const std::map<std::string, std::vector<std::string>> a = {
+      {"clamp", {"lo", "hi"}},
+      {"sum", {"axis", "keepdims"}},
+      {"mean", {"axis", "keepdims"}},
+      {"variance", {"axis", "keepdims", "correction"}},
+      {"gaussian_kl", {"reduction"}},
+      {"matmul", {"trans_a", "trans_b"}},
+      {"cosine_similarity", {"eps"}},
+      {"row_normalize", {"eps"}},
+      {"covariance", {"correction"}},
+      {"layer_norm", {"eps"}},
+      {"transpose", {"perm"}},
+      {"concat", {"axis"}},
+      {"slice", {"axis", "start", "length"}},
+      {"sort", {"axis", "descending"}},
+      {"fill", {"value"}},
+  };
+  return a;
+}
+
+void check_attribute_names(const Node& n) {
+  auto it = attributes().find(n.instr);
+  static const std::vector<std::string> none;
+  const std::vector<std::string>& allowed = it == attributes().end() ? none : it->second;
+  for (const NodeAttr& a : n.attrs) {
+    if (std::find(allowed.begin(), allowed.end(), a.key) != allowed.end()) continue;
+    std::string list;
+    for (const std::string& k : allowed) list += (list.empty() ? "" : ", ") + k;
+    throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, " (", n.instr, "): unknown attribute '", a.key, "' (",
+                     list.empty() ? "'" + n.instr + "' takes no attributes" : "allowed: " + list, ")");
+  }
+}
+
 TensorType infer_output(const Node& n, const std::vector<TensorType>& ins) {
   auto it = table().find(n.instr);
   if (it == table().end()) {
     throw sdk::Error(UMLOS_PRIMITIVE_UNSUPPORTED, "node ", n.node_id, " (", n.instr, "): '", n.instr,
                      "' is not a primitive of contract 1.0 (docs/primitives.md)");
   }
+  check_attribute_names(n);
   return Checker{n, ins}.run(it->second.kind);
 }
 
@@ -557,6 +595,16 @@ void validate(const Graph& g, const ValidateOptions& o) {
                          sh(a.shape), " ", dtype_text(a.dtype), " cannot hold output ", sh(n.output_shape), " ",
                          dtype_text(n.dtype));
       }
+    }
+  }
+  // Spec 002: the objective is a scalar and backward seeds it with 1
+  // (seed_rule UNIT_SCALAR); a loss of several elements has no such seed,
+  // and loss_total would report one element of it.
+  if (!g.loss.empty()) {
+    auto lt = types.find(g.loss);
+    if (lt != types.end() && !is_scalar(lt->second.shape)) {
+      throw sdk::Error(UMLOS_INVALID_IR, "loss '", g.loss, "' is ", sh(lt->second.shape),
+                       ", expected a scalar ([] or [1]; spec 002 objective type Scalar, seed_rule UNIT_SCALAR)");
     }
   }
   // Aliases: the aliased tensor must be a node output whose last use is

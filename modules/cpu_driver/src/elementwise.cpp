@@ -138,7 +138,7 @@ void binary_grad(Call& c, BinaryKind kind) {
         case BinaryKind::Add: ga[p] = g; gb[p] = g; break;
         case BinaryKind::Sub: ga[p] = g; gb[p] = -g; break;
         case BinaryKind::Mul: ga[p] = g * w; gb[p] = g * x; break;
-        case BinaryKind::Div: ga[p] = g / w; gb[p] = (-g * x) / (w * w); break;
+        case BinaryKind::Div: ga[p] = g / w; gb[p] = (-g * (x / w)) / w; break;  // never squares w: b*b under/overflows for |b| < 1.5e-154 or > 1.3e154
       }
     });
   });

@@ -73,6 +73,7 @@
 #include <exception>
 #include <functional>
 #include <initializer_list>
+#include <new>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -326,8 +327,8 @@ inline umlos_status report(const umlos_services* svc, umlos_ctx* ctx, umlos_stat
 }
 
 // Runs `body` (returning umlos_status, or void for OK) and turns every
-// exception into a status: sdk::Error keeps its code, anything else becomes
-// UMLOS_INTERNAL; the message goes to svc->error. Use it to wrap raw ABI
+// exception into a status: sdk::Error keeps its code, std::bad_alloc becomes
+// UMLOS_RESOURCE_EXHAUSTED, anything else UMLOS_INTERNAL; the message goes to svc->error. Use it to wrap raw ABI
 // callbacks that the SDK does not generate for you (driver functions):
 //   static umlos_status my_create(const umlos_services* s, umlos_ctx* c, void** out) {
 //     return sdk::guard(s, c, [&] { ...; });
@@ -343,6 +344,9 @@ umlos_status guard(const umlos_services* svc, umlos_ctx* ctx, Body&& body) noexc
     }
   } catch (const Error& e) {
     return report(svc, ctx, e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    // Out of memory is the input's demand, not a bug of the module.
+    return report(svc, ctx, UMLOS_RESOURCE_EXHAUSTED, "out of memory (std::bad_alloc)");
   } catch (const std::exception& e) {
     // The message is built in a fixed buffer: allocating here could throw.
     char buf[512];
