@@ -12,6 +12,7 @@
 
 #include "error.hpp"
 #include "fsutil.hpp"
+#include "phase_timer.hpp"
 
 namespace umlos::plan {
 namespace {
@@ -315,13 +316,16 @@ IntervalSet parse_intervals_csv(const std::string& text, const std::string& sour
   return set;
 }
 
-IntervalSet read_intervals(const std::string& path, uint64_t csv_alignment) {
+IntervalSet read_intervals(const std::string& path, uint64_t csv_alignment, PhaseTimer* timer) {
   const std::vector<uint8_t> bytes = read_file(path);
   const bool gz = ends_with(path, ".gz") || (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b);
   std::string text = gz ? gunzip(bytes, path) : std::string(bytes.begin(), bytes.end());
+  if (timer) timer->mark("read");
   const std::string base = gz && ends_with(path, ".gz") ? path.substr(0, path.size() - 3) : path;
-  if (ends_with(base, ".csv")) return parse_intervals_csv(text, path, csv_alignment ? csv_alignment : 1);
-  return parse_intervals_json(text, path);
+  IntervalSet set = ends_with(base, ".csv") ? parse_intervals_csv(text, path, csv_alignment ? csv_alignment : 1)
+                                            : parse_intervals_json(text, path);
+  if (timer) timer->mark("parse");
+  return set;
 }
 
 void make_request(const IntervalSet& set, const std::vector<std::string>& options, PlanInput& in) {
