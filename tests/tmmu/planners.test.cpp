@@ -77,9 +77,11 @@ IntervalSet random_graph(uint32_t seed, size_t n) {
   return s;
 }
 
-// Greedy by size, best fit including the leading gap: an independent
-// O(n^2) implementation of the baseline the byte planner must never exceed.
-uint64_t greedy_by_size(const IntervalSet& s, uint32_t arena) {
+// Greedy by size (sizes descending, then longer first, then id), best fit
+// including the leading gap (Pisarchyk and Lee) or first fit (TFLite
+// Micro): an independent O(n^2) implementation of the baselines the byte
+// planner must never exceed.
+uint64_t greedy_by_size(const IntervalSet& s, uint32_t arena, bool best_fit = true) {
   std::vector<const TensorSpec*> ts;
   for (const auto& t : s.tensors)
     if (t.arena == arena) ts.push_back(&t);
@@ -106,6 +108,7 @@ uint64_t greedy_by_size(const IntervalSet& s, uint32_t arena) {
       if (b.first > cursor && b.first - cursor >= asz(ts[i]) && b.first - cursor < best_gap) {
         best_gap = b.first - cursor;
         best = cursor;
+        if (!best_fit) break;
       }
       cursor = std::max(cursor, b.second);
     }
@@ -217,6 +220,33 @@ TEST_CASE("The byte planner never uses more bytes than the slot planner or greed
       CHECK(bytes.arena_footprint[a] >= bytes.metrics[a].lower_bound);
     }
   }
+}
+
+TEST_CASE("The byte planner never uses more bytes than greedy by size, best fit or first fit, at every quality",
+          "[tmmu]") {
+  for (uint32_t seed = 21; seed <= 26; ++seed) {
+    IntervalSet s = random_graph(seed, 400);
+    for (const char* quality : {"fast", "default", "high"}) {
+      PlanReport bytes = run_strategy(s, kModule, kByte, {std::string("quality=") + quality});
+      for (size_t a = 0; a < s.arenas.size(); ++a) {
+        if (s.arenas[a].persistent) continue;
+        INFO("seed " << seed << " quality " << quality << " arena " << s.arenas[a].name);
+        CHECK(bytes.arena_footprint[a] <= greedy_by_size(s, static_cast<uint32_t>(a), true));
+        CHECK(bytes.arena_footprint[a] <= greedy_by_size(s, static_cast<uint32_t>(a), false));
+      }
+    }
+    // The baselines are the passes this test re-implements.
+    PlanReport bf = run_strategy(s, kModule, kByte, {"baseline=greedy_by_size"});
+    PlanReport ff = run_strategy(s, kModule, kByte, {"baseline=greedy_by_size_first_fit"});
+    for (size_t a = 0; a < s.arenas.size(); ++a) {
+      if (s.arenas[a].persistent) continue;
+      const uint64_t al = s.arenas[a].alignment;
+      CHECK(bf.arena_footprint[a] == (greedy_by_size(s, static_cast<uint32_t>(a), true) + al - 1) / al * al);
+      CHECK(ff.arena_footprint[a] == (greedy_by_size(s, static_cast<uint32_t>(a), false) + al - 1) / al * al);
+    }
+  }
+  CHECK(failure_code([&] { run_strategy(random_graph(1, 10), kModule, kByte, {"baseline=greedy"}); }) ==
+        UMLOS_INVALID_ARGUMENT);
 }
 
 TEST_CASE("The byte planner reaches the lower bound 124 on the Pisarchyk-Lee example", "[tmmu]") {
