@@ -877,3 +877,43 @@ TEST_CASE("The pilot option takes off, on or portfolio and names the expected va
   }
   CHECK(msg.find("option 'pilot': expected \"off\", \"on\" or \"portfolio\"") != std::string::npos);
 }
+
+TEST_CASE("The streaming interval reader reads what a whole-document parse reads, in any key order", "[tmmu]") {
+  // Tensors before the arenas that name them; a nested "tensors" key inside
+  // an arena is an ordinary key; a repeated top-level "tensors" key keeps
+  // its last value, as json::parse does.
+  const std::string text =
+      R"({"tensors": [{"id": "old", "arena": "a", "size": 1, "begin": 0, "end": 0}],
+          "format": "umlos.intervals.v1",
+          "tensors": [{"id": "y", "arena": "b", "size": 100, "begin": 2, "end": 5, "alias_group": "g"},
+                      {"id": "x", "arena": "a", "size": 64, "begin": 0, "end": 3, "shape_envelope": {"max_size": 96}}],
+          "arenas": [{"name": "a", "alignment": 64, "tensors": [1, {"id": "no"}]}, {"name": "b", "persistent": true}],
+          "alignment": 32})";
+  IntervalSet s = parse_intervals_json(text, "order.json");
+  REQUIRE(s.tensors.size() == 2);
+  CHECK(s.tensors[0].id == "x");
+  CHECK(s.tensors[0].size == 96);
+  CHECK(s.tensors[0].actual_size == 64);
+  CHECK(s.tensors[0].arena == 0);
+  CHECK(s.tensors[1].id == "y");
+  CHECK(s.tensors[1].arena == 1);
+  CHECK(s.tensors[1].alias_group == 1);
+  REQUIRE(s.arenas.size() == 2);
+  CHECK(s.arenas[0].alignment == 64);
+  CHECK(s.arenas[1].alignment == 32);
+  CHECK(s.arenas[1].persistent);
+  // Errors keep their codes and messages.
+  const std::string bad_json = R"({"format": "umlos.intervals.v1", "tensors": [{"id": "a", "size": 1,)";
+  CHECK(failure_code([&] { parse_intervals_json(bad_json, "cut.json"); }) == UMLOS_INVALID_ARGUMENT);
+  CHECK(failure_message([&] { parse_intervals_json(bad_json, "cut.json"); }).find("cut.json: not valid JSON") !=
+        std::string::npos);
+  CHECK(failure_message([&] {
+          parse_intervals_json(R"({"format": "umlos.intervals.v1", "tensors": [1], "tensors": {}})", "t.json");
+        }).find("'tensors' must be an array") != std::string::npos);
+  CHECK(failure_message([&] {
+          parse_intervals_json(R"({"format": "umlos.intervals.v1", "tensors": [{"id": "a"}, 7]})", "t.json");
+        }).find("tensors[0] (id 'a'): missing key 'size'") != std::string::npos);
+  CHECK(failure_message([&] {
+          parse_intervals_json(R"({"format": "umlos.intervals.v1", "tensors": [7]})", "t.json");
+        }).find("tensors[0]: must be an object") != std::string::npos);
+}
