@@ -40,12 +40,12 @@ void never_above_greedy_by_size(uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("At 10^6 tensors the byte planner never uses more bytes than greedy by size (mixed workload, seed 2)",
+TEST_CASE("At 10^6 tensors the byte planner never uses more bytes than greedy by size on the mixed workload of seed 2",
           "[tmmu][.scale]") {
   never_above_greedy_by_size(2);
 }
 
-TEST_CASE("At 10^6 tensors the byte planner never uses more bytes than greedy by size (mixed workload, seed 3)",
+TEST_CASE("At 10^6 tensors the byte planner never uses more bytes than greedy by size on the mixed workload of seed 3",
           "[tmmu][.scale]") {
   never_above_greedy_by_size(3);
 }
