@@ -137,6 +137,28 @@ std::vector<IntervalSet> networks() {
   return v;
 }
 
+// A set as a umlos.intervals.v1 document (one line per tensor).
+std::string to_intervals_json(const IntervalSet& s, uint64_t alignment) {
+  nlohmann::json head;
+  head["format"] = "umlos.intervals.v1";
+  head["name"] = s.name;
+  head["alignment"] = alignment;
+  head["mode"] = s.mode;
+  std::string out = head.dump();
+  out.pop_back();  // reopen the object for the tensors
+  out += ",\"tensors\":[\n";
+  for (size_t i = 0; i < s.tensors.size(); ++i) {
+    const TensorSpec& t = s.tensors[i];
+    nlohmann::json e{{"id", t.id}, {"arena", s.arenas[t.arena].name}, {"size", t.size},
+                     {"begin", t.begin}, {"end", t.end}};
+    if (t.alias_group) e["alias_group"] = t.alias_group;
+    if (t.flags & UMLOS_PLAN_SAVED_FOR_BACKWARD) e["saved_for_backward"] = true;
+    out += e.dump();
+    out += i + 1 < s.tensors.size() ? ",\n" : "\n";
+  }
+  return out + "]}\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,6 +166,7 @@ int main(int argc, char** argv) {
   std::string bench_dir = std::string(UMLOS_SHARED_DIR) + "/memory-planning-bench";
   uint64_t max_n = 1000000, min_n = 1000, period = 0;
   int64_t overlap = 3;
+  uint64_t alignment = 64;
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--bench-dir" && i + 1 < args.size()) bench_dir = args[++i];
     else if (args[i] == "--module" && i + 1 < args.size()) g_module = args[++i];
@@ -154,6 +177,7 @@ int main(int argc, char** argv) {
     else if (args[i] == "--filter" && i + 1 < args.size()) g_filter = args[++i];
     else if (args[i] == "--period" && i + 1 < args.size()) period = std::stoull(args[++i]);
     else if (args[i] == "--overlap" && i + 1 < args.size()) overlap = std::stoll(args[++i]);
+    else if (args[i] == "--alignment" && i + 1 < args.size()) alignment = std::stoull(args[++i]);
   }
   const std::string cmd = args.empty() ? "" : args[0];
   try {
@@ -207,25 +231,17 @@ int main(int argc, char** argv) {
       // compare plans across builds with `umlos plan --module ... --json`).
       std::vector<IntervalSet> sets = networks();
       sets.push_back(bench::mixed_workload(10000, 1, 4, 6));
-      for (const IntervalSet& s : sets) {
-        nlohmann::json j;
-        j["format"] = "umlos.intervals.v1";
-        j["name"] = s.name;
-        j["alignment"] = 128;
-        j["mode"] = s.mode;
-        nlohmann::json ts = nlohmann::json::array();
-        for (const TensorSpec& t : s.tensors) {
-          nlohmann::json e{{"id", t.id}, {"arena", s.arenas[t.arena].name}, {"size", t.size},
-                           {"begin", t.begin}, {"end", t.end}};
-          if (t.alias_group) e["alias_group"] = t.alias_group;
-          if (t.flags & UMLOS_PLAN_SAVED_FOR_BACKWARD) e["saved_for_backward"] = true;
-          ts.push_back(e);
-        }
-        j["tensors"] = ts;
-        write_file_atomic(args[1] + "/" + s.name + ".json", j.dump(1) + "\n");
-      }
+      for (const IntervalSet& s : sets) write_file_atomic(args[1] + "/" + s.name + ".json", to_intervals_json(s, 128));
+    } else if (cmd == "export-mixed" && args.size() >= 4) {
+      // One mixed workload of about N tensors with seed SEED, as a
+      // umlos.intervals.v1 file for `umlos plan` (--period/--overlap as for
+      // `scale`; --alignment A, default 64: sizes that are not multiples of
+      // it are padded by the planner, as in real activations).
+      const uint64_t n = std::stoull(args[2]), seed = std::stoull(args[3]);
+      write_file_atomic(args[1], to_intervals_json(bench::mixed_workload(n, seed, period, overlap), alignment));
     } else {
-      std::fprintf(stderr, "usage: tmmu_bench files|nets|scale|quality|export DIR [--bench-dir DIR] [--max N] [--module PATH]\n");
+      std::fprintf(stderr, "usage: tmmu_bench files|nets|scale|quality|export DIR|export-mixed FILE N SEED "
+                           "[--bench-dir DIR] [--max N] [--module PATH] [--period P] [--overlap O] [--alignment A]\n");
       return 2;
     }
   } catch (const Failure& f) {

@@ -827,4 +827,54 @@ std::string diagnostic(const Value& v) {
   return out;
 }
 
+// ------------------------------------------------------- stream encoder
+
+void StreamEncoder::array(uint64_t n) {
+  put_head(buf_, 4, n);
+  spill();
+}
+
+void StreamEncoder::uinteger(uint64_t u) {
+  put_head(buf_, 0, u);
+  spill();
+}
+
+void StreamEncoder::integer(int64_t i) {
+  if (i >= 0) put_head(buf_, 0, static_cast<uint64_t>(i));
+  else put_head(buf_, 1, static_cast<uint64_t>(-(i + 1)));
+  spill();
+}
+
+void StreamEncoder::text(std::string_view s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const size_t bad = first_invalid_utf8(p, s.size());
+  if (bad != std::string::npos)
+    throw Failure(UMLOS_INVALID_ARGUMENT, "CBOR encode: text string is not valid UTF-8 at byte " +
+                                              std::to_string(bad));
+  put_head(buf_, 3, s.size());
+  buf_.insert(buf_.end(), p, p + s.size());
+  spill();
+}
+
+void StreamEncoder::bytes(const uint8_t* data, size_t size) {
+  put_head(buf_, 2, size);
+  buf_.insert(buf_.end(), data, data + size);
+  spill();
+}
+
+void StreamEncoder::null() {
+  buf_.push_back(0xf6);
+  spill();
+}
+
+void StreamEncoder::value(const Value& v) {
+  encode_into(buf_, v);
+  spill();
+}
+
+void StreamEncoder::flush() {
+  if (!buf_.empty()) sink_(context_, buf_.data(), buf_.size());
+  buf_.clear();
+}
+
 }  // namespace umlos::cbor

@@ -90,4 +90,35 @@ inline Value decode(const std::vector<uint8_t>& b) { return decode(b.data(), b.s
 // RFC 8949 diagnostic notation, for messages and `umlos manifest canonical --diag`.
 std::string diagnostic(const Value& v);
 
+// The deterministic encoding written item by item, without a Value tree:
+// a table of 10^6 rows (a plan hash's tables) costs one pass and a small
+// buffer instead of millions of Values. The caller writes an array's head
+// with its length, then exactly that many items; the bytes equal encode()
+// of the same Value. Bytes go to `sink` in chunks (and at flush()).
+class StreamEncoder {
+ public:
+  using Sink = void (*)(void* context, const uint8_t* data, size_t size);
+  StreamEncoder(Sink sink, void* context) : sink_(sink), context_(context) { buf_.reserve(kChunk + 64); }
+  ~StreamEncoder() = default;
+  StreamEncoder(const StreamEncoder&) = delete;
+  StreamEncoder& operator=(const StreamEncoder&) = delete;
+  void array(uint64_t n);
+  void uinteger(uint64_t u);
+  void integer(int64_t i);
+  void text(std::string_view s);  // UMLOS_INVALID_ARGUMENT when not UTF-8, as encode()
+  void bytes(const uint8_t* data, size_t size);
+  void null();
+  void value(const Value& v);  // any Value, encoded as encode() does
+  void flush();
+
+ private:
+  static constexpr size_t kChunk = 1 << 16;
+  void spill() {
+    if (buf_.size() >= kChunk) flush();
+  }
+  Sink sink_;
+  void* context_;
+  std::vector<uint8_t> buf_;
+};
+
 }  // namespace umlos::cbor

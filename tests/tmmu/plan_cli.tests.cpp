@@ -93,3 +93,19 @@ TEST_CASE("umlos plan refuses bad input with the 0.K code name and its exit stat
   Run flag = umlos_plan(kExample + " --frobnicate");
   CHECK(flag.status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
 }
+
+TEST_CASE("umlos plan --timings prints every phase's wall and CPU seconds and leaves the plan unchanged",
+          "[tmmu][cli]") {
+  const Run plain = umlos_plan(kExample);
+  const Run timed = umlos_plan(kExample + " --timings");
+  REQUIRE(plain.status == 0);
+  REQUIRE(timed.status == 0);
+  for (const char* phase : {"read", "parse", "load", "request", "plan", "check", "metrics", "hash", "output", "total"})
+    CHECK(timed.out.find(std::string("\n  ") + phase + " ") != std::string::npos);
+  CHECK(timed.out.find("timings (wall s, process cpu s):") != std::string::npos);
+  CHECK(plain.out.find("timings") == std::string::npos);
+  // The plan itself (hash line) is the same with and without the timings.
+  const size_t h = plain.out.find("plan_hash ");
+  REQUIRE(h != std::string::npos);
+  CHECK(timed.out.find(plain.out.substr(h, 75)) != std::string::npos);
+}

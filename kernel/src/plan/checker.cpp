@@ -19,7 +19,14 @@ struct Storage {
   uint64_t align = 1;    // max(member alignment, arena alignment)
   int64_t begin = 0, end = 0;  // hull, inclusive
   uint64_t first = 0;    // first member (request index)
-  std::vector<uint64_t> members;
+};
+
+// The storages of one arena and their members (request indices, ascending)
+// in one flat array: members of storage k are member[start[k] .. start[k+1]).
+// No per-storage allocation: 10^6 tensors are checked in one pass.
+struct ArenaStorages {
+  std::vector<Storage> st;
+  std::vector<uint64_t> start, member;
 };
 
 std::string name_of(uint64_t i, const std::vector<std::string>& ids) {
@@ -36,9 +43,10 @@ uint64_t align_up_checked(uint64_t v, uint64_t a) {
   return v + (a - r);
 }
 
-std::vector<std::vector<Storage>> storages_of(const umlos_plan_request& rq) {
-  std::vector<std::vector<Storage>> per(rq.n_arenas);
+std::vector<ArenaStorages> storages_of(const umlos_plan_request& rq) {
+  std::vector<ArenaStorages> per(rq.n_arenas);
   std::map<uint64_t, std::pair<uint32_t, size_t>> group;  // group -> (arena, index)
+  std::vector<size_t> storage_of(rq.n_tensors);            // index of each tensor's storage in its arena
   for (uint64_t i = 0; i < rq.n_tensors; ++i) {
     const umlos_plan_tensor& t = rq.tensors[i];
     if (t.arena >= rq.n_arenas) {
@@ -48,6 +56,7 @@ std::vector<std::vector<Storage>> storages_of(const umlos_plan_request& rq) {
     }
     const uint64_t arena_align = rq.arenas[t.arena].alignment;
     const uint64_t align = std::max(t.alignment ? t.alignment : arena_align, arena_align);
+    std::vector<Storage>& st = per[t.arena].st;
     if (t.alias_group != 0) {
       auto it = group.find(t.alias_group);
       if (it != group.end()) {
@@ -56,15 +65,15 @@ std::vector<std::vector<Storage>> storages_of(const umlos_plan_request& rq) {
           m << "tensor #" << i << ": alias group " << t.alias_group << " spans two arenas";
           throw Failure(UMLOS_INVALID_IR_SHAPES, m.str());
         }
-        Storage& s = per[t.arena][it->second.second];
+        Storage& s = st[it->second.second];
         s.size = std::max(s.size, t.size);
         s.align = std::max(s.align, align);
         s.begin = std::min(s.begin, t.begin);
         s.end = std::max(s.end, t.end);
-        s.members.push_back(i);
+        storage_of[i] = it->second.second;
         continue;
       }
-      group[t.alias_group] = {t.arena, per[t.arena].size()};
+      group[t.alias_group] = {t.arena, st.size()};
     }
     Storage s;
     s.size = t.size;
@@ -72,8 +81,21 @@ std::vector<std::vector<Storage>> storages_of(const umlos_plan_request& rq) {
     s.begin = t.begin;
     s.end = t.end;
     s.first = i;
-    s.members.push_back(i);
-    per[t.arena].push_back(std::move(s));
+    storage_of[i] = st.size();
+    st.push_back(s);
+  }
+  // Members by counting sort: ascending request index within each storage.
+  for (ArenaStorages& a : per) a.start.assign(a.st.size() + 1, 0);
+  for (uint64_t i = 0; i < rq.n_tensors; ++i) ++per[rq.tensors[i].arena].start[storage_of[i] + 1];
+  for (ArenaStorages& a : per) {
+    for (size_t k = 0; k < a.st.size(); ++k) a.start[k + 1] += a.start[k];
+    a.member.resize(a.start.back());
+  }
+  std::vector<std::vector<uint64_t>> fill(rq.n_arenas);
+  for (uint32_t a = 0; a < rq.n_arenas; ++a) fill[a].assign(per[a].start.begin(), per[a].start.end() - 1);
+  for (uint64_t i = 0; i < rq.n_tensors; ++i) {
+    const uint32_t a = rq.tensors[i].arena;
+    per[a].member[fill[a][storage_of[i]]++] = i;
   }
   return per;
 }
@@ -118,12 +140,10 @@ std::vector<ArenaFacts> arena_facts(const umlos_plan_request& rq) {
   std::vector<ArenaFacts> facts(rq.n_arenas);
   for (uint32_t a = 0; a < rq.n_arenas; ++a) {
     const bool persistent = (rq.arenas[a].flags & UMLOS_ARENA_PERSISTENT) != 0;
-    sweep_live(per[a], persistent, facts[a].max_live, facts[a].lower_bound);
-    facts[a].storages = per[a].size();
-    for (const Storage& s : per[a]) {
-      facts[a].tensors += s.members.size();
-      facts[a].total_bytes += align_up_checked(s.size, s.align);
-    }
+    sweep_live(per[a].st, persistent, facts[a].max_live, facts[a].lower_bound);
+    facts[a].storages = per[a].st.size();
+    facts[a].tensors = per[a].member.size();
+    for (const Storage& s : per[a].st) facts[a].total_bytes += align_up_checked(s.size, s.align);
   }
   return facts;
 }
@@ -141,14 +161,15 @@ void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs,
       m << arena_name << ": footprint " << footprint << " exceeds capacity " << arena.capacity;
       throw Failure(UMLOS_ARENA_TOO_SMALL, m.str());
     }
-    std::vector<Storage>& st = per[a];
-    for (Storage& s : st) {
-      const uint64_t off = rs.offsets[s.members[0]];
-      for (uint64_t m : s.members) {
+    const std::vector<Storage>& st = per[a].st;
+    for (size_t k = 0; k < st.size(); ++k) {
+      const uint64_t off = rs.offsets[st[k].first];
+      for (size_t q = per[a].start[k]; q < per[a].start[k + 1]; ++q) {
+        const uint64_t m = per[a].member[q];
         if (rs.offsets[m] != off) {
           std::ostringstream msg;
           msg << name_of(m, ids) << " is at offset " << rs.offsets[m] << " but its alias group shares "
-              << name_of(s.members[0], ids) << "'s storage at offset " << off;
+              << name_of(st[k].first, ids) << "'s storage at offset " << off;
           throw Failure(UMLOS_ADDRESS_COLLISION, msg.str());
         }
         const uint64_t arena_align = arena.alignment;
@@ -179,7 +200,7 @@ void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs,
     using Ending = std::pair<int64_t, size_t>;
     std::priority_queue<Ending, std::vector<Ending>, std::greater<Ending>> ending;
     std::set<std::pair<uint64_t, size_t>> active;  // (offset, storage)
-    auto off_of = [&](size_t k) { return rs.offsets[st[k].members[0]]; };
+    auto off_of = [&](size_t k) { return rs.offsets[st[k].first]; };
     for (size_t k : order) {
       while (!persistent && !ending.empty() && ending.top().first < st[k].begin) {
         active.erase({off_of(ending.top().second), ending.top().second});
@@ -207,8 +228,9 @@ void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs,
       uint64_t max_live = 0, lb = 0;
       sweep_live(st, persistent, max_live, lb);
       std::map<uint64_t, uint64_t> slot_offset;
-      for (const Storage& s : st) {
-        for (uint64_t m : s.members) {
+      for (size_t k = 0; k < st.size(); ++k) {
+        for (size_t q = per[a].start[k]; q < per[a].start[k + 1]; ++q) {
+          const uint64_t m = per[a].member[q];
           const uint64_t slot = rs.slots[m];
           if (slot == UMLOS_PLAN_NO_SLOT) {
             throw Failure(UMLOS_INTERNAL, arena_name + ": " + name_of(m, ids) + " has no logical slot");

@@ -6,12 +6,15 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "error.hpp"
 #include "fsutil.hpp"
+#include "phase_timer.hpp"
 
 namespace umlos::plan {
 namespace {
@@ -100,15 +103,185 @@ void sort_and_check_ids(IntervalSet& set) {
       bad(UMLOS_INVALID_IR_SHAPES, set.source, "duplicate tensor id '" + set.tensors[i].id + "'");
 }
 
+// Builds a json value from SAX events (what json::parse does; a repeated
+// key keeps its last value, as there).
+class DomBuilder {
+ public:
+  explicit DomBuilder(json& root) : root_(root) {}
+  bool null() { return put(nullptr); }
+  bool boolean(bool b) { return put(b); }
+  bool number_integer(json::number_integer_t v) { return put(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return put(v); }
+  bool number_float(json::number_float_t v, const std::string&) { return put(v); }
+  bool string(std::string& v) { return put(std::move(v)); }
+  bool binary(json::binary_t& v) { return put(json::binary(std::move(v))); }
+  bool start_object(std::size_t) {
+    put(json::object());
+    stack_.push_back(last_);
+    return true;
+  }
+  bool key(std::string& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() {
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    put(json::array());
+    stack_.push_back(last_);
+    return true;
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return true;
+  }
+  bool done() const { return stack_.empty(); }
+
+ private:
+  // Open containers are never moved: an array only grows after its last
+  // element (the one that may be open) has been closed.
+  bool put(json&& v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      last_ = &root_;
+    } else if (stack_.back()->is_array()) {
+      stack_.back()->push_back(std::move(v));
+      last_ = &stack_.back()->back();
+    } else {
+      json& slot = (*stack_.back())[key_];
+      slot = std::move(v);
+      last_ = &slot;
+    }
+    return true;
+  }
+  json& root_;
+  json* last_ = nullptr;
+  std::vector<json*> stack_;
+  std::string key_;
+};
+
+// Reads an interval document in two streaming passes instead of one DOM of
+// every tensor (at 10^6 tensors the DOM took ~5 GB and most of the command's
+// time): pass 1 builds the document without the elements of the top-level
+// "tensors" array (the header: arenas, alignment, replan policy, counted
+// elements); pass 2 hands each element of that array, as a small json
+// value, to `on_tensor` and drops it. With a repeated top-level "tensors"
+// key the last one counts, as in json::parse.
+class IntervalsSax {
+ public:
+  using OnTensor = std::function<void(const json&, size_t)>;
+  IntervalsSax(json& header, const std::string& source) : dom_(header), source_(source) {}
+  IntervalsSax(const OnTensor& on_tensor, size_t target, const std::string& source)
+      : dom_(scratch_), on_tensor_(&on_tensor), target_(target), source_(source) {}
+  size_t tensors_keys() const { return tensors_keys_; }
+  size_t elements() const { return elements_; }
+
+  bool null() { return value([&](DomBuilder& d) { return d.null(); }); }
+  bool boolean(bool b) { return value([&](DomBuilder& d) { return d.boolean(b); }); }
+  bool number_integer(json::number_integer_t v) { return value([&](DomBuilder& d) { return d.number_integer(v); }); }
+  bool number_unsigned(json::number_unsigned_t v) { return value([&](DomBuilder& d) { return d.number_unsigned(v); }); }
+  bool number_float(json::number_float_t v, const std::string& s) {
+    return value([&](DomBuilder& d) { return d.number_float(v, s); });
+  }
+  bool string(std::string& v) { return value([&](DomBuilder& d) { return d.string(v); }); }
+  bool binary(json::binary_t& v) { return value([&](DomBuilder& d) { return d.binary(v); }); }
+  bool start_object(std::size_t n) { return open([&](DomBuilder& d) { return d.start_object(n); }); }
+  bool start_array(std::size_t n) {
+    if (depth_ == 1 && after_tensors_key_) {  // the top-level "tensors" array itself
+      after_tensors_key_ = false;
+      in_tensors_ = true;
+      ++depth_;
+      return on_tensor_ ? true : dom_.start_array(n);  // the header keeps an empty array
+    }
+    return open([&](DomBuilder& d) { return d.start_array(n); });
+  }
+  bool key(std::string& k) {
+    if (depth_ == 1) {
+      after_tensors_key_ = (k == "tensors");
+      if (after_tensors_key_) ++tensors_keys_;
+    }
+    if (in_tensors_) return element_ ? element_->key(k) : true;
+    return on_tensor_ ? true : dom_.key(k);
+  }
+  bool end_object() { return close([&](DomBuilder& d) { return d.end_object(); }); }
+  bool end_array() {
+    if (in_tensors_ && depth_ == 2) {  // the end of the top-level "tensors" array
+      in_tensors_ = false;
+      --depth_;
+      return on_tensor_ ? true : dom_.end_array();
+    }
+    return close([&](DomBuilder& d) { return d.end_array(); });
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    bad(UMLOS_INVALID_ARGUMENT, source_, std::string("not valid JSON: ") + e.what());
+  }
+
+ private:
+  bool targeted() const { return on_tensor_ && tensors_keys_ == target_; }
+  // A scalar: into the header, or an element of the tensors array (whole, or inside one).
+  template <class F>
+  bool value(const F& f) {
+    if (depth_ == 1) after_tensors_key_ = false;
+    if (!in_tensors_) return on_tensor_ ? true : f(dom_);
+    if (depth_ == 2) {  // a scalar element
+      const size_t i = elements_++;
+      if (targeted()) {
+        json e;
+        DomBuilder b(e);
+        f(b);
+        (*on_tensor_)(e, i);
+      }
+      return true;
+    }
+    return element_ ? f(*element_) : true;
+  }
+  template <class F>
+  bool open(const F& f) {
+    if (depth_ == 1) after_tensors_key_ = false;
+    ++depth_;
+    if (!in_tensors_) return on_tensor_ ? true : f(dom_);
+    if (depth_ == 3) {  // an element starts
+      ++elements_;
+      if (targeted()) {
+        element_value_ = json();
+        element_.emplace(element_value_);
+      }
+    }
+    return element_ ? f(*element_) : true;
+  }
+  template <class F>
+  bool close(const F& f) {
+    --depth_;
+    if (!in_tensors_) return on_tensor_ ? true : f(dom_);
+    if (!element_) return true;
+    f(*element_);
+    if (depth_ == 2) {  // the element is complete
+      element_.reset();
+      (*on_tensor_)(element_value_, elements_ - 1);
+    }
+    return true;
+  }
+
+  json scratch_;
+  DomBuilder dom_;
+  const OnTensor* on_tensor_ = nullptr;
+  size_t target_ = 0;
+  const std::string& source_;
+  int depth_ = 0;  // open containers; the top-level object is depth 1
+  bool after_tensors_key_ = false, in_tensors_ = false;
+  size_t tensors_keys_ = 0, elements_ = 0;
+  json element_value_;
+  std::optional<DomBuilder> element_;
+};
+
 }  // namespace
 
 IntervalSet parse_intervals_json(const std::string& text, const std::string& source) {
   json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    bad(UMLOS_INVALID_ARGUMENT, source, std::string("not valid JSON: ") + e.what());
-  }
+  IntervalsSax header(doc, source);
+  json::sax_parse(text, &header);
   if (!doc.is_object()) bad(UMLOS_INVALID_ARGUMENT, source, "top level must be an object");
   auto fmt = doc.find("format");
   if (fmt == doc.end() || !fmt->is_string() || fmt->get<std::string>() != "umlos.intervals.v1")
@@ -173,9 +346,8 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
   if (tensors == doc.end() || !tensors->is_array())
     bad(UMLOS_INVALID_ARGUMENT, source, "'tensors' must be an array");
   std::map<std::string, uint64_t> alias_numbers;
-  set.tensors.reserve(tensors->size());
-  for (size_t i = 0; i < tensors->size(); ++i) {
-    const json& t = (*tensors)[i];
+  set.tensors.reserve(header.elements());
+  const IntervalsSax::OnTensor add_tensor = [&](const json& t, size_t i) {
     std::string where = source + ": tensors[" + std::to_string(i) + "]";
     if (!t.is_object()) bad(UMLOS_INVALID_IR_SHAPES, where, "must be an object");
     TensorSpec s;
@@ -248,7 +420,9 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
       s.alias_group = it->second;
     }
     set.tensors.push_back(std::move(s));
-  }
+  };
+  IntervalsSax elements(add_tensor, header.tensors_keys(), source);
+  json::sax_parse(text, &elements);
   sort_and_check_ids(set);
   return set;
 }
@@ -315,13 +489,16 @@ IntervalSet parse_intervals_csv(const std::string& text, const std::string& sour
   return set;
 }
 
-IntervalSet read_intervals(const std::string& path, uint64_t csv_alignment) {
+IntervalSet read_intervals(const std::string& path, uint64_t csv_alignment, PhaseTimer* timer) {
   const std::vector<uint8_t> bytes = read_file(path);
   const bool gz = ends_with(path, ".gz") || (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b);
   std::string text = gz ? gunzip(bytes, path) : std::string(bytes.begin(), bytes.end());
+  if (timer) timer->mark("read");
   const std::string base = gz && ends_with(path, ".gz") ? path.substr(0, path.size() - 3) : path;
-  if (ends_with(base, ".csv")) return parse_intervals_csv(text, path, csv_alignment ? csv_alignment : 1);
-  return parse_intervals_json(text, path);
+  IntervalSet set = ends_with(base, ".csv") ? parse_intervals_csv(text, path, csv_alignment ? csv_alignment : 1)
+                                            : parse_intervals_json(text, path);
+  if (timer) timer->mark("parse");
+  return set;
 }
 
 void make_request(const IntervalSet& set, const std::vector<std::string>& options, PlanInput& in) {

@@ -49,7 +49,9 @@ struct IntervalSet {
 // Reads a file by its extension: .csv, .json, .json.gz (or gzip magic).
 // `default_alignment` (0 = the format's default: 128 for JSON, 1 for CSV,
 // which has no alignment) overrides the arena alignment of CSV input.
-IntervalSet read_intervals(const std::string& path, uint64_t csv_alignment = 0);
+// `timer`, when given, gets the phases read (file and gunzip) and parse.
+class PhaseTimer;
+IntervalSet read_intervals(const std::string& path, uint64_t csv_alignment = 0, PhaseTimer* timer = nullptr);
 IntervalSet parse_intervals_json(const std::string& text, const std::string& source);
 IntervalSet parse_intervals_csv(const std::string& text, const std::string& source,
                                 uint64_t alignment);

@@ -38,7 +38,11 @@ static std::string with_ids(const std::string& message, const IntervalSet& set) 
 }
 
 PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
-                        const std::string& strategy, const std::vector<std::string>& options) {
+                        const std::string& strategy, const std::vector<std::string>& options,
+                        PhaseTimer* timer) {
+  auto mark = [&](const char* phase) {
+    if (timer) timer->mark(phase);
+  };
   Host host;
   host.load(module_path, std::nullopt);
   const umlos_tmmu_strategy_desc* s = host.find_strategy(strategy);
@@ -46,6 +50,7 @@ PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
     throw Failure(UMLOS_NOT_FOUND, module_path + " offers no strategy '" + strategy +
                                        "' (UML_OS.TMMU.PlanMemory_v2 and UML_OS.TMMU.BytePlanner_v1 are "
                                        "the ones libumlos_tmmu.so offers)");
+  mark("load");
   PlanInput in;
   make_request(set, options, in);
   PlanReport r;
@@ -63,6 +68,7 @@ PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
   };
+  mark("request");
   const uint64_t c0 = thread_cpu_ns();
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -75,6 +81,7 @@ PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
   r.allocation_time_ns =
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
   r.work_units = result.work_units;
+  mark("plan");
   std::vector<std::string> ids;
   ids.reserve(set.tensors.size());
   for (const TensorSpec& t : set.tensors) ids.push_back(t.id);
@@ -85,7 +92,9 @@ PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
   } catch (const Failure& f) {
     throw Failure(f.code(), set.source + ": the plan of strategy '" + strategy + "' is invalid: " + f.what());
   }
+  mark("check");
   r.metrics = compute_metrics(in.request, result);
+  mark("metrics");
   return r;
 }
 
@@ -111,6 +120,8 @@ const char* kUsage =
     "                      pilot=off|on|portfolio, pilot_budget=N (repeatable)\n"
     "  --alignment N       arena alignment for CSV input (default 1)\n"
     "  --capacity BYTES    capacity of every non-persistent arena (ARENA_TOO_SMALL if exceeded)\n"
+    "  --timings           print the wall and CPU seconds of each phase (read, parse, plan,\n"
+    "                      check, hash, output) on stderr\n"
     "see docs/tmmu.md\n";
 
 }  // namespace
@@ -118,7 +129,7 @@ const char* kUsage =
 int cmd_plan(const std::vector<std::string>& args) {
   std::string file, strategy = "UML_OS.TMMU.BytePlanner_v1", module_path, svg_out, checkpoint_out;
   std::vector<std::string> options;
-  bool json = false;
+  bool json = false, timings = false;
   uint64_t csv_alignment = 0, capacity = 0;
   try {
     auto need = [&](size_t& i) -> const std::string& {
@@ -142,6 +153,8 @@ int cmd_plan(const std::vector<std::string>& args) {
         module_path = need(i);
       } else if (a == "--json") {
         json = true;
+      } else if (a == "--timings") {
+        timings = true;
       } else if (a == "--svg") {
         svg_out = need(i);
       } else if (a == "--checkpoint") {
@@ -162,15 +175,20 @@ int cmd_plan(const std::vector<std::string>& args) {
     }
     if (file.empty()) throw Failure(UMLOS_INVALID_ARGUMENT, std::string("umlos plan: no FILE given\n") + kUsage);
     if (module_path.empty()) module_path = plan::default_module_path();
-    plan::IntervalSet set = plan::read_intervals(file, csv_alignment);
+    plan::PhaseTimer timer;
+    plan::IntervalSet set = plan::read_intervals(file, csv_alignment, &timer);
     if (capacity != 0)
       for (plan::ArenaSpec& ar : set.arenas)
         if (!ar.persistent) ar.capacity = capacity;
-    plan::PlanReport report = plan::run_strategy(set, module_path, strategy, options);
+    plan::PlanReport report = plan::run_strategy(set, module_path, strategy, options, &timer);
     const Digest hash = plan::plan_hash(set, report);
+    timer.mark("hash");
     if (!svg_out.empty()) write_file_atomic(svg_out, plan::to_svg(set, report));
     if (!checkpoint_out.empty()) write_file_atomic(checkpoint_out, plan::checkpoint_cbor(set, report));
     std::cout << (json ? plan::to_json(set, report, hash) : plan::to_text(set, report, hash));
+    std::cout.flush();
+    timer.mark("output");
+    if (timings) std::cerr << timer.report();
     return 0;
   } catch (const Failure& f) {
     std::cerr << "umlos plan: " << f.what() << " [" << status_name(f.code()) << "]\n";

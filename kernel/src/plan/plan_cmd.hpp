@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "intervals.hpp"
+#include "phase_timer.hpp"
 #include "plan_output.hpp"
 
 namespace umlos {
@@ -20,9 +21,11 @@ namespace plan {
 // Loads `module_path`, runs strategy `strategy` on `set` through a Host, and
 // checks the result with check_plan (the slot-optimality check for
 // UML_OS.TMMU.PlanMemory_v2). Throws umlos::Failure; module messages that
-// name "tensor #i" get the tensor's id appended.
+// name "tensor #i" get the tensor's id appended. `timer`, when given, gets
+// the phases load, request, plan, check, metrics.
 PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
-                        const std::string& strategy, const std::vector<std::string>& options);
+                        const std::string& strategy, const std::vector<std::string>& options,
+                        PhaseTimer* timer = nullptr);
 
 // <folder of the running executable>/modules/libumlos_tmmu.so
 std::string default_module_path();

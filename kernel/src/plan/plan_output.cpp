@@ -71,42 +71,86 @@ uint64_t PlanReport::lower_bound_bytes() const {
   return t;
 }
 
+// The per-tensor tables are streamed into the hash (cbor::StreamEncoder):
+// at 10^6 tensors a Value tree of them held ~15 million Values and took
+// longer than planning. The bytes hashed are the same.
 Digest plan_hash(const IntervalSet& set, const PlanReport& plan) {
-  std::vector<Value> ir, slots, addresses;
+  Sha256 ir_hasher, plan_hasher;
+  auto to_hasher = [](void* h, const uint8_t* data, size_t size) { static_cast<Sha256*>(h)->update(data, size); };
+  const size_t n = set.tensors.size();
+  Digest ir_hash;
+  {
+    cbor::StreamEncoder e(to_hasher, &ir_hasher);
+    e.array(2);
+    e.text("umlos.intervals.v1");
+    e.array(n);
+    for (const TensorSpec& t : set.tensors) {
+      e.array(8);
+      e.text(t.id);
+      e.text(set.arenas[t.arena].name);
+      e.uinteger(t.size);
+      e.uinteger(t.alignment);
+      e.integer(t.begin);
+      e.integer(t.end);
+      e.uinteger(t.flags);
+      e.uinteger(t.alias_group);
+    }
+    e.flush();
+    ir_hash = ir_hasher.finish();
+  }
   std::vector<int64_t> steps;
-  for (size_t i = 0; i < set.tensors.size(); ++i) {
-    const TensorSpec& t = set.tensors[i];
-    const std::string& arena = set.arenas[t.arena].name;
-    ir.push_back(Value::array({Value::text(t.id), Value::text(arena), Value::uinteger(t.size),
-                               Value::uinteger(t.alignment), Value::integer(t.begin),
-                               Value::integer(t.end), Value::uinteger(t.flags),
-                               Value::uinteger(t.alias_group)}));
-    slots.push_back(Value::array({Value::text(t.id), Value::text(arena),
-                                  plan.slots[i] == UMLOS_PLAN_NO_SLOT ? Value::null()
-                                                                      : Value::uinteger(plan.slots[i])}));
-    addresses.push_back(
-        Value::array({Value::text(t.id), Value::text(arena), Value::uinteger(plan.offsets[i])}));
+  steps.reserve(2 * n);
+  for (const TensorSpec& t : set.tensors) {
     steps.push_back(t.begin);
     steps.push_back(t.end);
   }
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-  std::vector<Value> order;
-  for (int64_t s : steps) order.push_back(Value::integer(s));
+  Digest execution_order_hash;
+  {
+    Sha256 h;
+    cbor::StreamEncoder e(to_hasher, &h);
+    e.array(steps.size());
+    for (int64_t s : steps) e.integer(s);
+    e.flush();
+    execution_order_hash = h.finish();
+  }
   std::vector<Value> arenas;
   for (const ArenaSpec& a : set.arenas)
     arenas.push_back(Value::array({Value::text(a.name), Value::uinteger(a.alignment),
                                    Value::uinteger(a.capacity), Value::boolean(a.persistent)}));
-  const Digest ir_hash = hash_of(Value::array({Value::text("umlos.intervals.v1"), Value::array(ir)}));
   const Digest arena_config_hash = hash_of(Value::array(arenas));
-  const Digest execution_order_hash = hash_of(Value::array(order));
   const Digest shard_spec_hash = hash_of(json_to_cbor(nlohmann::json::parse(set.shard_spec_json)));
-  return hash_of(Value::array(
-      {Value::text("tmmu_plan_v1"),
-       Value::array({bytes_of(ir_hash), Value::text(set.mode), bytes_of(arena_config_hash),
-                     bytes_of(execution_order_hash), Value::uinteger(set.rank),
-                     Value::uinteger(set.world_size), bytes_of(shard_spec_hash), Value::array(slots),
-                     Value::array(addresses)})}));
+  cbor::StreamEncoder e(to_hasher, &plan_hasher);
+  e.array(2);
+  e.text("tmmu_plan_v1");
+  e.array(9);
+  e.bytes(ir_hash.data(), ir_hash.size());
+  e.text(set.mode);
+  e.bytes(arena_config_hash.data(), arena_config_hash.size());
+  e.bytes(execution_order_hash.data(), execution_order_hash.size());
+  e.uinteger(set.rank);
+  e.uinteger(set.world_size);
+  e.bytes(shard_spec_hash.data(), shard_spec_hash.size());
+  e.array(n);  // slot_assignment_table
+  for (size_t i = 0; i < n; ++i) {
+    const TensorSpec& t = set.tensors[i];
+    e.array(3);
+    e.text(t.id);
+    e.text(set.arenas[t.arena].name);
+    if (plan.slots[i] == UMLOS_PLAN_NO_SLOT) e.null();
+    else e.uinteger(plan.slots[i]);
+  }
+  e.array(n);  // logical_address_table
+  for (size_t i = 0; i < n; ++i) {
+    const TensorSpec& t = set.tensors[i];
+    e.array(3);
+    e.text(t.id);
+    e.text(set.arenas[t.arena].name);
+    e.uinteger(plan.offsets[i]);
+  }
+  e.flush();
+  return plan_hasher.finish();
 }
 
 std::vector<uint8_t> checkpoint_cbor(const IntervalSet& set, const PlanReport& plan) {

@@ -71,8 +71,11 @@ PlanOptions parse_options(const umlos_plan_request& request) {
     } else if (key == "search_nodes") {
       o.search_nodes = static_cast<uint64_t>(want_int(0, INT64_MAX));
     } else if (key == "baseline") {
-      if (a.kind != UMLOS_ATTR_STRING || !a.s || std::strcmp(a.s, "greedy_by_size") != 0)
-        fail(UMLOS_INVALID_ARGUMENT, "option 'baseline': expected \"greedy_by_size\"");
+      if (a.kind != UMLOS_ATTR_STRING || !a.s ||
+          (std::strcmp(a.s, "greedy_by_size") != 0 && std::strcmp(a.s, "greedy_by_size_first_fit") != 0))
+        fail(UMLOS_INVALID_ARGUMENT,
+             "option 'baseline': expected \"greedy_by_size\" or \"greedy_by_size_first_fit\", got '" +
+                 std::string(a.kind == UMLOS_ATTR_STRING && a.s ? a.s : "(not a string)") + "'");
       o.baseline = a.s;
     } else if (key == "pilot_budget") {
       o.pilot_budget = static_cast<uint64_t>(want_int(0, INT64_MAX));

@@ -45,8 +45,9 @@ struct PlanOptions {
   // arena; 0 = derived from quality.
   uint64_t work_budget = 0;
   // Byte planner: "greedy_by_size" runs only one greedy-by-size best-fit
-  // pass (no portfolio, refinement or slot fallback): the baseline that
-  // bench/ and the tests compare against. Empty = the full pipeline.
+  // pass, "greedy_by_size_first_fit" only the first-fit one (no portfolio,
+  // refinement or slot fallback): the baselines that bench/ and the tests
+  // compare against. Empty = the full pipeline (never above either).
   std::string baseline;
   // Byte planner: the pilot method on the best cycle of a periodic
   // component: 0 = off, 1 = on (one run), 2 = portfolio (four runs);
