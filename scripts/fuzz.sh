@@ -28,13 +28,14 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUMLOS_FUZZ=ON
 fi
-cmake --build "$build" -j"$jobs" --target umlos_fuzz pinned_manifests
+cmake --build "$build" -j"$jobs" --target umlos_fuzz umlos umlos_cpu_driver umlos_core
 
-# Seeds: shipped files, plus a fresh demo_walk run folder.
+# Seeds: shipped files, plus a fresh demo_walk run folder (with checkpoints).
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-UML_OS_ROOT=$work/root "$build/umlos" run "$build/manifests/demo_walk.yaml" >"$work/run.log" 2>&1 ||
-  { echo "fuzz: the demo_walk run failed:" >&2; cat "$work/run.log" >&2; exit 1; }
+{ "$build/umlos" manifest pin "$build/manifests/demo_walk.unpinned.yaml" -o "$build/manifests/demo_walk.fuzz.yaml" &&
+  UML_OS_ROOT=$work/root "$build/umlos" run "$build/manifests/demo_walk.fuzz.yaml" --checkpoint-every 50; } \
+  >"$work/run.log" 2>&1 || { echo "fuzz: the demo_walk run failed:" >&2; cat "$work/run.log" >&2; exit 1; }
 run_dir=$(dirname "$(find "$work/root" -name trace.jsonl | head -1)")
 python3 scripts/fuzz_corpus.py "$work/seeds" "$run_dir" >/dev/null
 

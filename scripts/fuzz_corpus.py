@@ -103,8 +103,11 @@ def main():
     # A finished run folder: checkpoints, trace and the other files report
     # and replay read (run_folder: the parts joined by NUL bytes).
     if run_dir:
-        for p in sorted(glob.glob(os.path.join(run_dir, "checkpoints", "*"))):
+        for p in sorted(glob.glob(os.path.join(run_dir, "checkpoints", "*.pb"))):
             c.add("checkpoint", read(p))
+        for name, target in [("manifest.cbor", "cbor"), ("manifest.yaml", "manifest_yaml")]:
+            if os.path.isfile(os.path.join(run_dir, name)):
+                c.add(target, read(os.path.join(run_dir, name)))
         parts = []
         for name in ["trace.jsonl", "value_arenas.json", "failure.json", "memory_plan.svg", "tape.bin"]:
             p = os.path.join(run_dir, name)
