@@ -52,7 +52,9 @@ for t in "$@"; do
   mkdir -p "$build/fuzz/corpus/$t" "$findings/$t" "$work/seeds/$t"
   log=$findings/$t.log
   rc=0
-  "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len=65536 \
+  max_len=65536
+  [[ $t == checkpoint || $t == run_folder ]] && max_len=524288  # whole checkpoints (scripts/fuzz_corpus.py)
+  "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len=$max_len \
     -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/$t/" \
     "$build/fuzz/corpus/$t" "$work/seeds/$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

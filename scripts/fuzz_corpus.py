@@ -8,7 +8,8 @@ OUT_DIR/<target>/ gets one file per seed (named by its SHA-1). RUN_DIR, when
 given, is a finished run folder (trace.jsonl, checkpoints/, ...) whose files
 seed the checkpoint and run-folder targets; scripts/fuzz.sh makes one with
 the demo_walk manifest. Each seed is cut to MAX_SEED bytes (libFuzzer's
--max_len), so large benchmark files still start a useful corpus.
+-max_len; more for checkpoints and run folders), so large benchmark files
+still start a useful corpus.
 """
 import glob
 import gzip
@@ -19,6 +20,9 @@ import re
 import sys
 
 MAX_SEED = 64 * 1024
+# Whole files where a cut one is only a truncation error (protobuf): these
+# targets run with a larger -max_len (scripts/fuzz.sh).
+MAX_SEED_LARGE = {"checkpoint": 512 * 1024, "run_folder": 512 * 1024}
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
@@ -41,7 +45,7 @@ class Corpus:
         self.counts = {}
 
     def add(self, target, data):
-        data = data[:MAX_SEED]
+        data = data[:MAX_SEED_LARGE.get(target, MAX_SEED)]
         d = os.path.join(self.out, target)
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, hashlib.sha1(data).hexdigest()), "wb") as f:
@@ -118,6 +122,9 @@ def main():
         c.add("run_folder", b"\x00".join(parts))
         c.add("run_folder", parts[0])
     c.add("run_folder", b'{"record": "run_start", "t": 0}\n{"record": "iter", "t": 1, "loss_total": 0.5}\n')
+    # The memory-plan SVG the report inlines (docs' example), alone in its part.
+    for p in files("docs/*.svg"):
+        c.add("run_folder", b"\x00\x00\x00" + read(p))
 
     for t in sorted(c.counts):
         print(f"fuzz_corpus: {t}: {c.counts[t]} seeds")
