@@ -51,6 +51,7 @@ for t in "$@"; do
   [[ -x $exe ]] || { echo "fuzz: no target $exe" >&2; exit 2; }
   mkdir -p "$build/fuzz/corpus/$t" "$findings/$t" "$work/seeds/$t"
   log=$findings/$t.log
+  touch "$work/start-$t"  # inputs kept by earlier runs are not this run's findings
   rc=0
   max_len=65536
   [[ $t == checkpoint || $t == run_folder ]] && max_len=524288  # whole checkpoints (scripts/fuzz_corpus.py)
@@ -59,7 +60,7 @@ for t in "$@"; do
     "$build/fuzz/corpus/$t" "$work/seeds/$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  kept=$(find "$findings/$t" -type f | sort)
+  kept=$(find "$findings/$t" -type f -newer "$work/start-$t" | sort)
   if ((rc != 0)) || [[ -n $kept ]]; then
     status=1
     printf '%-18s %12s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "FOUND (exit $rc): ${kept:-see $log}"
