@@ -27,7 +27,7 @@ cmake --build "$build" -j"$jobs"
 
 # Sanitizer reports end the process with a failure (UBSan: -fno-sanitize-
 # recover); symbolized stacks when llvm-symbolizer is there.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir "$build" --output-on-failure -j"$jobs"
 
