@@ -17,6 +17,9 @@ set -euo pipefail
 #   manifests, hashing, JSON, compression          libyaml-cpp-dev libssl-dev nlohmann-json3-dev zlib1g-dev
 #   data-set readers                               libprotobuf-dev protobuf-compiler
 #   tests                                          catch2 python3
+#   sanitizer build and fuzz targets (CI)          clang libclang-rt-14-dev llvm
+#                                                  (AddressSanitizer, UBSan and
+#                                                  libFuzzer runtimes, llvm-symbolizer)
 packages=(
   build-essential
   cmake
@@ -33,6 +36,9 @@ packages=(
   libprotobuf-dev
   protobuf-compiler
   python3
+  clang
+  libclang-rt-14-dev
+  llvm
 )
 
 missing=()

@@ -238,10 +238,11 @@ bool Value::operator==(const Value& o) const {
     case Kind::Map: {
       // Maps are unordered: equal when they hold the same key/value pairs.
       if (entries_.size() != o.entries_.size()) return false;
-      for (const auto& [k, v] : entries_) {
+      for (const auto& kv : entries_) {
+        // (no structured binding: C++17 lambdas cannot capture one; clang refuses)
         const auto it = std::find_if(o.entries_.begin(), o.entries_.end(),
-                                     [&](const auto& e) { return e.first == k; });
-        if (it == o.entries_.end() || it->second != v) return false;
+                                     [&](const auto& e) { return e.first == kv.first; });
+        if (it == o.entries_.end() || it->second != kv.second) return false;
       }
       return true;
     }

@@ -56,8 +56,16 @@ function(umlos_add_module target)
   # C and C++ only: CUDA sources get their own flags (nvcc -fmad=false).
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:C,CXX>:-ffp-contract=off;-fno-fast-math;-ffile-prefix-map=${PROJECT_SOURCE_DIR}=.;-ffile-prefix-map=${PROJECT_BINARY_DIR}=build>)
+  # Under UMLOS_SANITIZE (cmake/Sanitizers.cmake) the sanitizer runtime is
+  # the loading process's, so a module's __asan_*/__ubsan_* references are
+  # left undefined on purpose: -z defs only where no sanitizer is on.
+  if(UMLOS_SANITIZE)
+    set(_umlos_zdefs)
+  else()
+    set(_umlos_zdefs -Wl,-z,defs)
+  endif()
   target_link_options(${target} PRIVATE
     -Wl,--version-script=${_UMLOS_MODULE_CMAKE_DIR}/umlos_module.map
-    -Wl,-z,now -Wl,-z,defs -Wl,--build-id=sha1)
+    -Wl,-z,now ${_umlos_zdefs} -Wl,--build-id=sha1)
   set_property(GLOBAL APPEND PROPERTY UMLOS_MODULE_TARGETS ${target})
 endfunction()

@@ -4,14 +4,15 @@
 // where there is no NVIDIA driver, so that a manifest naming it fails at
 // bootstrap with that reason and exit status 20 (docs/exit-codes.md).
 //
-// Where the module was not built (no toolkit: CI), every test WARNs and
-// returns. "No NVIDIA driver" is forced with UMLOS_CUDA_LIBCUDA pointing at a
+// Where the module was not built (no toolkit: CI), every test is reported
+// skipped (UMLOS_SKIP). "No NVIDIA driver" is forced with UMLOS_CUDA_LIBCUDA pointing at a
 // missing file, so these tests also hold on a machine that has a GPU.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
 
 #include "../kernel/test_support.hpp"
+#include "../skip.hpp"
 #include "cuda_driver_support.hpp"
 
 using namespace cuda_driver_test;
@@ -35,8 +36,7 @@ std::string shell(const std::string& cmd) {
 
 TEST_CASE("cuda_driver offers exactly the primitives of cpu_driver", "[cuda_driver]") {
   if (!module_built()) {
-    WARN("skipped: " << module_file() << " was not built (no CUDA toolkit)");
-    return;
+    UMLOS_SKIP(module_file() << " was not built (no CUDA toolkit)");
   }
   umlos::Host cuda;
   cuda.load(module_file(), std::nullopt);
@@ -58,13 +58,11 @@ TEST_CASE("cuda_driver offers exactly the primitives of cpu_driver", "[cuda_driv
 
 TEST_CASE("the cuda_driver module file depends on neither libcuda nor libcudart", "[cuda_driver]") {
   if (!module_built()) {
-    WARN("skipped: cuda_driver was not built (no CUDA toolkit)");
-    return;
+    UMLOS_SKIP("cuda_driver was not built (no CUDA toolkit)");
   }
   std::string needed = shell("readelf -d '" + module_file() + "'");
   if (needed.find("NEEDED") == std::string::npos) {
-    WARN("skipped: readelf is not available here");
-    return;
+    UMLOS_SKIP("readelf is not available here");
   }
   CHECK(needed.find("libcuda") == std::string::npos);
   CHECK(needed.find("libcudart") == std::string::npos);
@@ -76,8 +74,7 @@ TEST_CASE("the cuda_driver module file depends on neither libcuda nor libcudart"
 TEST_CASE("umlos modules inspect describes cuda_driver and says why it is unavailable without an NVIDIA driver",
           "[cuda_driver]") {
   if (!module_built()) {
-    WARN("skipped: cuda_driver was not built (no CUDA toolkit)");
-    return;
+    UMLOS_SKIP("cuda_driver was not built (no CUDA toolkit)");
   }
   auto r = umlos_test::run_umlos_env(kNoDriverEnv, "modules inspect '" + module_file() + "'");
   INFO(r.output);
@@ -89,8 +86,7 @@ TEST_CASE("umlos modules inspect describes cuda_driver and says why it is unavai
 
 TEST_CASE("activating cuda_driver either starts a GPU or refuses with UNAVAILABLE and the reason", "[cuda_driver]") {
   if (!module_built()) {
-    WARN("skipped: cuda_driver was not built (no CUDA toolkit)");
-    return;
+    UMLOS_SKIP("cuda_driver was not built (no CUDA toolkit)");
   }
   umlos::Host host;
   host.load(module_file(), std::nullopt);
@@ -115,8 +111,7 @@ TEST_CASE("activating cuda_driver either starts a GPU or refuses with UNAVAILABL
 TEST_CASE("a manifest that selects cuda_driver fails at bootstrap with UNAVAILABLE, its reason and exit status 20",
           "[cuda_driver]") {
   if (!module_built()) {
-    WARN("skipped: cuda_driver was not built (no CUDA toolkit)");
-    return;
+    UMLOS_SKIP("cuda_driver was not built (no CUDA toolkit)");
   }
   std::string dir = umlos_test::temp_dir("cuda-manifest");
   std::string m = umlos_test::walk_manifest({module_file(), umlos_test::module_path("umlos_core")},

@@ -1,7 +1,7 @@
 // cuda_driver_support.hpp — helpers for the cuda_driver tests: where the
 // module is (it exists only when the build found a CUDA toolkit), starting it
 // in a Host (nullptr + a reason when the machine has no usable GPU: the GPU
-// tests then WARN and return, Catch2 v2 having no SKIP), and comparisons
+// tests then UMLOS_SKIP, reported skipped by ctest), and comparisons
 // against cpu_driver, bitwise or within the documented tolerance.
 #pragma once
 

@@ -4,8 +4,8 @@
 // mapping; two runs bitwise identical; transfers and error paths.
 //
 // Each test starts the driver first and, where the machine has no usable GPU
-// (or the module was not built), WARNs "skipped: <reason>" and returns:
-// Catch2 v2 has no SKIP. Run them alone with
+// (or the module was not built), says so with UMLOS_SKIP (tests/skip.hpp)
+// and returns: ctest reports it "Skipped", not passed. Run them alone with
 //   ./build-cuda/umlos_tests "[cuda_driver][gpu]"
 // On this project's build machine (no GPU) they have never run: see
 // docs/cuda_driver.md, "What has run where".
@@ -13,6 +13,7 @@
 
 #include <cstring>
 
+#include "../skip.hpp"
 #include "cuda_driver_support.hpp"
 
 using namespace cpu_driver_test;
@@ -69,8 +70,7 @@ void run_catalogue(int64_t rows, int64_t cols, uint64_t seed0) {
   std::string why;
   auto gpu = start_cuda(&why);
   if (!gpu) {
-    WARN("skipped: " << why);
-    return;
+    UMLOS_SKIP(why);
   }
   auto cpu = make_host(1);
   uint64_t seed = seed0;
@@ -104,8 +104,7 @@ TEST_CASE("two GPU runs of the whole catalogue are bitwise identical", "[cuda_dr
   std::string why;
   auto gpu = start_cuda(&why);
   if (!gpu) {
-    WARN("skipped: " << why);
-    return;
+    UMLOS_SKIP(why);
   }
   uint64_t seed = 3000;
   for (const Case& c : all_cases(300, 130)) {
@@ -127,8 +126,7 @@ TEST_CASE("GPU rng_fill is bit-equal to the published counter mapping for every 
   std::string why;
   auto gpu = start_cuda(&why);
   if (!gpu) {
-    WARN("skipped: " << why);
-    return;
+    UMLOS_SKIP(why);
   }
   gpu->rng().set_key(0x243f6a88u, 0x85a308d3u);
   struct { int32_t dist, dtype; uint64_t size; } cases[] = {
@@ -163,8 +161,7 @@ TEST_CASE("GPU buffers are zeroed, bounds-checked and round-trip bytes exactly",
   std::string why;
   auto gpu = start_cuda(&why);
   if (!gpu) {
-    WARN("skipped: " << why);
-    return;
+    UMLOS_SKIP(why);
   }
   const umlos_driver_desc* d = gpu->driver();
   void* inst = gpu->driver_instance();
@@ -186,8 +183,7 @@ TEST_CASE("GPU dispatch refuses bad calls with cpu_driver's codes and writes not
   std::string why;
   auto gpu = start_cuda(&why);
   if (!gpu) {
-    WARN("skipped: " << why);
-    return;
+    UMLOS_SKIP(why);
   }
   auto a = upload(*gpu, UMLOS_DTYPE_F64, {2, 3}, {1, 2, 3, 4, 5, 6});
   auto b = upload(*gpu, UMLOS_DTYPE_F64, {4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
@@ -213,8 +209,7 @@ TEST_CASE("a large GPU matmul equals cpu_driver's bit for bit", "[cuda_driver][g
   std::string why;
   auto gpu = start_cuda(&why);
   if (!gpu) {
-    WARN("skipped: " << why);
-    return;
+    UMLOS_SKIP(why);
   }
   auto cpu = make_host(4);
   const int64_t M = 257, K = 1029, N = 130;

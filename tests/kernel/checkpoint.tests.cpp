@@ -39,7 +39,9 @@ HostTensor tensor(int32_t dtype, std::vector<int64_t> shape, const std::vector<T
   h.shape.rank = static_cast<uint32_t>(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) h.shape.dims[i] = shape[i];
   h.data.resize(v.size() * sizeof(T));
-  std::memcpy(h.data.data(), v.data(), h.data.size());
+  // memcpy's pointers must not be null, even for 0 bytes (an empty vector's
+  // data() may be): UBSan's nonnull-attribute check.
+  if (!v.empty()) std::memcpy(h.data.data(), v.data(), h.data.size());
   return h;
 }
 

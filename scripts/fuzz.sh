@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of tests/fuzz for SECONDS each, one after the
+# other on one core, and says per target how many inputs it executed and
+# whether it found anything.
+#
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default 60 s, every target)
+#
+# Builds what it needs first in $BUILD_DIR (default build-asan: clang,
+# UMLOS_FUZZ=ON, which is also the ASan + UBSan build of the test suite),
+# makes a demo run folder and the seed corpora from the shipped files
+# (scripts/fuzz_corpus.py). The corpus each target grows is kept between
+# runs in $BUILD_DIR/fuzz/corpus/<target>. A crash, sanitizer report,
+# timeout (> 20 s on one input), out-of-memory (> 2.5 GB) or leak leaves
+# the input in $FUZZ_FINDINGS/<target>/ (default $BUILD_DIR/fuzz/findings):
+# reproduce with  $BUILD_DIR/fuzz/fuzz_<target> FILE
+# Exit status 1 when any target found something.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo_root"
+seconds=${1:-60}
+shift || true
+build=${BUILD_DIR:-build-asan}
+jobs=${JOBS:-2}
+findings=${FUZZ_FINDINGS:-$build/fuzz/findings}
+
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUMLOS_FUZZ=ON
+fi
+cmake --build "$build" -j"$jobs" --target umlos_fuzz umlos umlos_cpu_driver umlos_core
+
+# Seeds: shipped files, plus a fresh demo_walk run folder (with checkpoints).
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+{ "$build/umlos" manifest pin "$build/manifests/demo_walk.unpinned.yaml" -o "$build/manifests/demo_walk.fuzz.yaml" &&
+  UML_OS_ROOT=$work/root "$build/umlos" run "$build/manifests/demo_walk.fuzz.yaml" --checkpoint-every 50; } \
+  >"$work/run.log" 2>&1 || { echo "fuzz: the demo_walk run failed:" >&2; cat "$work/run.log" >&2; exit 1; }
+run_dir=$(dirname "$(find "$work/root" -name trace.jsonl | head -1)")
+python3 scripts/fuzz_corpus.py "$work/seeds" "$run_dir" >/dev/null
+
+if (($# == 0)); then
+  set -- $(cd "$build/fuzz" && ls fuzz_* | sed 's/^fuzz_//')
+fi
+
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+printf '%-18s %12s %8s  %s\n' target executions exec/s result
+for t in "$@"; do
+  exe=$build/fuzz/fuzz_$t
+  [[ -x $exe ]] || { echo "fuzz: no target $exe" >&2; exit 2; }
+  mkdir -p "$build/fuzz/corpus/$t" "$findings/$t" "$work/seeds/$t"
+  log=$findings/$t.log
+  touch "$work/start-$t"  # inputs kept by earlier runs are not this run's findings
+  rc=0
+  max_len=65536
+  [[ $t == checkpoint || $t == run_folder ]] && max_len=524288  # whole checkpoints (scripts/fuzz_corpus.py)
+  "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len=$max_len \
+    -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/$t/" \
+    "$build/fuzz/corpus/$t" "$work/seeds/$t" >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  kept=$(find "$findings/$t" -type f -newer "$work/start-$t" | sort)
+  if ((rc != 0)) || [[ -n $kept ]]; then
+    status=1
+    printf '%-18s %12s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "FOUND (exit $rc): ${kept:-see $log}"
+    grep -E "^(==[0-9]+==ERROR|==umlos-fuzz==|SUMMARY|.*runtime error)" "$log" | head -5 | sed 's/^/    /'
+  else
+    printf '%-18s %12s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "clean"
+  fi
+done
+exit $status

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The sanitizer stage of CI (scripts/test.sh --sanitize runs it after the
+# Release build and tests): everything built with clang, AddressSanitizer +
+# UndefinedBehaviorSanitizer and the libFuzzer targets (UMLOS_FUZZ=ON,
+# cmake/Sanitizers.cmake) in ./build-asan, the whole test suite run there,
+# then every fuzz target for FUZZ_SECONDS (default 15) each.
+#
+#   bash scripts/sanitize.sh
+#
+# A memory error, undefined behaviour or leak fails the test that hit it;
+# a fuzz finding leaves its input in build-asan/fuzz/findings/<target>/.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo_root"
+jobs=${JOBS:-2}
+build=${BUILD_DIR:-build-asan}
+export BUILD_DIR=$build
+
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUMLOS_FUZZ=ON "${launcher[@]}"
+cmake --build "$build" -j"$jobs"
+
+# Sanitizer reports end the process with a failure (UBSan: -fno-sanitize-
+# recover); symbolized stacks when llvm-symbolizer is there.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir "$build" --output-on-failure -j"$jobs"
+
+# FUZZ_SECONDS=0 skips the fuzz stage.
+if ((${FUZZ_SECONDS:-15} > 0)); then
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
+fi
