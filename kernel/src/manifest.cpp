@@ -3,6 +3,8 @@
 // spec 004 0.B, and `umlos manifest pin`. The schema is docs/manifest.md.
 #include "manifest.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <sstream>
 
 #include "error.hpp"
 #include "fsutil.hpp"
@@ -202,6 +205,40 @@ struct Entry {
   YAML::Node value;
 };
 
+// Counts the non-empty YAML documents of `text`, stopping at two (all a
+// manifest needs to know). yaml-cpp's LoadAll never returns on some
+// malformed streams (e.g. the four bytes `"x",`: every call yields the same
+// document again), so the count is bounded instead of trusting the stream.
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  bool content = false;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { content = true; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { content = true; }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    content = true;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    content = true;
+  }
+  void OnMapEnd() override {}
+};
+
+size_t count_documents(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  size_t n = 0;
+  while (n < 2) {
+    DocumentProbe probe;
+    if (!parser.HandleNextDocument(probe) || !probe.content) break;
+    ++n;
+  }
+  return n;
+}
+
 class Parser {
  public:
   Parser(const std::string& file, bool allow_unpinned, Manifest& out,
@@ -214,22 +251,22 @@ class Parser {
                                                   " bytes, above the limit of " + std::to_string(size_limit) +
                                                   " bytes");
     text_ = text;
-    std::vector<YAML::Node> documents;
+    YAML::Node document;
     try {
-      documents = YAML::LoadAll(text);
+      const size_t documents = count_documents(text);
+      if (documents == 0)
+        throw Failure(UMLOS_MANIFEST_INVALID,
+                      file_ + ":1:1: key '': expected a manifest (a YAML map), found an empty file");
+      if (documents > 1)
+        throw Failure(UMLOS_MANIFEST_INVALID,
+                      file_ + ":1:1: key '': expected one YAML document, found more than one");
+      document = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       throw Failure(UMLOS_MANIFEST_INVALID, file_ + ":" + std::to_string(e.mark.line + 1) + ":" +
                                                 std::to_string(e.mark.column + 1) +
                                                 ": malformed YAML: " + e.msg);
     }
-    if (documents.empty())
-      throw Failure(UMLOS_MANIFEST_INVALID,
-                    file_ + ":1:1: key '': expected a manifest (a YAML map), found an empty file");
-    if (documents.size() > 1)
-      throw Failure(UMLOS_MANIFEST_INVALID,
-                    file_ + ":1:1: key '': expected one YAML document, found " +
-                        std::to_string(documents.size()));
-    root(documents.front());
+    root(document);
   }
 
  private:

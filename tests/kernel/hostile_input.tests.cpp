@@ -343,12 +343,14 @@ TEST_CASE("JSON inputs of the wrong type exit INVALID_ARGUMENT naming the file, 
   CHECK_THAT(r.output, Catch::Contains(dir + "/shape.json"));
 }
 
-TEST_CASE("A run folder whose trace holds a field of the wrong JSON type exits INVALID_ARGUMENT",
+TEST_CASE("A run folder whose trace holds a field of the wrong JSON type is still reported, never as an internal error",
           "[report][security]") {
+  // The report reads every run-folder field by its expected type and skips
+  // what is not (before: a JSON type_error escaped as INTERNAL, exit 19).
   const std::string dir = temp_dir("trace-types");
   write_text(dir + "/trace.jsonl", "{\"record\": 5, \"t\": 0}\n");
   const CommandResult r = run_umlos("report '" + dir + "' -o '" + dir + "/r.html'");
-  CHECK(r.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));  // before: INTERNAL (19)
-  CHECK_THAT(r.output, Catch::Contains(dir + ": malformed or mistyped JSON"));
-  CHECK_FALSE(fs::exists(dir + "/r.html"));
+  INFO(r.output);
+  CHECK(r.exit_status == 0);
+  CHECK(fs::exists(dir + "/r.html"));
 }

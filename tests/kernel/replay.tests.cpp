@@ -230,18 +230,28 @@ TEST_CASE("umlos replay --verify never runs a module shipped inside the run fold
           "[replay][security]") {
   // The sender's run: a genuine run folder whose manifest loads a module
   // kept in the folder itself (relative path), pinned and recorded.
+  // The sender ran it from a folder of their own (a run only ever writes
+  // into a new folder), then shipped the module inside the run folder.
   const std::string base = temp_dir("replay-planted");
+  const std::string src = base + "/sender";
   const std::string run = base + "/received/run";
-  fs::create_directories(run);
-  fs::copy_file(module_path("test_marker"), run + "/libplugin.so");
+  fs::create_directories(src);
+  fs::create_directories(base + "/received");
+  fs::copy_file(module_path("test_marker"), src + "/libplugin.so");
   std::vector<std::string> modules = kModules;
-  modules.push_back(run + "/libplugin.so");
+  modules.push_back(src + "/libplugin.so");
   std::string text = walk_manifest(modules, kWalkOperators, 10);
-  const size_t at = text.find(run + "/libplugin.so");
+  const size_t at = text.find(src + "/libplugin.so");
   REQUIRE(at != std::string::npos);
-  text.replace(at, (run + "/libplugin.so").size(), "libplugin.so");
-  write_text(run + "/manifest.yaml", text);
-  REQUIRE(run_umlos("run '" + run + "/manifest.yaml' --run-dir '" + run + "' -q").exit_status == 0);
+  text.replace(at, (src + "/libplugin.so").size(), "libplugin.so");
+  write_text(src + "/manifest.yaml", text);
+  REQUIRE(run_umlos("run '" + src + "/manifest.yaml' --run-dir '" + run + "' -q").exit_status == 0);
+  // What arrives: the module inside the run folder, and the recorded
+  // original manifest's folder leading into it (a link, as an archive
+  // unpacked where the sender guessed could make it).
+  fs::copy_file(src + "/libplugin.so", run + "/libplugin.so");
+  fs::remove_all(src);
+  fs::create_directory_symlink(run, src);
 
   // The receiver replays it: the module's constructor would leave a marker.
   const std::string marker = base + "/constructor-ran";
@@ -251,7 +261,8 @@ TEST_CASE("umlos replay --verify never runs a module shipped inside the run fold
   CommandResult plain = run_umlos_env(env, "replay --verify '" + run + "'");
   INFO(plain.output);
   CHECK(plain.exit_status == refused);
-  CHECK(plain.output.find(run + "/libplugin.so") != std::string::npos);
+  CHECK(plain.output.find("libplugin.so") != std::string::npos);
+  CHECK(plain.output.find("lies in the run folder under review '" + run + "'") != std::string::npos);
   CHECK(plain.output.find("--trust-run-folder-modules") != std::string::npos);
   CHECK(!fs::exists(marker));
 

@@ -98,7 +98,9 @@ TEST_CASE("Out of memory inside an operator is RESOURCE_EXHAUSTED naming the ope
     const std::string ops = std::string(kWalkOperators) + "  log_op: " + k.op + "\n";
     write_text(dir + "/m.yaml", walk_manifest({module_path("umlos_cpu_driver"), module_path("umlos_core"),
                                                module_path("test_out_of_memory")},
-                                              ops, 3));
+                                              ops, 3) +
+                                    // No memory budget: the driver itself must refuse the allocation.
+                                    "budgets: {memory_bytes: 0}\n");
     fs::remove_all(dir + "/run");
     CommandResult r = run_umlos_env("ASAN_OPTIONS=allocator_may_return_null=1:${ASAN_OPTIONS}",
                                     "run -q '" + dir + "/m.yaml' --run-dir '" + dir + "/run'");
