@@ -512,6 +512,14 @@ TEST_CASE("Malformed YAML is refused with yaml-cpp's position", "[manifest]") {
   CHECK_THAT(refusal("a: 1\n---\nb: 2\n"), Catch::Contains("expected one YAML document, found more than one"));
 }
 
+TEST_CASE("A stream on which yaml-cpp repeats a document forever is refused, not looped on",
+          "[manifest][security]") {
+  // Found by the manifest fuzz target: yaml-cpp's LoadAll never returns on
+  // these four bytes (each call yields the document again, memory grows).
+  // The test would hang on the old parser; ctest's timeout fails it then.
+  CHECK_THAT(refusal("\"x\","), Catch::Contains("demo.yaml:1:1"));
+}
+
 TEST_CASE("A digest of decimal digits only is read as a digest, not as a number", "[manifest]") {
   const std::string digits = "1234567890123456789012345678901234567890123456789012345678901234";
   const umlos::Manifest m = parse(replace_once(valid_manifest(), kDigestA, digits));
