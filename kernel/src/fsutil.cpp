@@ -24,7 +24,10 @@ namespace {
   throw Failure(code, what + " '" + path + "': " + std::strerror(err));
 }
 
+}  // namespace
+
 const char* file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
@@ -32,6 +35,8 @@ const char* file_type_name(mode_t mode) {
   if (S_ISLNK(mode)) return "a symbolic link";
   return "not a regular file";
 }
+
+namespace {
 
 [[noreturn]] void fail_too_large(const std::string& path, uint64_t limit, const std::string& size) {
   throw Failure(UMLOS_RESOURCE_EXHAUSTED, "'" + path + "' is " + size + ", above the reader's limit of " +

@@ -1,11 +1,17 @@
 // fsutil.hpp — whole-file reads and crash-safe writes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace umlos {
+
+// "a FIFO (named pipe)", "a socket", ...: what a file that is not a regular
+// file is, for the refusals that name it (every reader and the module loader).
+const char* file_type_name(mode_t mode);
 
 // Size limits of the whole-file readers (docs/security.md lists every
 // reader and its limit). A reader refuses a file above its limit before

@@ -29,6 +29,7 @@
 #include <sstream>
 
 #include "error.hpp"
+#include "fsutil.hpp"
 
 namespace umlos {
 namespace {
@@ -98,15 +99,6 @@ class LiveHandle {
   void* native_;
 };
 
-const char* file_type(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "an unknown file type";
-}
-
 [[noreturn]] void not_a_file(const std::string& path, const std::string& what) {
   throw Failure(UMLOS_MODULE_NOT_FOUND,
                 "module '" + path + "': not a regular file (" + what +
@@ -153,7 +145,7 @@ void read_sealed_module(const std::string& path, SealedModule& out) {
     const int err = errno;
     throw Failure(UMLOS_IO_ERROR, "module '" + path + "': cannot stat: " + errno_text(err));
   }
-  if (!S_ISREG(st.st_mode)) not_a_file(path, file_type(st.st_mode));
+  if (!S_ISREG(st.st_mode)) not_a_file(path, file_type_name(st.st_mode));
   auto too_large = [&](uint64_t bytes) {
     return Failure(UMLOS_MODULE_LOAD_FAILED,
                    "module '" + path + "': " + std::to_string(bytes) + " bytes is larger than the " +

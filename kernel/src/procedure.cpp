@@ -433,6 +433,20 @@ int64_t config_int(const Manifest& m, const char* key, int64_t fallback) {
   return v->as_int64();
 }
 
+
+// One checkpoint of the run's state at the current t (spec 004 VIII), then
+// retention: older files go only once the new one and `latest` are durable.
+void write_run_checkpoint(RunState& rs, const Manifest& manifest, TapeWriter& tape, int64_t checkpoint_keep) {
+  rs.current_operator = "UML_OS.OS.Checkpoint";
+  CheckpointExtras x;
+  x.state_fp = rs.state_fp;
+  x.functional_fp = rs.functional_fp;
+  x.trace_bytes = rs.trace.synced_bytes();
+  x.tape = tape.state();
+  write_checkpoint(rs.run_dir, manifest, rs.host, x);
+  if (checkpoint_keep > 0) prune_checkpoints(rs.run_dir, static_cast<size_t>(checkpoint_keep));
+}
+
 }  // namespace
 
 // What operators read through config_*: the manifest's `config:` map plus,
@@ -856,15 +870,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
       }
       rs.trace.write(it);
       if (checkpoint_every > 0 && t % checkpoint_every == 0) {
-        rs.current_operator = "UML_OS.OS.Checkpoint";
-        CheckpointExtras x;
-        x.state_fp = rs.state_fp;
-        x.functional_fp = rs.functional_fp;
-        x.trace_bytes = rs.trace.synced_bytes();
-        x.tape = tape.state();
-        write_checkpoint(rs.run_dir, manifest, rs.host, x);
-        // Older files go only once the new one and `latest` are durable.
-        if (checkpoint_keep > 0) prune_checkpoints(rs.run_dir, static_cast<size_t>(checkpoint_keep));
+        write_run_checkpoint(rs, manifest, tape, checkpoint_keep);
       }
 
       if (!options.quiet) progress.update(t, loss, rs.host, false);
@@ -877,14 +883,7 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     // a resume from it rewrites run_end exactly and `umlos export` reads
     // the final parameters from it.
     if (const int64_t t = rs.host.iteration(); !(checkpoint_every > 0 && t > 0 && t % checkpoint_every == 0)) {
-      rs.current_operator = "UML_OS.OS.Checkpoint";
-      CheckpointExtras x;
-      x.state_fp = rs.state_fp;
-      x.functional_fp = rs.functional_fp;
-      x.trace_bytes = rs.trace.synced_bytes();
-      x.tape = tape.state();
-      write_checkpoint(rs.run_dir, manifest, rs.host, x);
-      if (checkpoint_keep > 0) prune_checkpoints(rs.run_dir, static_cast<size_t>(checkpoint_keep));
+      write_run_checkpoint(rs, manifest, tape, checkpoint_keep);
     }
 
     // The run's last functional fingerprint and held-out metric describe the
