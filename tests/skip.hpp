@@ -16,3 +16,16 @@
     WARN(UMLOS_SKIP_MARKER << reason);  \
     return;                             \
   } while (0)
+
+// UMLOS_TEST_ASAN: the tests run under AddressSanitizer (gcc defines
+// __SANITIZE_ADDRESS__, clang answers __has_feature). There a throwing
+// operator new reports "out of memory" and aborts instead of throwing
+// std::bad_alloc, and an address-space limit (ulimit -v) breaks the shadow
+// memory reservation: the tests of those two behaviours skip or adapt.
+#if defined(__SANITIZE_ADDRESS__)
+#define UMLOS_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UMLOS_TEST_ASAN 1
+#endif
+#endif

@@ -19,6 +19,7 @@
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "manifest.hpp"
+#include "../skip.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -30,7 +31,15 @@ namespace {
 // Every case runs with a time limit (a hang fails as exit 124) and an address
 // space limit (unbounded growth fails as an allocation failure, not by
 // taking the machine's memory).
+// Under AddressSanitizer an address-space limit makes the shadow memory
+// reservation fail at start-up, so the sanitizer's own allocation cap
+// stands in for it there.
+#ifdef UMLOS_TEST_ASAN
+const char* kLimits =
+    "export ASAN_OPTIONS=max_allocation_size_mb=3000:allocator_may_return_null=1:${ASAN_OPTIONS}; timeout 60";
+#else
 const char* kLimits = "ulimit -v 3000000; timeout 60";
+#endif
 
 const std::string kDigest = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
