@@ -239,6 +239,19 @@ size_t open_descriptors() {
 
 }  // namespace
 
+// 150 loads while `writer` changes the file, then the tally: every load
+// either refused or the pinned bytes, never a forged module.
+static void check_race(const std::string& copy, const Digest& pin, const std::set<std::string>& pinned_names,
+                std::atomic<bool>& stop, std::thread& writer) {
+  const RaceTally t = load_repeatedly(copy, pin, pinned_names, 150);
+  stop = true;
+  writer.join();
+  INFO("loaded the pinned bytes " << t.pinned_bytes << ", refused " << t.refused << ", forged " << t.forged << ": "
+                                  << t.first_forged);
+  CHECK(t.forged == 0);
+  CHECK(t.pinned_bytes + t.refused == 150);
+}
+
 TEST_CASE("A pinned module rewritten in place while it loads is either refused or loads exactly the pinned bytes",
           "[loader][security]") {
   const std::string copy = temp_dir("race-rewrite") + "/libumlos_core.so";
@@ -262,13 +275,7 @@ TEST_CASE("A pinned module rewritten in place while it loads is either refused o
     }
     ::close(fd);
   });
-  const RaceTally t = load_repeatedly(copy, pin, pinned_names, 150);
-  stop = true;
-  writer.join();
-  INFO("loaded the pinned bytes " << t.pinned_bytes << ", refused " << t.refused << ", forged " << t.forged << ": "
-                                  << t.first_forged);
-  CHECK(t.forged == 0);
-  CHECK(t.pinned_bytes + t.refused == 150);
+  check_race(copy, pin, pinned_names, stop, writer);
 }
 
 TEST_CASE("A pinned module shrunk and regrown while it loads is refused or loads the pinned bytes, never a crash",
@@ -293,13 +300,7 @@ TEST_CASE("A pinned module shrunk and regrown while it loads is refused or loads
     ::close(fd);
   });
   // A mapping of the file would take SIGBUS here and end the whole process.
-  const RaceTally t = load_repeatedly(copy, pin, pinned_names, 150);
-  stop = true;
-  writer.join();
-  INFO("loaded the pinned bytes " << t.pinned_bytes << ", refused " << t.refused << ", forged " << t.forged << ": "
-                                  << t.first_forged);
-  CHECK(t.forged == 0);
-  CHECK(t.pinned_bytes + t.refused == 150);
+  check_race(copy, pin, pinned_names, stop, writer);
 }
 
 TEST_CASE("A FIFO, a socket, a device or an oversized file as a module path is refused at once, naming the file",
