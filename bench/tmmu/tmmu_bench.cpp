@@ -1,6 +1,6 @@
 // tmmu_bench — footprint / lower bound and planning time of the TMMU
 // strategies (module build/modules/libumlos_tmmu.so, loaded by a Host) on
-// the public instances of ../shared/memory-planning-bench, on network graphs
+// the public instances of tests/data/memory-planning-bench, on network graphs
 // derived from published layer shapes, and on large generated workloads.
 //
 //   tmmu_bench files   [--bench-dir DIR]   every CSV of the benchmark set
@@ -163,7 +163,7 @@ std::string to_intervals_json(const IntervalSet& s, uint64_t alignment) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  std::string bench_dir = std::string(UMLOS_SHARED_DIR) + "/memory-planning-bench";
+  std::string bench_dir = std::string(UMLOS_TEST_DATA_DIR) + "/memory-planning-bench";
   uint64_t max_n = 1000000, min_n = 1000, period = 0;
   int64_t overlap = 3;
   uint64_t alignment = 64;

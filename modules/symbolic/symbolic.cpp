@@ -1,4 +1,4 @@
-// symbolic.cpp — libumlos_symbolic.so: issue 7's prototype equations
+// symbolic.cpp — libumlos_symbolic.so: the prototype equations
 // (docs/symbolic.md).
 //
 //   UML_OS.Symbolic.DifferentiableEval_v1     PURE, 0 draws: one equation over

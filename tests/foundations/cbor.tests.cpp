@@ -1,5 +1,5 @@
 // Deterministic CBOR (kernel/src/cbor.cpp) against RFC 8949 Appendix A and
-// §4.2.1, read at test time from ../shared/vectors/cbor_rfc8949.json.
+// §4.2.1, read at test time from tests/data/vectors/cbor_rfc8949.json.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -36,7 +36,7 @@ std::string hex(const std::vector<uint8_t>& b) {
 }
 
 nlohmann::json load_vectors() {
-  const std::string path = std::string(UMLOS_SHARED_DIR) + "/vectors/cbor_rfc8949.json";
+  const std::string path = std::string(UMLOS_TEST_DATA_DIR) + "/vectors/cbor_rfc8949.json";
   std::ifstream in(path);
   INFO("reading " << path);
   REQUIRE(in.good());

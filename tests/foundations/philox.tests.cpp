@@ -1,5 +1,5 @@
 // Philox4x32 and the draw mapping of abi/umlos_philox.h: Random123's
-// known-answer vectors (../shared/vectors/philox4x32_kat.txt), the counter
+// known-answer vectors (tests/data/vectors/philox4x32_kat.txt), the counter
 // layout, the value transforms and the libm-free log / sincos.
 #include <catch2/catch.hpp>
 
@@ -43,7 +43,7 @@ double u01_f64_reference(uint32_t hi, uint32_t lo) {
 }  // namespace
 
 TEST_CASE("Philox4x32 matches every Random123 known-answer vector", "[philox]") {
-  const std::string path = std::string(UMLOS_SHARED_DIR) + "/vectors/philox4x32_kat.txt";
+  const std::string path = std::string(UMLOS_TEST_DATA_DIR) + "/vectors/philox4x32_kat.txt";
   std::ifstream in(path);
   INFO("reading " << path);
   REQUIRE(in.good());

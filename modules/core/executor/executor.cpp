@@ -87,8 +87,7 @@ Mode parse_mode(const std::string& m) {
                    "', expected forward, backward, inference or a preset (forward_train, backward_train)");
 }
 
-void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash,
-               const ir::Digest& replay_t);
+void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash);
 
 // ------------------------------------------- dynamic shapes (spec 001 II.H)
 //
@@ -230,25 +229,64 @@ void execute(sdk::Context& c) {
   w.uint(static_cast<uint64_t>(std::max<int64_t>(0, c.iteration())));
   const ir::Digest replay_t = ir::sha256(w.out);
   try {
-    run_graph(c, ir_cbor, ir_hash, replay_t);
+    run_graph(c, ir_cbor, ir_hash);
   } catch (const sdk::Error& e) {
     throw sdk::Error(e.code(), e.what(), " [modelir_replay_t ", ir::hex(replay_t), "]");
   }
   write_bytes_value(c, "model.exec.modelir_replay_t", std::vector<uint8_t>(replay_t.begin(), replay_t.end()));
 }
 
-void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash,
-               const ir::Digest& replay_t) {
-  (void)replay_t;
-  const Value tree = Value::decode(ir_cbor.data(), ir_cbor.size());
-  const ir::Graph g = ir::load_graph(tree);
-  const std::string mode_text = c.config("model.mode", "forward");
-  const Mode mode = parse_mode(mode_text);
-  const bool backward = mode.run == "backward";
+// ---------------------------------------------------------------- run_graph
+//
+// One call of the executor, one function per step of the procedure above;
+// Call carries what a step hands on to the next.
 
-  // 1. Contract.Validate_v1 against the driver's primitive list when known.
+constexpr uint64_t kAlign = 64;  // activation arena alignment
+const umlos_plan_arena kActivationArena{"activations", kAlign, 0, 0, 0};
+
+struct Call {
+  explicit Call(const ir::Digest& hash) : ir_hash(hash) {}
+  const ir::Digest& ir_hash;
+  ir::Graph g;
+  std::string mode_text;
+  Mode mode;
+  bool backward = false;
+  // Step 1: validation, and the graph's dynamic inputs.
   ir::ValidateOptions vo;
-  vo.mode = mode.run;
+  std::vector<std::string> params;
+  Dynamic dyn;
+  // The bound values: declared tensors, dynamic inputs' shapes in this call.
+  ir::Binding tensor;
+  std::map<std::string, sdk::Shape> bound;
+  // II.H: the envelope in effect, the run's previous plan hash and replans.
+  std::map<std::string, sdk::Shape> envelope;
+  std::vector<uint8_t> previous_plan_hash = std::vector<uint8_t>(32, 0);  // zeros: no plan yet in this run
+  int64_t replans = 0;
+  bool replanned = false;
+  // The graph at this call's shapes, and the one the memory plan is made
+  // for (the envelope's). Without dynamic inputs both are the IR as written.
+  std::optional<ir::Graph> at_bound, at_envelope;
+  const ir::Graph& at_call() const { return at_bound ? *at_bound : g; }
+  const ir::Graph& planned_graph() const { return at_envelope ? *at_envelope : g; }
+  // Step 3.
+  ir::GradOrder order;
+  // Step 4.
+  std::vector<ir::Interval> live;
+  uint64_t total_bytes = 0;
+  uint64_t peak = 0;
+  std::string placement;
+  std::map<std::string, umlos_tensor*> placed;
+  std::optional<ir::Digest> plan_hash;
+  // Step 5.
+  ir::CborWriter trace_items;
+  uint64_t n_records = 0;
+  std::vector<std::pair<std::string, umlos_tensor*>> critical;  // StateFingerprint_v1 order
+};
+
+// 1. Contract.Validate_v1 against the driver's primitive list when known.
+void validate_call(sdk::Context& c, Call& call) {
+  ir::ValidateOptions& vo = call.vo;
+  vo.mode = call.mode.run;
   // The active driver's own list (ABI 1.4); from an older kernel, config
   // model.driver_primitives when given; else contract 1.0.
   try {
@@ -262,17 +300,21 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
       vo.driver = "driver '" + c.config("model.driver_name", "?") + "'";
     }
   }
-  std::vector<std::string> params;
-  for (const ir::TensorDecl& d : g.declared) if (d.role == "parameter") params.push_back(d.id);
+  std::vector<std::string>& params = call.params;
+  for (const ir::TensorDecl& d : call.g.declared) if (d.role == "parameter") params.push_back(d.id);
   vo.wrt = params;
-  ir::validate(g, vo);
-  const Dynamic dyn = read_dynamic(c, g);
+  ir::validate(call.g, vo);
+  call.dyn = read_dynamic(c, call.g);
+}
 
-  // Bind declared tensors, checking shapes and dtypes (a dynamic input: its
-  // rank and dtype); constants with a value are written here (a tensor
-  // write, not a primitive).
-  ir::Binding tensor;
-  std::map<std::string, sdk::Shape> bound;  // dynamic inputs' shapes in this call
+// Bind declared tensors, checking shapes and dtypes (a dynamic input: its
+// rank and dtype); constants with a value are written here (a tensor
+// write, not a primitive).
+void bind_declared(sdk::Context& c, Call& call) {
+  ir::Binding& tensor = call.tensor;
+  std::map<std::string, sdk::Shape>& bound = call.bound;  // dynamic inputs' shapes in this call
+  const Dynamic& dyn = call.dyn;
+  const ir::Graph& g = call.g;
   for (const ir::TensorDecl& d : g.declared) {
     if (!d.value.empty()) {
       umlos_tensor* t = nullptr;
@@ -317,12 +359,17 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     }
     tensor[d.id] = t;
   }
+}
 
-  // II.H: the envelope in effect is the run's (model.tmmu.envelope.*, from
-  // the previous call) or, on the first call, the configured one.
-  std::map<std::string, sdk::Shape> envelope = dyn.declared;
-  std::vector<uint8_t> previous_plan_hash(32, 0);  // zeros: no plan yet in this run
-  int64_t replans = 0;
+// II.H: the envelope in effect is the run's (model.tmmu.envelope.*, from
+// the previous call) or, on the first call, the configured one.
+void resolve_envelope(sdk::Context& c, Call& call) {
+  const Dynamic& dyn = call.dyn;
+  std::map<std::string, sdk::Shape>& envelope = call.envelope;
+  envelope = dyn.declared;
+  std::vector<uint8_t>& previous_plan_hash = call.previous_plan_hash;
+  int64_t& replans = call.replans;
+  const auto& bound = call.bound;
   if (!dyn.declared.empty()) {
     bool have_state = true;
     std::map<std::string, sdk::Shape> state;
@@ -354,36 +401,100 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     }
     for (size_t k = 0; k < s.size(); ++k) e[k] = std::max(e[k], s[k]);
   }
-  const bool replanned = envelope != envelope_before;
-  replans += replanned ? 1 : 0;
-  // The graph at this call's shapes, and the one the memory plan is made
-  // for (the envelope's). Without dynamic inputs both are the IR as written.
-  std::optional<ir::Graph> at_bound, at_envelope;
+  call.replanned = envelope != envelope_before;
+  replans += call.replanned ? 1 : 0;
   if (!dyn.declared.empty()) {
-    at_bound = reshaped(g, bound);
-    at_envelope = reshaped(g, envelope);
-    ir::validate(*at_bound, vo);
-    ir::validate(*at_envelope, vo);
+    call.at_bound = reshaped(call.g, call.bound);
+    call.at_envelope = reshaped(call.g, envelope);
+    ir::validate(*call.at_bound, call.vo);
+    ir::validate(*call.at_envelope, call.vo);
   }
-  const ir::Graph& G = at_bound ? *at_bound : g;
-  const ir::Graph& P = at_envelope ? *at_envelope : g;
+}
 
-  // 3. BuildGradDependencyOrder_v1.
-  ir::GradOrder order;
-  if (backward) order = ir::grad_dependency_order(G);
+// tmmu_plan_hash (spec 001 II.K) of the activation arena: SHA-256(CBOR(
+// ["tmmu_plan_v1", [ir_hash', mode, arena_config_hash, execution_order_hash,
+// rank 0, world_size 1, shard_spec_hash, slot_assignment_table,
+// logical_address_table]])), where ir_hash' is the IR's hash or, with
+// dynamic inputs, SHA-256(CBOR(["modelir_envelope_v1", ir_hash,
+// shape_envelope_hash])): the graph the plan was made for. Tables by id.
+ir::Digest activation_plan_hash(const Call& call, const std::map<std::string, size_t>& item_of,
+                                const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& slots) {
+  const ir::Digest& ir_hash = call.ir_hash;
+  const ir::Graph& G = call.at_call();
+  const ir::GradOrder& order = call.order;
+  const umlos_plan_arena& arena = kActivationArena;
+  const Dynamic& dyn = call.dyn;
+  const std::map<std::string, sdk::Shape>& envelope = call.envelope;
+  const std::string& mode_text = call.mode_text;
+  ir::Digest planned_ir = ir_hash;
+  if (!dyn.declared.empty()) {
+    ir::CborWriter w;
+    w.array(3);
+    w.text("modelir_envelope_v1");
+    w.bytes(ir_hash.data(), ir_hash.size());
+    const ir::Digest e = envelope_hash(envelope);
+    w.bytes(e.data(), e.size());
+    planned_ir = digest_of(w);
+  }
+  ir::CborWriter order_cbor;  // [[forward node ids], [backward node ids]]
+  order_cbor.array(2);
+  order_cbor.array(G.nodes.size());
+  for (const ir::Node& n : G.nodes) order_cbor.integer(n.node_id);
+  order_cbor.array(order.order.size());
+  for (size_t p : order.order) order_cbor.integer(G.nodes[p].node_id);
+  const ir::Digest arena_hash = arena_config_hash(arena);
+  const ir::Digest order_hash = digest_of(order_cbor);
+  const std::vector<uint8_t> null_cbor = {0xf6};
+  const ir::Digest shard_hash = ir::sha256(null_cbor);
+  ir::CborWriter w;
+  w.array(2);
+  w.text("tmmu_plan_v1");
+  w.array(9);
+  w.bytes(planned_ir.data(), planned_ir.size());
+  w.text(mode_text);
+  w.bytes(arena_hash.data(), arena_hash.size());
+  w.bytes(order_hash.data(), order_hash.size());
+  w.uint(0);
+  w.uint(1);
+  w.bytes(shard_hash.data(), shard_hash.size());
+  w.array(item_of.size());
+  for (const auto& [id, k] : item_of) {
+    w.array(3);
+    w.text(id);
+    w.text(arena.name);
+    if (slots[k] == UMLOS_PLAN_NO_SLOT) w.out.push_back(0xf6);  // CBOR null
+    else w.uint(slots[k]);
+  }
+  w.array(item_of.size());
+  for (const auto& [id, k] : item_of) {
+    w.array(3);
+    w.text(id);
+    w.text(arena.name);
+    w.uint(offsets[k]);
+  }
+  return digest_of(w);
+}
 
-  // 4. AnalyzeLiveness_v1 and placement. Intervals depend on the graph's
-  // structure only, so the envelope's and the call's agree but in bytes.
+// 4. AnalyzeLiveness_v1 and placement. Intervals depend on the graph's
+// structure only, so the envelope's and the call's agree but in bytes.
+void place_activations(sdk::Context& c, Call& call) {
+  const ir::Graph& G = call.at_call();
+  const ir::Graph& P = call.planned_graph();
+  const bool backward = call.backward;
+  const Mode& mode = call.mode;
+  const ir::GradOrder& order = call.order;
+  const std::vector<std::string>& params = call.params;
+  const std::optional<ir::Graph>& at_envelope = call.at_envelope;
   const std::vector<size_t> reverse_order = order.order.empty() ? [&] {
     std::vector<size_t> r(G.nodes.size());
     for (size_t k = 0; k < r.size(); ++k) r[k] = r.size() - 1 - k;
     return r;
   }() : order.order;
-  const std::vector<ir::Interval> live = ir::liveness(G, backward || mode.save, reverse_order, params);
+  std::vector<ir::Interval>& live = call.live;
+  live = ir::liveness(G, backward || mode.save, reverse_order, params);
   const std::vector<ir::Interval> planned = at_envelope ? ir::liveness(P, backward || mode.save, reverse_order, params) : live;
   std::set<std::string> kept(G.outputs.begin(), G.outputs.end());  // values, not arena tensors
   if (!G.loss.empty()) kept.insert(G.loss);
-  constexpr uint64_t kAlign = 64;
   std::vector<size_t> arena_items;  // indices into live (and planned)
   uint64_t total_bytes = 0;
   for (size_t i = 0; i < planned.size(); ++i) {
@@ -391,96 +502,56 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     arena_items.push_back(i);
     total_bytes += (planned[i].bytes + kAlign - 1) / kAlign * kAlign;  // without reuse, each at its own aligned offset
   }
-  const std::string placement = c.config("model.placement", "temps");
+  call.total_bytes = total_bytes;
+  call.peak = total_bytes;
+  call.placement = c.config("model.placement", "temps");
+  const std::string& placement = call.placement;
   if (placement != "temps" && placement != "tmmu") {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config model.placement is '", placement, "', expected temps or tmmu");
   }
-  uint64_t peak = total_bytes;
-  std::map<std::string, umlos_tensor*> placed;
-  const umlos_plan_arena arena{"activations", kAlign, 0, 0, 0};
-  std::optional<ir::Digest> plan_hash;
-  if (placement == "tmmu") {
-    std::map<std::string, size_t> item_of;  // ids ascending: the hash's tables
-    for (size_t k = 0; k < arena_items.size(); ++k) item_of[planned[arena_items[k]].id] = k;
-    const std::vector<umlos_plan_tensor> req_t = ir::plan_tensors(planned, arena_items);
-    std::vector<uint64_t> offsets(req_t.size()), slots(req_t.size());
-    uint64_t footprint = 0;
-    if (!arena_items.empty()) {
-      const ir::PlannedArena pa = ir::plan_arena(c, arena, req_t);
-      offsets = pa.offsets;
-      slots = pa.slots;
-      footprint = pa.footprint;
-      umlos_tensor* base = pa.base;
-      for (size_t k = 0; k < arena_items.size(); ++k) {
-        const ir::Interval& iv = live[arena_items[k]];
-        if (iv.bytes > req_t[k].size) {  // a primitive whose output grows as an input shrinks
-          throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "activation '", iv.id, "' needs ", iv.bytes,
-                           " bytes at this call's shapes, the plan made at the shape envelope holds ",
-                           req_t[k].size, " (spec 001 II.H)");
-        }
-        const ir::Node& n = G.nodes[iv.producer];
-        placed[n.output] = c.view(base, offsets[k], n.dtype, n.output_shape);
+  if (placement != "tmmu") return;
+  const umlos_plan_arena& arena = kActivationArena;
+  std::map<std::string, umlos_tensor*>& placed = call.placed;
+  std::map<std::string, size_t> item_of;  // ids ascending: the hash's tables
+  for (size_t k = 0; k < arena_items.size(); ++k) item_of[planned[arena_items[k]].id] = k;
+  const std::vector<umlos_plan_tensor> req_t = ir::plan_tensors(planned, arena_items);
+  std::vector<uint64_t> offsets(req_t.size()), slots(req_t.size());
+  uint64_t footprint = 0;
+  if (!arena_items.empty()) {
+    const ir::PlannedArena pa = ir::plan_arena(c, arena, req_t);
+    offsets = pa.offsets;
+    slots = pa.slots;
+    footprint = pa.footprint;
+    umlos_tensor* base = pa.base;
+    for (size_t k = 0; k < arena_items.size(); ++k) {
+      const ir::Interval& iv = live[arena_items[k]];
+      if (iv.bytes > req_t[k].size) {  // a primitive whose output grows as an input shrinks
+        throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "activation '", iv.id, "' needs ", iv.bytes,
+                         " bytes at this call's shapes, the plan made at the shape envelope holds ",
+                         req_t[k].size, " (spec 001 II.H)");
       }
+      const ir::Node& n = G.nodes[iv.producer];
+      placed[n.output] = c.view(base, offsets[k], n.dtype, n.output_shape);
     }
-    peak = footprint;
-    // tmmu_plan_hash (spec 001 II.K) of the activation arena: SHA-256(CBOR(
-    // ["tmmu_plan_v1", [ir_hash', mode, arena_config_hash, execution_order_hash,
-    // rank 0, world_size 1, shard_spec_hash, slot_assignment_table,
-    // logical_address_table]])), where ir_hash' is the IR's hash or, with
-    // dynamic inputs, SHA-256(CBOR(["modelir_envelope_v1", ir_hash,
-    // shape_envelope_hash])): the graph the plan was made for. Tables by id.
-    ir::Digest planned_ir = ir_hash;
-    if (!dyn.declared.empty()) {
-      ir::CborWriter w;
-      w.array(3);
-      w.text("modelir_envelope_v1");
-      w.bytes(ir_hash.data(), ir_hash.size());
-      const ir::Digest e = envelope_hash(envelope);
-      w.bytes(e.data(), e.size());
-      planned_ir = digest_of(w);
-    }
-    ir::CborWriter order_cbor;  // [[forward node ids], [backward node ids]]
-    order_cbor.array(2);
-    order_cbor.array(G.nodes.size());
-    for (const ir::Node& n : G.nodes) order_cbor.integer(n.node_id);
-    order_cbor.array(order.order.size());
-    for (size_t p : order.order) order_cbor.integer(G.nodes[p].node_id);
-    const ir::Digest arena_hash = arena_config_hash(arena);
-    const ir::Digest order_hash = digest_of(order_cbor);
-    const std::vector<uint8_t> null_cbor = {0xf6};
-    const ir::Digest shard_hash = ir::sha256(null_cbor);
-    ir::CborWriter w;
-    w.array(2);
-    w.text("tmmu_plan_v1");
-    w.array(9);
-    w.bytes(planned_ir.data(), planned_ir.size());
-    w.text(mode_text);
-    w.bytes(arena_hash.data(), arena_hash.size());
-    w.bytes(order_hash.data(), order_hash.size());
-    w.uint(0);
-    w.uint(1);
-    w.bytes(shard_hash.data(), shard_hash.size());
-    w.array(item_of.size());
-    for (const auto& [id, k] : item_of) {
-      w.array(3);
-      w.text(id);
-      w.text(arena.name);
-      if (slots[k] == UMLOS_PLAN_NO_SLOT) w.out.push_back(0xf6);  // CBOR null
-      else w.uint(slots[k]);
-    }
-    w.array(item_of.size());
-    for (const auto& [id, k] : item_of) {
-      w.array(3);
-      w.text(id);
-      w.text(arena.name);
-      w.uint(offsets[k]);
-    }
-    plan_hash = digest_of(w);
   }
+  call.peak = footprint;
+  call.plan_hash = activation_plan_hash(call, item_of, offsets, slots);
+}
 
-  // 5. Dispatch, with node trace records.
-  ir::CborWriter trace_items;
-  uint64_t n_records = 0;
+// 5. Dispatch, with node trace records; then, backward, the gradients
+// (CollectGradients_v1) and loss_total.
+void dispatch_nodes(sdk::Context& c, Call& call) {
+  const ir::Graph& G = call.at_call();
+  ir::Binding& tensor = call.tensor;
+  const std::map<std::string, umlos_tensor*>& placed = call.placed;
+  const std::vector<std::string>& params = call.params;
+  ir::CborWriter& trace_items = call.trace_items;
+  uint64_t& n_records = call.n_records;
+  const Mode& mode = call.mode;
+  const std::vector<ir::Interval>& live = call.live;
+  const std::string& placement = call.placement;
+  const bool backward = call.backward;
+  const ir::GradOrder& order = call.order;
   ir::TraceHook trace = [&](const ir::TraceRecord& r) {
     // {pass, dtype, instr, shape, node_id, dispatch_success}: keys in
     // canonical (bytewise encoded) order.
@@ -516,7 +587,7 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     }
   }
 
-  std::vector<std::pair<std::string, umlos_tensor*>> critical;  // StateFingerprint_v1 order
+  std::vector<std::pair<std::string, umlos_tensor*>>& critical = call.critical;
   for (const std::string& o : G.outputs) critical.push_back({"out." + o, tensor.at(o)});
   if (backward) {
     // With placement tmmu the gradient buffers, like the activations, live
@@ -539,13 +610,15 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     std::vector<double> loss = c.read_f64(tensor.at(G.loss));
     c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), std::vector<double>{loss.at(0)});
   }
+}
 
-  // 6. StateFingerprint_v1: SHA-256 of canonical CBOR
-  //    ["UML_OS.Fingerprint.StateFingerprint_v1", ir_hash, mode, trace,
-  //     [[name, dtype, shape, binary64 big-endian bytes], ...]].
-  ir::CborWriter trace_cbor;
-  trace_cbor.array(n_records);
-  trace_cbor.out.insert(trace_cbor.out.end(), trace_items.out.begin(), trace_items.out.end());
+// 6. StateFingerprint_v1: SHA-256 of canonical CBOR
+//    ["UML_OS.Fingerprint.StateFingerprint_v1", ir_hash, mode, trace,
+//     [[name, dtype, shape, binary64 big-endian bytes], ...]].
+ir::Digest execution_fingerprint(sdk::Context& c, const Call& call, const ir::CborWriter& trace_cbor) {
+  const ir::Digest& ir_hash = call.ir_hash;
+  const std::string& mode_text = call.mode_text;
+  const std::vector<std::pair<std::string, umlos_tensor*>>& critical = call.critical;
   // Streamed: the CBOR bytes go to SHA-256 piece by piece, tensors read in
   // chunks, so no copy of the critical tensors is ever built.
   ir::Sha256Stream fp_hash;
@@ -600,8 +673,23 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     }
   }
   fp_hash.update(fp.out);
-  const ir::Digest execution_fp = fp_hash.finish();
+  return fp_hash.finish();
+}
 
+// The call's values: model.exec.*, and with dynamic inputs the II.H record
+// and the run state model.tmmu.*.
+void write_results(sdk::Context& c, const Call& call, const ir::CborWriter& trace_cbor, const ir::Digest& execution_fp) {
+  const ir::Digest& ir_hash = call.ir_hash;
+  const uint64_t peak = call.peak, total_bytes = call.total_bytes, n_records = call.n_records;
+  const std::optional<ir::Digest>& plan_hash = call.plan_hash;
+  const std::map<std::string, sdk::Shape>& envelope = call.envelope;
+  const std::string& mode_text = call.mode_text;
+  const bool replanned = call.replanned;
+  const int64_t replans = call.replans;
+  const std::vector<uint8_t>& previous_plan_hash = call.previous_plan_hash;
+  const umlos_plan_arena& arena = kActivationArena;
+  const Dynamic& dyn = call.dyn;
+  const ir::GradOrder& order = call.order;
   write_bytes_value(c, "model.exec.ir_hash", std::vector<uint8_t>(ir_hash.begin(), ir_hash.end()));
   write_bytes_value(c, "model.exec.execution_fp", std::vector<uint8_t>(execution_fp.begin(), execution_fp.end()));
   write_bytes_value(c, "model.exec.trace", trace_cbor.out);
@@ -640,6 +728,27 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
       write_bytes_value(c, "model.tmmu.plan_hash", std::vector<uint8_t>(plan_hash->begin(), plan_hash->end()));
     }
   }
+}
+
+void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash) {
+  Call call(ir_hash);
+  const Value tree = Value::decode(ir_cbor.data(), ir_cbor.size());
+  call.g = ir::load_graph(tree);
+  call.mode_text = c.config("model.mode", "forward");
+  call.mode = parse_mode(call.mode_text);
+  call.backward = call.mode.run == "backward";
+  validate_call(c, call);
+  bind_declared(c, call);
+  resolve_envelope(c, call);
+  // 3. BuildGradDependencyOrder_v1.
+  if (call.backward) call.order = ir::grad_dependency_order(call.at_call());
+  place_activations(c, call);
+  dispatch_nodes(c, call);
+  ir::CborWriter trace_cbor;
+  trace_cbor.array(call.n_records);
+  trace_cbor.out.insert(trace_cbor.out.end(), call.trace_items.out.begin(), call.trace_items.out.end());
+  const ir::Digest execution_fp = execution_fingerprint(c, call, trace_cbor);
+  write_results(c, call, trace_cbor, execution_fp);
 }
 
 // UML_OS.Model.InitFromIR_v1: one draw of N(0,1) values from `init` covering

@@ -1,11 +1,8 @@
 // graph.cpp — see graph.hpp.
 #include "graph.hpp"
 
-// Issue 7: the expression trees (parse, canonical form, compilation into
-// ModelIR nodes) are module code shared with libumlos_symbolic.so; compiled
-// into this module here, as the ModelIR engine is.
-#include "../../symbolic/expr.cpp"
-#include "../../symbolic/expr_ir.cpp"
+#include "expr.hpp"     // modules/lib/symbolic
+#include "expr_ir.hpp"
 
 namespace umlos::model {
 

@@ -31,9 +31,9 @@ struct Dims {
   Task task = Task::Multiclass;
   int32_t dtype = UMLOS_DTYPE_F32;
   bool training = true;     // false: inference (no decoder, no aux terms)
-  // Issue 7, the prototype path of Forward_v2 (docs/symbolic.md): k =
+  // The prototype path of Forward_v2 (docs/symbolic.md): k =
   // equations.size() prototypes (np.protos [k, p]); equation i (canonical
-  // text, modules/symbolic/expr.hpp) feeds output column eq_output[i].
+  // text, modules/lib/symbolic/expr.hpp) feeds output column eq_output[i].
   // Empty: no prototype nodes, the graph is exactly the spec 004 graph.
   std::vector<std::string> equations;
   std::vector<int64_t> eq_output;

@@ -6,9 +6,10 @@
 //   UML_OS.Termination.Check_v1       PURE, 0 draws: max_steps, early stop
 //
 // Value names, dtypes and shapes: docs/training.md; the rule language and
-// every decision: docs/policy.md. The algorithms live in rules.cpp and
-// kmeans.cpp (plain C++, reusable by the kernel and issue 7's
-// ActivateNonParamModule_v1); this file only moves values in and out.
+// every decision: docs/policy.md. The algorithms live in modules/lib/policy
+// (rules.cpp, kmeans.cpp: plain C++, reusable by the kernel and by the
+// symbolic module's ActivateNonParamModule_v1); this file only moves values
+// in and out.
 #include <cmath>
 #include <limits>
 #include <memory>

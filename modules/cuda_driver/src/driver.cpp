@@ -5,7 +5,7 @@
 // Dispatch has two paths (docs/cuda_driver.md):
 //  - native: the primitive runs as kernels of kernels.cu on device memory;
 //  - host-staged: its operands are copied to the host, the reference
-//    implementation (modules/cpu_driver/src, compiled into this module) runs
+//    implementation (the static library modules/lib/cpu_reference) runs
 //    on them, and its outputs are copied back. Bitwise equal to cpu_driver by
 //    construction; correct but slow, for the primitives not yet native.
 // Both paths validate operands with the reference's own Call helpers, so the
@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu_driver.hpp"  // modules/cpu_driver/src: Call, Operand, registries
+#include "cpu_reference.hpp"  // modules/lib/cpu_reference: Call, Operand, registries
 #include "cuda_api.hpp"
 #include "plan.hpp"
 #include "umlos_philox.h"

@@ -1,4 +1,4 @@
-// expr.hpp — canonical expression trees of issue 7 (docs/symbolic.md):
+// expr.hpp — canonical expression trees of the prototype equations (docs/symbolic.md):
 // parse, canonicalise, print, evaluate with gradient (host, binary64), the
 // greedy least-squares search of Symbolic.EquationUpdate_v2, and compilation
 // into ModelIR nodes so the driver evaluates them (Symbolic.DifferentiableEval_v1,

@@ -7,7 +7,7 @@
 // formed in binary64 and rounded once to the output dtype.
 #include <cmath>
 
-#include "cpu_driver.hpp"
+#include "cpu_reference.hpp"
 
 namespace cpu_driver {
 

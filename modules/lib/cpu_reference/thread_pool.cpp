@@ -5,7 +5,7 @@
 #include <mutex>
 #include <thread>
 
-#include "cpu_driver.hpp"
+#include "cpu_reference.hpp"
 
 namespace cpu_driver {
 

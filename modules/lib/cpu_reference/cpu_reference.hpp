@@ -1,8 +1,10 @@
-// cpu_driver.hpp — shared internals of the reference CPU driver: the thread
-// pool, the canonical binary64 sum, the per-call view of operands and the
-// primitive registry. Nothing here crosses the module boundary: errors are
-// thrown as DriverError inside the module and turned into a umlos_status plus
-// svc->error() message by the entry points in driver.cpp.
+// cpu_reference.hpp — the reference CPU primitives (docs/primitives.md) as a
+// static library linked by cpu_driver and by cuda_driver (for the primitives
+// it runs host-staged): the thread pool, the canonical binary64 sum, the
+// per-call view of operands and the primitive registries. Nothing here
+// crosses a module boundary: errors are thrown as DriverError inside the
+// module and turned into a umlos_status plus svc->error() message by each
+// driver's entry points.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@ namespace cpu_driver {
 
 // ---------------------------------------------------------------- errors
 
-// Thrown by primitives; caught in every ABI entry (driver.cpp).
+// Thrown by primitives; caught in every ABI entry of the driver.
 struct DriverError {
   umlos_status code;
   std::string message;
@@ -153,7 +155,7 @@ struct PrimitiveInfo {
   PrimitiveFn fn;
 };
 
-// Registries of each source file; driver.cpp concatenates them.
+// Registries of each source file; each driver concatenates them.
 void register_elementwise(std::vector<PrimitiveInfo>& out);
 void register_reductions(std::vector<PrimitiveInfo>& out);
 void register_linalg(std::vector<PrimitiveInfo>& out);

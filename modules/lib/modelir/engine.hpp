@@ -1,8 +1,9 @@
 // engine.hpp — the ModelIR engine (spec 002): graph loading and validation,
 // topological order, forward and backward dispatch on the active driver.
 //
-// Shared by libumlos_executor.so (UML_OS.Model.ModelIR_Executor_v1) and the
-// spec 004 model operators (libumlos_model.so), which build their graphs in
+// A static library (modules/lib/modelir) linked by libumlos_executor.so
+// (UML_OS.Model.ModelIR_Executor_v1), the spec 004 model operators
+// (libumlos_model.so) and libumlos_symbolic.so, which build their graphs in
 // code and run them here. It is module code: it speaks to the kernel only
 // through sdk::Context (the service table) and never touches tensor memory
 // except through the driver (dispatch, read back, write in).
@@ -46,7 +47,7 @@ struct Node {
   int32_t dtype = UMLOS_DTYPE_F64;  // dtype of the output
   std::vector<NodeAttr> attrs;
   std::string segment;  // optional tag: which operator of a split model runs it
-  // --- IR metadata (issue 4; all optional) ---
+  // --- IR metadata (schema UML_Model_IR_v1, docs/modelir.md; all optional) ---
   std::string output_role = "activation";  // activation | output (also listed in Graph::outputs)
   bool saved_for_backward = false;         // declared by the IR; the engine also derives it (liveness())
   std::string alias;                       // "": none; else the input whose storage the output may reuse
@@ -129,7 +130,7 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
                                               const std::vector<Seed>& seeds,
                                               const std::vector<std::string>& wrt);
 
-// ---------------------------------------------------------------- issue 4
+// ------------------------------------------- the executor's additions (spec 002)
 // Everything below is additive: graphs built in code (spec 004 model
 // operators) keep working with the declarations above unchanged.
 

@@ -15,7 +15,7 @@
 #include <immintrin.h>
 #endif
 
-#include "cpu_driver.hpp"
+#include "cpu_reference.hpp"
 
 namespace cpu_driver {
 namespace {
@@ -628,7 +628,7 @@ void register_linalg(std::vector<PrimitiveInfo>& out) {
   out.push_back({"layer_norm_grad", "x,gamma,beta,dy", "dx,dgamma,dbeta", ln_grad_entry});
 }
 
-// Shared with modules/cuda_driver (cpu_driver.hpp).
+// Shared with modules/cuda_driver (cpu_reference.hpp).
 MatmulShape matmul_shape(const Call& c) {
   const Operand &a = c.in[0], &b = c.in[1];
   MatmulShape s;

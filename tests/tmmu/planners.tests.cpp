@@ -35,7 +35,7 @@ namespace {
 const std::string kModule = std::string(UMLOS_MODULE_DIR) + "/libumlos_tmmu.so";
 const std::string kSlot = "UML_OS.TMMU.PlanMemory_v2";
 const std::string kByte = "UML_OS.TMMU.BytePlanner_v1";
-const std::string kBench = std::string(UMLOS_SHARED_DIR) + "/memory-planning-bench";
+const std::string kBench = std::string(UMLOS_TEST_DATA_DIR) + "/memory-planning-bench";
 
 IntervalSet one_arena(uint64_t alignment) {
   IntervalSet s;

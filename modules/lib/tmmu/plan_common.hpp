@@ -1,6 +1,6 @@
 // plan_common.hpp — shared pieces of the two planners: checked uint64
 // arithmetic, alias-group merging into placement items, committing a plan.
-// Internal to modules/core/tmmu (not part of any ABI).
+// Internal to modules/lib/tmmu (not part of any ABI).
 #pragma once
 
 #include <cstdint>

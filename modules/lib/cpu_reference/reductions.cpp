@@ -4,12 +4,12 @@
 //
 // Every value here is computed in binary64 from the (exactly widened) inputs
 // and rounded once to the output dtype. Every sum is the canonical sum of
-// cpu_driver.hpp (256-element chunks, ascending). Parallel work is split over
+// cpu_reference.hpp (256-element chunks, ascending). Parallel work is split over
 // independent output elements, rows, or the fixed 256-element chunks only.
 #include <algorithm>
 #include <cmath>
 
-#include "cpu_driver.hpp"
+#include "cpu_reference.hpp"
 
 namespace cpu_driver {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <numeric>
 
-#include "cpu_driver.hpp"
+#include "cpu_reference.hpp"
 
 namespace cpu_driver {
 namespace {

@@ -1,0 +1,277 @@
+// model_fingerprint.cpp — StateFingerprint_v1 and Fingerprint.Functional_v1
+// (model_ops.hpp).
+#include "model_ops.hpp"
+
+namespace sdk = umlos::sdk;
+namespace ir = umlos::modelir;
+using namespace umlos::model;
+
+namespace model_ops {
+
+// ------------------------------------------------------------ StateFingerprint_v1
+
+namespace {
+
+std::array<uint8_t, 32> merkle_root(std::vector<std::array<uint8_t, 32>> level) {
+  if (level.empty()) return Sha().finish();
+  while (level.size() > 1) {
+    std::vector<std::array<uint8_t, 32>> up;
+    for (size_t i = 0; i < level.size(); i += 2) {
+      if (i + 1 == level.size()) { up.push_back(level[i]); continue; }
+      Sha h;
+      h.bytes(level[i].data(), 32);
+      h.bytes(level[i + 1].data(), 32);
+      up.push_back(h.finish());
+    }
+    level = std::move(up);
+  }
+  return level[0];
+}
+
+// Count then every value big-endian, hashed as one buffer (one digest
+// update per tensor, not per element).
+void hash_values_f64(Sha& h, const std::vector<double>& v) {
+  h.u64(v.size());
+  std::vector<uint8_t> buf(v.size() * 8);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint64_t u;
+    std::memcpy(&u, &v[i], 8);
+    for (int k = 0; k < 8; ++k) buf[i * 8 + k] = static_cast<uint8_t>(u >> (56 - 8 * k));
+  }
+  h.bytes(buf.data(), buf.size());
+}
+
+}  // namespace
+
+
+// The 8 items of spec 004 IV, in order, big-endian (docs/model.md).
+void state_fingerprint(sdk::Context& c) {
+  Sha h;
+  h.text("UML_OS.StateFingerprint_v1");
+  // 1. theta, sorted by name.
+  const Dims d = dims_from(c, 1, c.shape(c.input("theta.enc.W1")).at(0), c.shape(c.input("theta.head.b2")).at(0));
+  std::vector<Param> ps = parameters(d);
+  std::vector<std::string> names;
+  for (const Param& q : ps) names.push_back(q.id);
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  for (const std::string& id : sorted) {
+    h.text("theta." + id);
+    hash_values_f64(h, c.read_f64(c.input(("theta." + id).c_str())));
+  }
+  // 2. optimiser state, registration order.
+  for (const std::string& id : names) {
+    for (const char* kind : {"opt.m.", "opt.v."}) {
+      const std::string n = kind + id;
+      if (const umlos_tensor* t = c.optional_input(n.c_str())) hash_values_f64(h, c.read<double>(t));
+      else h.u64(0);
+    }
+  }
+  for (const char* n : {"opt.beta1_pow", "opt.beta2_pow"}) {
+    const umlos_tensor* t = c.optional_input(n);
+    h.f64(t ? c.read<double>(t).at(0) : 0.0);
+  }
+  const umlos_tensor* st = c.optional_input("opt.step");
+  h.i64(st ? c.read<int64_t>(st).at(0) : 0);
+  // 3. latent buffer: Merkle root over 256-entry chunks of the most recent
+  //    min(N_latent, 8192) entries, oldest first; an entry = (index, z row).
+  {
+    const umlos_tensor* ring = c.input("latent.z");
+    const sdk::Shape rs = c.shape(ring);
+    const int64_t cap = rs[0], p = rs[1];
+    const int64_t count = c.read<int64_t>(c.input("latent.count")).at(0);
+    const std::vector<double> z = c.read<double>(ring);
+    const std::vector<int64_t> idx = c.read<int64_t>(c.input("latent.index"));
+    const int64_t n = std::min({count, cap, int64_t{8192}});
+    std::vector<std::array<uint8_t, 32>> leaves;
+    std::vector<uint8_t> buf;
+    auto put = [&](uint64_t u) { for (int k = 0; k < 8; ++k) buf.push_back(static_cast<uint8_t>(u >> (56 - 8 * k))); };
+    for (int64_t at = 0; at < n; at += 256) {
+      buf.clear();
+      for (int64_t e = at; e < std::min(n, at + 256); ++e) {
+        const int64_t row = (count - n + e) % cap;
+        put(static_cast<uint64_t>(idx[row]));
+        for (int64_t k = 0; k < p; ++k) {
+          uint64_t u;
+          std::memcpy(&u, &z[row * p + k], 8);
+          put(u);
+        }
+      }
+      Sha leaf;
+      leaf.bytes(buf.data(), buf.size());
+      leaves.push_back(leaf.finish());
+    }
+    const std::array<uint8_t, 32> root = merkle_root(std::move(leaves));
+    h.u64(static_cast<uint64_t>(n));
+    h.bytes(root.data(), 32);
+  }
+  // 4. data cursor.
+  if (const umlos_tensor* cur = c.optional_input("data.cursor")) for (int64_t v : c.read<int64_t>(cur)) h.i64(v);
+  if (const umlos_tensor* ph = c.optional_input("data.permutation_hash")) {
+    const std::vector<uint8_t> b = c.read<uint8_t>(ph);
+    h.bytes(b.data(), b.size());
+  }
+  // 5. state.
+  const umlos_tensor* state = c.optional_input("state");
+  h.i64(state ? c.read<int64_t>(state).at(0) : 0);
+  // 6. RNG master key and every stream offset.
+  const sdk::Context::RngState rs = c.rng_state();
+  h.u64((uint64_t(rs.key[0]) << 32) | rs.key[1]);
+  for (uint64_t off : rs.offsets) h.u64(off);
+  // 7. prototypes and the SHA-256 of their canonical equations (sorted).
+  if (const umlos_tensor* protos = c.optional_input("np.protos")) hash_values_f64(h, c.read_f64(protos));
+  else h.u64(0);
+  if (const umlos_tensor* eqs = c.optional_input("np.protos_equation_hash")) {
+    const std::vector<uint8_t> b = c.read<uint8_t>(eqs);
+    h.bytes(b.data(), b.size());
+  }
+  // 8. loss_hist, last 256 rows (loss, state tag).
+  if (const umlos_tensor* lh = c.optional_input("loss_hist")) {
+    const std::vector<double> v = c.read<double>(lh);
+    h.u64(v.size() / 2);
+    for (size_t i = 0; i + 1 < v.size(); i += 2) {
+      h.f64(v[i]);
+      h.i64(static_cast<int64_t>(v[i + 1]));
+    }
+  } else {
+    h.u64(0);
+  }
+  const std::array<uint8_t, 32> fp = h.finish();
+  c.write(c.output("state_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
+}
+
+namespace {
+
+// ------------------------------------------------------------ inference
+
+struct Evaluation {
+  double loss = 0;    // mean L_sup
+  double metric = 0;  // accuracy, or R^2 for regression
+};
+
+// Runs the encoder (z = mu: eps = 0) and the head in binary64 on the rows
+// `rows` of split `split`, preprocessed as NextBatch_v1 does.
+Evaluation evaluate(sdk::Context& c, const std::string& split, const std::vector<int64_t>& rows) {
+  const Task task = parse_task(c.config("task_type", "multiclass"));
+  const umlos_tensor* xt = c.input(("data." + split + ".x").c_str());
+  const sdk::Shape xs = c.shape(xt);
+  const int64_t D = xs.at(1), B = static_cast<int64_t>(rows.size());
+  Dims d = dims_from(c, B, D, num_outputs(c, task), UMLOS_DTYPE_F64);
+  d.training = false;
+  load_prototypes(c, d);
+  const std::vector<double> xraw = c.read<double>(xt);
+  const std::vector<double> off = c.read<double>(c.input("data.norm.offset"));
+  const std::vector<double> scl = c.read<double>(c.input("data.norm.scale"));
+  std::vector<double> x(static_cast<size_t>(B * D));
+  for (int64_t r = 0; r < B; ++r) {
+    for (int64_t k = 0; k < D; ++k) {
+      double v = (xraw[rows[r] * D + k] - off[k]) * scl[k];
+      x[r * D + k] = v < 0 ? 0 : (v > 1 ? 1 : v);
+    }
+  }
+  const ir::Graph g = build(d);
+  ir::Binding b;
+  umlos_tensor* x_t = c.temp(UMLOS_DTYPE_F64, {B, D});
+  c.write(x_t, x);
+  b["x"] = x_t;
+  std::vector<double> ycont;
+  std::vector<int64_t> ylab;
+  const umlos_tensor* yt = c.input(("data." + split + ".y").c_str());
+  if (task == Task::Multiclass) {
+    const std::vector<int64_t> all = c.read<int64_t>(yt);
+    for (int64_t r : rows) ylab.push_back(all[r]);
+    umlos_tensor* y_t = c.temp(UMLOS_DTYPE_I64, {B});
+    c.write(y_t, ylab);
+    b["y"] = y_t;
+  } else {
+    const std::vector<double> all = c.read<double>(yt);
+    double mean = 0, sd = 1;
+    if (task == Task::Regression) {
+      mean = c.read<double>(c.input("data.target.mean")).at(0);
+      sd = c.read<double>(c.input("data.target.std")).at(0);
+    }
+    for (int64_t r : rows) ycont.push_back((all[r] - mean) / sd);
+    umlos_tensor* y_t = c.temp(UMLOS_DTYPE_F64, {B, 1});
+    c.write(y_t, ycont);
+    b["y"] = y_t;
+  }
+  b["eps"] = c.temp(UMLOS_DTYPE_F64, {B, d.latent});  // zeros: z = mu
+  bind_constants(c, d, b);
+  bind_prototypes(c, d, b);
+  // Parameters widened to binary64 (V.C: binary64 forward).
+  for (const Param& q : parameters(d)) {
+    umlos_tensor* t = c.temp(UMLOS_DTYPE_F64, q.shape);
+    c.write(t, c.read_f64(c.input(("theta." + q.id).c_str())));
+    b[q.id] = t;
+  }
+  // Node outputs: temps, or (placement: tmmu) one arena planned by the
+  // manifest's strategy with inference liveness, so they share memory.
+  const std::string placement = c.config("placement", "temps");
+  if (placement == "tmmu") {
+    ir::forward(c, g, b, ir::place_forward_activations(c, g, {"l_sup", "logits"}).alloc);
+  } else {
+    ir::forward(c, g, b, [&](const ir::Node& n) { return c.temp(n.dtype, n.output_shape); });
+  }
+  Evaluation e;
+  e.loss = scalar_f64(c, b.at("l_sup"));
+  const std::vector<double> logits = c.read<double>(b.at("logits"));
+  if (task == Task::Multiclass) {
+    const int64_t C = d.outputs;
+    int64_t hits = 0;
+    for (int64_t r = 0; r < B; ++r) {
+      int64_t best = 0;  // ties: lowest index (0.D)
+      for (int64_t k = 1; k < C; ++k) if (logits[r * C + k] > logits[r * C + best]) best = k;
+      hits += best == ylab[r];
+    }
+    e.metric = static_cast<double>(hits) / static_cast<double>(B);
+  } else if (task == Task::Binary) {
+    int64_t hits = 0;
+    for (int64_t r = 0; r < B; ++r) hits += (logits[r] > 0 ? 1.0 : 0.0) == ycont[r];
+    e.metric = static_cast<double>(hits) / static_cast<double>(B);
+  } else {
+    double mean = 0;
+    for (double y : ycont) mean += y;
+    mean /= static_cast<double>(B);
+    double ss_res = 0, ss_tot = 0;
+    for (int64_t r = 0; r < B; ++r) {
+      ss_res += (ycont[r] - logits[r]) * (ycont[r] - logits[r]);
+      ss_tot += (ycont[r] - mean) * (ycont[r] - mean);
+    }
+    e.metric = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 0.0;
+  }
+  return e;
+}
+
+}  // namespace
+
+
+// Fingerprint.Functional_v1 (V.C): the first 1024 samples of the validation
+// split (training split when there is none), cyclically repeated when
+// smaller, in index order; functional_fp = SHA-256(probe_loss || probe_metric
+// || task_type || spec_version). Also the held-out metric over the whole
+// validation split (val_accuracy or val_r2) for the trace's run_end.
+void functional_fp(sdk::Context& c) {
+  const std::string split = c.optional_input("data.val.x") ? "val" : "train";
+  const int64_t n = c.shape(c.input(("data." + split + ".x").c_str())).at(0);
+  std::vector<int64_t> probe(1024);
+  for (int64_t i = 0; i < 1024; ++i) probe[i] = i % n;
+  const Evaluation pe = evaluate(c, split, probe);
+  const std::string task = c.config("task_type", "multiclass");
+  Sha h;
+  h.f64(pe.loss);
+  h.f64(pe.metric);
+  h.text(task);
+  h.text(kSpecVersion);
+  const std::array<uint8_t, 32> fp = h.finish();
+  c.write(c.output("functional_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
+  c.write(c.output("probe_loss", UMLOS_DTYPE_F64, {}), std::vector<double>{pe.loss});
+  c.write(c.output("probe_metric", UMLOS_DTYPE_F64, {}), std::vector<double>{pe.metric});
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) all[i] = i;
+  const Evaluation ve = evaluate(c, split, all);
+  const bool regression = parse_task(task) == Task::Regression;
+  c.write(c.output(regression ? "val_r2" : "val_accuracy", UMLOS_DTYPE_F64, {}), std::vector<double>{ve.metric});
+  c.write(c.output("val_loss", UMLOS_DTYPE_F64, {}), std::vector<double>{ve.loss});
+}
+
+}  // namespace model_ops

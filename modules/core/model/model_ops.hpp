@@ -1,0 +1,129 @@
+// model_ops.hpp — what the files of libumlos_model.so share: the binding
+// of an operator's graph segment (model_binding.cpp), the hashing and
+// summation helpers, and the operators themselves, one file per family:
+//   model_forward.cpp      InitParameters_v1, Encode_v1, Decode_v1,
+//                          Forward_v2, TotalLoss_v1
+//   model_update.cpp       Update_v1 (and the optimiser moments' layout)
+//   model_contract.cpp     Contract.RestoredState, Contract.Validate_v1
+//   model_fingerprint.cpp  StateFingerprint_v1, Fingerprint.Functional_v1
+//   model.cpp              the descriptors and conformance vectors
+#pragma once
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <umlos/sdk.hpp>
+#include <umlos_philox.h>
+#include <umlos_tmmu.h>
+
+#include "expr.hpp"
+#include "engine.hpp"
+#include "graph.hpp"
+
+namespace sdk = umlos::sdk;
+namespace ir = umlos::modelir;
+using namespace umlos::model;
+
+namespace model_ops {
+
+constexpr const char* kSpecVersion = "UML_OS-v3.8-OS";
+
+struct Sha {
+  EVP_MD_CTX* c;
+  Sha() : c(EVP_MD_CTX_new()) { EVP_DigestInit_ex(c, EVP_sha256(), nullptr); }
+  ~Sha() { EVP_MD_CTX_free(c); }
+  Sha(const Sha&) = delete;
+  Sha& operator=(const Sha&) = delete;
+  void bytes(const void* p, size_t n) { EVP_DigestUpdate(c, p, n); }
+  void text(const std::string& s) { bytes(s.data(), s.size()); }
+  void u64(uint64_t v) {
+    uint8_t b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+    bytes(b, 8);
+  }
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+  void f64(double v) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    u64(u);
+  }
+  std::array<uint8_t, 32> finish() {
+    std::array<uint8_t, 32> d{};
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(c, d.data(), &n);
+    return d;
+  }
+};
+
+// The one element of a scalar value, as binary64.
+double scalar_f64(const sdk::Context& c, const umlos_tensor* t);
+
+// Fixed-order binary64 sum over a sequence fed element by element:
+// 256-element chunks summed left to right, then the chunk sums left to
+// right (spec 004 0.E).
+struct ChunkedSum {
+  double total = 0.0, chunk = 0.0;
+  size_t in_chunk = 0;
+  void add(double v) {
+    chunk += v;
+    if (++in_chunk == 256) {
+      total += chunk;
+      chunk = 0.0;
+      in_chunk = 0;
+    }
+  }
+  double value() const { return in_chunk ? total + chunk : total; }
+};
+
+// ------------------------------------------------------------ configuration (model_binding.cpp)
+
+Dims dims_from(const sdk::Context& c, int64_t batch, int64_t features, int64_t outputs, int32_t dtype_override = -1);
+int64_t num_outputs(const sdk::Context& c, Task task);
+// Dims of the training graph from the current batch.
+Dims training_dims(const sdk::Context& c);
+
+// Constants, prototypes, parameters, the batch and earlier activations into
+// a binding; one segment run (model_binding.cpp).
+void bind_constants(sdk::Context& c, const Dims& d, ir::Binding& b);
+void load_prototypes(const sdk::Context& c, Dims& d);
+void bind_prototypes(sdk::Context& c, const Dims& d, ir::Binding& b);
+void bind_parameters(sdk::Context& c, const Dims& d, ir::Binding& b);
+void bind_batch(sdk::Context& c, ir::Binding& b);
+void bind_activations(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::set<std::string>& segments);
+void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment);
+
+// The graph of one operator's step and its binding: the batch, parameters
+// and constants, the prototypes when `prototypes` (S_PROTO; Encode and
+// Decode never read them), and the activations earlier operators of this
+// iteration wrote for the `earlier` segments.
+struct Step {
+  Dims d;
+  ir::Graph g;
+  ir::Binding b;
+};
+Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier);
+
+// The optimiser moment opt.m.<id> / opt.v.<id> in the layout Update_v1
+// writes (model_update.cpp).
+std::vector<double> moment(const sdk::Context& c, const umlos_tensor* t, const std::string& name, const Param& p);
+
+// ------------------------------------------------------------ the operators
+
+void init_parameters(sdk::Context& c);
+void encode(sdk::Context& c);
+void decode(sdk::Context& c);
+void forward_v2(sdk::Context& c);
+void total_loss(sdk::Context& c);
+void update(sdk::Context& c);
+void restored_state(sdk::Context& c);
+void validate(sdk::Context& c);
+void state_fingerprint(sdk::Context& c);
+void functional_fp(sdk::Context& c);
+
+}  // namespace model_ops

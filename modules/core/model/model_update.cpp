@@ -1,0 +1,145 @@
+// model_update.cpp — Update_v1 (model_ops.hpp).
+#include "model_ops.hpp"
+
+namespace sdk = umlos::sdk;
+namespace ir = umlos::modelir;
+using namespace umlos::model;
+
+namespace model_ops {
+
+// ------------------------------------------------------------ Update_v1
+
+namespace {
+
+// The optimiser state is run state: it comes back from checkpoints, which
+// are files. Update_v1 reads it only in the layout it writes (f64 of the
+// parameter's shape; one-element step and beta powers), whoever wrote it.
+template <class T>
+T one_element(const sdk::Context& c, const umlos_tensor* t, const char* name) {
+  const std::vector<T> v = c.read<T>(t);
+  if (v.size() != 1) {
+    throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value '", name, "' is ", sdk::shape_string(c.shape(t)),
+                     ", expected one element");
+  }
+  return v[0];
+}
+
+}  // namespace
+
+std::vector<double> moment(const sdk::Context& c, const umlos_tensor* t, const std::string& name, const Param& p) {
+  if (c.dtype(t) != UMLOS_DTYPE_F64 || c.shape(t) != p.shape) {
+    throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value '", name, "' is ", sdk::dtype_name(c.dtype(t)),
+                     sdk::shape_string(c.shape(t)), ", expected f64", sdk::shape_string(p.shape),
+                     " (the shape of theta.", p.id, ")");
+  }
+  return c.read<double>(t);
+}
+
+// Gradient of L_tot (backward seeded with the loss weights), global L2 norm
+// in binary64 (parameter registration order, 256-element chunks), clipping
+// to config clip_norm, then the optimiser (config optimizer.name: adam |
+// sgd) with decoupled weight decay on every trainable parameter.
+void update(sdk::Context& c) {
+  Step bound = bind_step(c, true, {"encode", "decode", "head", "loss"});
+  const Dims& d = bound.d;
+  const ir::Graph& g = bound.g;
+  ir::Binding& b = bound.b;
+  std::vector<ir::Seed> seeds;
+  for (const Term& term : loss_terms()) seeds.push_back({term.id, c.config<double>(term.weight_key, term.default_weight)});
+  const std::vector<Param> ps = parameters(d);
+  std::vector<std::string> wrt;
+  for (const Param& q : ps) wrt.push_back(q.id);
+  // Gradient buffers: temps, or (config placement: tmmu, with the manifest's
+  // tmmu strategy) views into one "gradients" arena at the offsets the
+  // strategy plans over backward steps (docs/model.md). Same values either way.
+  std::vector<size_t> order(g.nodes.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = order.size() - 1 - k;
+  const std::string placement = c.config("placement", "temps");
+  ir::GradAllocator alloc;
+  if (placement == "tmmu") {
+    alloc = ir::place_gradient_buffers(c, g, b, seeds, wrt, order).alloc;
+  } else if (placement != "temps") {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'placement' is '", placement, "', expected temps or tmmu");
+  }
+  const std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc);
+
+  std::vector<std::vector<double>> gv(ps.size());
+  ChunkedSum squares;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto it = grads.find(ps[i].id);
+    gv[i] = it == grads.end() ? std::vector<double>(sdk::element_count(ps[i].shape), 0.0) : c.read_f64(it->second);
+    for (double x : gv[i]) squares.add(x * x);
+  }
+  const double norm = UMLOS_SQRT(squares.value());
+  if (!std::isfinite(norm)) throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
+  const double clip = c.config<double>("clip_norm", 5.0);
+  double scale = 1.0;
+  if (clip > 0 && norm > clip) scale = clip / norm;
+  // The norm after clipping, recomputed so Validate_v1 checks the bound on
+  // the gradient actually applied.
+  ChunkedSum clipped_squares;
+  for (auto& v : gv) for (double& x : v) { x *= scale; clipped_squares.add(x * x); }
+  const double clipped = UMLOS_SQRT(clipped_squares.value());
+
+  const std::string opt = c.config("optimizer.name", "adam");
+  const double lr = c.config<double>("optimizer.lr", 1e-3);
+  const double wd = c.config<double>("optimizer.weight_decay", 0.0);
+  int64_t step = 0;
+  if (const umlos_tensor* s = c.optional_input("opt.step")) step = one_element<int64_t>(c, s, "opt.step");
+  ++step;
+  if (opt == "adam") {
+    const double b1 = c.config<double>("optimizer.beta1", 0.9), b2 = c.config<double>("optimizer.beta2", 0.999);
+    const double eps = c.config<double>("optimizer.eps", 1e-8);
+    // beta^t by repeated multiplication (no libm pow): kept in the state.
+    double b1_pow = b1, b2_pow = b2;
+    if (const umlos_tensor* p1 = c.optional_input("opt.beta1_pow")) b1_pow = one_element<double>(c, p1, "opt.beta1_pow") * b1;
+    if (const umlos_tensor* p2 = c.optional_input("opt.beta2_pow")) b2_pow = one_element<double>(c, p2, "opt.beta2_pow") * b2;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const std::string m_name = "opt.m." + ps[i].id, v_name = "opt.v." + ps[i].id;
+      std::vector<double> m(gv[i].size(), 0.0), v(gv[i].size(), 0.0);
+      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = moment(c, t, m_name, ps[i]);
+      if (const umlos_tensor* t = c.optional_input(v_name.c_str())) v = moment(c, t, v_name, ps[i]);
+      std::vector<double> theta = c.read_f64(b.at(ps[i].id));
+      if (theta.size() != gv[i].size()) {
+        throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
+                         gv[i].size());
+      }
+      for (size_t k = 0; k < theta.size(); ++k) {
+        m[k] = b1 * m[k] + (1.0 - b1) * gv[i][k];
+        v[k] = b2 * v[k] + (1.0 - b2) * (gv[i][k] * gv[i][k]);
+        const double mhat = m[k] / (1.0 - b1_pow), vhat = v[k] / (1.0 - b2_pow);
+        theta[k] -= lr * (mhat / (UMLOS_SQRT(vhat) + eps) + wd * theta[k]);
+      }
+      c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
+      c.write(c.output(v_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), v);
+      c.write_f64(c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
+    }
+    c.write(c.output("opt.beta1_pow", UMLOS_DTYPE_F64, {}), std::vector<double>{b1_pow});
+    c.write(c.output("opt.beta2_pow", UMLOS_DTYPE_F64, {}), std::vector<double>{b2_pow});
+  } else if (opt == "sgd") {
+    const double momentum = c.config<double>("optimizer.momentum", 0.9);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const std::string m_name = "opt.m." + ps[i].id;
+      std::vector<double> m(gv[i].size(), 0.0);
+      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = moment(c, t, m_name, ps[i]);
+      std::vector<double> theta = c.read_f64(b.at(ps[i].id));
+      if (theta.size() != gv[i].size()) {
+        throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
+                         gv[i].size());
+      }
+      for (size_t k = 0; k < theta.size(); ++k) {
+        m[k] = momentum * m[k] + gv[i][k];
+        theta[k] -= lr * (m[k] + wd * theta[k]);
+      }
+      c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
+      c.write_f64(c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
+    }
+  } else {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config optimizer.name is '", opt, "', expected adam or sgd");
+  }
+  c.write(c.output("opt.step", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{step});
+  c.write(c.output("grad_norm", UMLOS_DTYPE_F64, {}), std::vector<double>{norm});
+  c.write(c.output("grad_norm_clipped", UMLOS_DTYPE_F64, {}), std::vector<double>{clipped});
+}
+
+}  // namespace model_ops
