@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../skip.hpp"
 #include "error.hpp"
 #include "sha256.hpp"
 #include "run_support.hpp"
@@ -366,6 +367,9 @@ TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count i
 
 TEST_CASE("A run with an augment step, killed before or after it and resumed, ends exactly like an uninterrupted run",
           "[training][checkpoint][symbolic]") {
+#ifndef UMLOS_TEST_HAVE_SYMBOLIC
+  UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
+#endif
   // digits_augment shortened: augment at t = 60, checkpoints every 40, so a
   // resume from t = 40 crosses the augment step and one from t = 80 restores
   // the prototypes and equations from the checkpoint.
@@ -417,6 +421,9 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
 
 TEST_CASE("A checkpoint whose stored equation uses an operator outside the set fails on resume naming the equation",
           "[training][checkpoint][symbolic][errors]") {
+#ifndef UMLOS_TEST_HAVE_SYMBOLIC
+  UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
+#endif
   const std::string m = variant("digits_augment", "eqckpt",
                                 {{"max_steps: 600", "max_steps: 60"},
                                  {"t == 300 and state == S_P", "t == 20 and state == S_P"},
