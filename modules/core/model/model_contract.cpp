@@ -41,9 +41,11 @@ void restored_state(sdk::Context& c) {
   }
   auto scalar = [&](const char* name, int32_t dtype) {
     const umlos_tensor* t = c.optional_input(name);
-    if (t && (c.dtype(t) != dtype || !c.shape(t).empty())) {
+    if (!t) return;
+    const sdk::Shape shape = c.shape(t);
+    if (c.dtype(t) != dtype || !shape.empty()) {
       throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value '", name, "' is ", sdk::dtype_name(c.dtype(t)),
-                       sdk::shape_string(c.shape(t)), ", expected ", sdk::dtype_name(dtype), "[]");
+                       sdk::shape_string(shape), ", expected ", sdk::dtype_name(dtype), "[]");
     }
   };
   scalar("opt.step", UMLOS_DTYPE_I64);
