@@ -1,4 +1,4 @@
-// training.tests.cpp — issue 6 end to end: the shipped manifests train on
+// training.tests.cpp — training end to end: the shipped manifests train on
 // their real data sets through real modules loaded from files, `umlos run`
 // as a real process; determinism across runs and driver thread counts;
 // bad data leaves only the failure record.

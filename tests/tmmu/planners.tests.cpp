@@ -279,7 +279,7 @@ TEST_CASE("Byte plans are identical on every run and thread", "[tmmu]") {
 }
 
 TEST_CASE("The byte planner's portfolio beats greedy by size on MiniMalloc's tight instances F and G", "[tmmu][bench-data]") {
-  // Greedy by size is 1.36 x LB on both (notes/memory-planning.md section 4);
+  // Greedy by size is 1.36 x LB on both (bench/tmmu/README.md);
   // the order portfolio and refinement must find the better plans.
   for (const char* f : {"F", "G"}) {
     IntervalSet s = read_intervals(kBench + "/minimalloc-challenging/" + std::string(f) + ".1048576.csv");
