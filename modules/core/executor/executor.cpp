@@ -444,8 +444,7 @@ ir::Digest activation_plan_hash(const Call& call, const std::map<std::string, si
   for (size_t p : order.order) order_cbor.integer(G.nodes[p].node_id);
   const ir::Digest arena_hash = arena_config_hash(arena);
   const ir::Digest order_hash = digest_of(order_cbor);
-  const std::vector<uint8_t> null_cbor = {0xf6};
-  const ir::Digest shard_hash = ir::sha256(null_cbor);
+  const ir::Digest shard_hash = ir::sha256(ir::CborWriter().null().out);  // SHA-256 of CBOR null
   ir::CborWriter w;
   w.array(2);
   w.text("tmmu_plan_v1");
@@ -462,7 +461,7 @@ ir::Digest activation_plan_hash(const Call& call, const std::map<std::string, si
     w.array(3);
     w.text(id);
     w.text(arena.name);
-    if (slots[k] == UMLOS_PLAN_NO_SLOT) w.out.push_back(0xf6);  // CBOR null
+    if (slots[k] == UMLOS_PLAN_NO_SLOT) w.null();
     else w.uint(slots[k]);
   }
   w.array(item_of.size());

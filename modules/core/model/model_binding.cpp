@@ -54,7 +54,7 @@ Dims training_dims(const sdk::Context& c) {
 std::vector<double> ot_directions(int64_t p) {
   Sha h;
   h.text("UML_OS_OT");
-  h.text(kSpecVersion);
+  h.text(UMLOS_SPEC_VERSION);
   h.u64(static_cast<uint64_t>(p));
   const std::array<uint8_t, 32> dg = h.finish();
   const uint32_t key[2] = {

@@ -261,7 +261,7 @@ void functional_fp(sdk::Context& c) {
   h.f64(pe.loss);
   h.f64(pe.metric);
   h.text(task);
-  h.text(kSpecVersion);
+  h.text(UMLOS_SPEC_VERSION);
   const std::array<uint8_t, 32> fp = h.finish();
   c.write(c.output("functional_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
   c.write(c.output("probe_loss", UMLOS_DTYPE_F64, {}), std::vector<double>{pe.loss});

@@ -9,8 +9,6 @@
 //   model.cpp              the descriptors and conformance vectors
 #pragma once
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -19,6 +17,7 @@
 #include <set>
 
 #include <umlos/sdk.hpp>
+#include <umlos/sha256.hpp>
 #include <umlos_philox.h>
 #include <umlos_tmmu.h>
 
@@ -32,29 +31,15 @@ using namespace umlos::model;
 
 namespace model_ops {
 
-constexpr const char* kSpecVersion = "UML_OS-v3.8-OS";
-
-struct Sha {
-  EVP_MD_CTX* c;
-  Sha() : c(EVP_MD_CTX_new()) { EVP_DigestInit_ex(c, EVP_sha256(), nullptr); }
-  ~Sha() { EVP_MD_CTX_free(c); }
-  Sha(const Sha&) = delete;
-  Sha& operator=(const Sha&) = delete;
-  void bytes(const void* p, size_t n) { EVP_DigestUpdate(c, p, n); }
-  void text(const std::string& s) { bytes(s.data(), s.size()); }
-  void u64(uint64_t v) {
-    uint8_t b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
-    bytes(b, 8);
-  }
-  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
-  void f64(double v) {
-    uint64_t u;
-    std::memcpy(&u, &v, 8);
-    u64(u);
-  }
-  std::array<uint8_t, 32> finish() {
-    std::array<uint8_t, 32> d{};
+// The SDK's SHA-256 (umlos/sha256.hpp) under the short names the
+// fingerprints are written with; every value big-endian.
+struct Sha : sdk::Sha256 {
+  void bytes(const void* p, size_t n) { update(p, n); }
+  void text(const std::string& s) { update(s); }
+  void u64(uint64_t v) { update_u64_be(v); }
+  void i64(int64_t v) { update_u64_be(static_cast<uint64_t>(v)); }
+  void f64(double v) { update_f64_be(v); }
+};
     unsigned int n = 0;
     EVP_DigestFinal_ex(c, d.data(), &n);
     return d;
@@ -64,22 +49,9 @@ struct Sha {
 // The one element of a scalar value, as binary64.
 double scalar_f64(const sdk::Context& c, const umlos_tensor* t);
 
-// Fixed-order binary64 sum over a sequence fed element by element:
-// 256-element chunks summed left to right, then the chunk sums left to
-// right (spec 004 0.E).
-struct ChunkedSum {
-  double total = 0.0, chunk = 0.0;
-  size_t in_chunk = 0;
-  void add(double v) {
-    chunk += v;
-    if (++in_chunk == 256) {
-      total += chunk;
-      chunk = 0.0;
-      in_chunk = 0;
-    }
-  }
-  double value() const { return in_chunk ? total + chunk : total; }
-};
+// Fixed-order binary64 sum over a sequence fed element by element: the
+// canonical sum of spec 004 0.E.
+using ChunkedSum = sdk::CanonicalSum;
 
 // ------------------------------------------------------------ configuration (model_binding.cpp)
 

@@ -70,7 +70,7 @@ void update(sdk::Context& c) {
     gv[i] = it == grads.end() ? std::vector<double>(sdk::element_count(ps[i].shape), 0.0) : c.read_f64(it->second);
     for (double x : gv[i]) squares.add(x * x);
   }
-  const double norm = UMLOS_SQRT(squares.value());
+  const double norm = UMLOS_SQRT(squares.result());
   if (!std::isfinite(norm)) throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
   const double clip = c.config<double>("clip_norm", 5.0);
   double scale = 1.0;
@@ -79,7 +79,7 @@ void update(sdk::Context& c) {
   // the gradient actually applied.
   ChunkedSum clipped_squares;
   for (auto& v : gv) for (double& x : v) { x *= scale; clipped_squares.add(x * x); }
-  const double clipped = UMLOS_SQRT(clipped_squares.value());
+  const double clipped = UMLOS_SQRT(clipped_squares.result());
 
   const std::string opt = c.config("optimizer.name", "adam");
   const double lr = c.config<double>("optimizer.lr", 1e-3);

@@ -5,16 +5,17 @@
 // svc->error(); std::bad_alloc becomes RESOURCE_EXHAUSTED; anything else
 // INTERNAL. No exception and no abort crosses the boundary.
 #include <gnu/libc-version.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <new>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <umlos/sha256.hpp>
 
 #include "cpu_reference.hpp"
 #include "umlos_philox.h"
@@ -184,10 +185,12 @@ static umlos_status driver_fingerprint(void* instance, uint8_t out_sha256[32]) {
        << "\narch: aarch64"
 #endif
        << "\n";
-  std::string text = what.str();
-  unsigned int len = 0;
-  if (!EVP_Digest(text.data(), text.size(), out_sha256, &len, EVP_sha256(), nullptr) || len != 32)
-    return report(inst ? inst->svc : g_services, nullptr, UMLOS_INTERNAL, "cpu_driver: SHA-256 failed in OpenSSL");
+  try {
+    const umlos::sdk::Digest d = umlos::sdk::sha256(what.str());
+    std::memcpy(out_sha256, d.data(), d.size());
+  } catch (const std::exception& e) {  // OpenSSL failed (umlos/sha256.hpp checks every call)
+    return report(inst ? inst->svc : g_services, nullptr, UMLOS_INTERNAL, std::string("cpu_driver: ") + e.what());
+  }
   return UMLOS_OK;
 }
 

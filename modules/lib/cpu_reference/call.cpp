@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cpu_reference.hpp"
+#include "umlos_names.h"
 
 namespace cpu_driver {
 
@@ -19,27 +20,13 @@ std::string shape_string(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
+// The one dtype table (abi/umlos_names.h).
 const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case UMLOS_DTYPE_F32: return "f32";
-    case UMLOS_DTYPE_F64: return "f64";
-    case UMLOS_DTYPE_I32: return "i32";
-    case UMLOS_DTYPE_I64: return "i64";
-    case UMLOS_DTYPE_U8: return "u8";
-    case UMLOS_DTYPE_U32: return "u32";
-    case UMLOS_DTYPE_U64: return "u64";
-    default: return "unknown";
-  }
+  const char* name = umlos_dtype_name(dtype);
+  return name ? name : "unknown";
 }
 
-uint64_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case UMLOS_DTYPE_F32: case UMLOS_DTYPE_I32: case UMLOS_DTYPE_U32: return 4;
-    case UMLOS_DTYPE_F64: case UMLOS_DTYPE_I64: case UMLOS_DTYPE_U64: return 8;
-    case UMLOS_DTYPE_U8: return 1;
-    default: return 0;
-  }
-}
+uint64_t dtype_size(int32_t dtype) { return umlos_dtype_size(dtype); }
 
 // ---------------------------------------------------------------- Call
 
