@@ -40,11 +40,6 @@ struct Sha : sdk::Sha256 {
   void i64(int64_t v) { update_u64_be(static_cast<uint64_t>(v)); }
   void f64(double v) { update_f64_be(v); }
 };
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(c, d.data(), &n);
-    return d;
-  }
-};
 
 // The one element of a scalar value, as binary64.
 double scalar_f64(const sdk::Context& c, const umlos_tensor* t);
