@@ -188,5 +188,9 @@ TEST_CASE("The held-out evaluation's node outputs share one arena planned with i
   const std::string t = variant("digits", "eval-temps", {{"max_steps: 1500", "max_steps: 50"}, {"placement: tmmu", "placement: temps"}});
   Run u = run(t, "eval-temps", "--profile");
   REQUIRE(u.result.exit_status == 0);
-  for (const json& op : json::parse(read_text(u.dir + "/profile.json"))["operators"]) CHECK(op["memory_plans"] == 0);
+  // The parsed document is kept in a variable: a range-for over a member of
+  // a temporary would iterate freed memory (C++17 extends only the outer
+  // temporary's lifetime).
+  const json profile = json::parse(read_text(u.dir + "/profile.json"));
+  for (const json& op : profile.at("operators")) CHECK(op["memory_plans"] == 0);
 }
