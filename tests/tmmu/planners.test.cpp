@@ -21,7 +21,7 @@
 #include "cbor.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
-#include "plan/apply.hpp"
+#include "plan_apply.hpp"
 #include "plan/checker.hpp"
 #include "plan/intervals.hpp"
 #include "plan/plan_cmd.hpp"

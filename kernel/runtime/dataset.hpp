@@ -110,8 +110,4 @@ void put_dataset_values(const Dataset& d, Host& host);
 // run header), or nullopt when the manifest lists no data set.
 std::optional<DatasetRecord> load_datasets(const Manifest& m, Host& host);
 
-// `umlos dataset import|verify|list ...` (kernel/src/dataset_cmd.cpp).
-// Throws boost::program_options::error for usage errors (exit 2 in main).
-int cmd_dataset(const std::vector<std::string>& args);
-
 }  // namespace umlos

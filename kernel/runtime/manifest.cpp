@@ -625,6 +625,7 @@ class Parser {
     token.update(m_.env_manifest_hash);
     token.update_u64_be(m_.seed);
     m_.replay_token = token.finish();
+    m_.settings = read_run_settings(m_);
   }
 
   // modules: a non-empty list of {path, sha256}. Returns the canonical list.

@@ -1,5 +1,5 @@
-// apply.cpp — ApplyPlan_v1 / ZeroTensor_v1 / DebugFillTensor_v1 on host arenas.
-#include "apply.hpp"
+// plan_apply.cpp — test support: ApplyPlan_v1 / ZeroTensor_v1 / DebugFillTensor_v1 on host arenas.
+#include "plan_apply.hpp"
 
 #include <cstring>
 #include <sstream>

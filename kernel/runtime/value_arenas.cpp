@@ -199,8 +199,7 @@ ValueArenas::SafepointReport ValueArenas::safepoint() {
     out.replanned = true;
   }
   // Move every value that is not in one of its slots into a free one.
-  auto& values = host_.values();
-  for (auto& [name, t] : values) {
+  for (const auto& [name, t] : host_.values()) {
     auto it = placements_.find(name);
     if (it == placements_.end() || !t || t->bytes == 0) continue;
     Placement& p = it->second;
@@ -220,7 +219,7 @@ ValueArenas::SafepointReport ValueArenas::safepoint() {
     }
     out.values_moved += 1;
     out.bytes_moved += t->bytes;
-    t = v;
+    host_.put_value(name, v);  // an existing name: the map's iteration goes on unchanged
   }
   return out;
 }

@@ -867,7 +867,7 @@ void put_dataset_values(const Dataset& d, Host& host) {
     for (size_t i = 0; i < dims.size(); ++i) h.shape.dims[i] = dims[i];
     const auto* p = static_cast<const uint8_t*>(data);
     h.data.assign(p, p + bytes);
-    host.values()[name] = host.from_host(h);
+    host.put_value(name, host.from_host(h));
   };
   const DatasetRecord& r = d.record;
   const int64_t D = r.num_features;

@@ -1,4 +1,4 @@
-// apply.hpp — ApplyPlan_v1 onto host arenas, ZeroTensor_v1 and
+// plan_apply.hpp — test support: ApplyPlan_v1 onto host arenas, ZeroTensor_v1 and
 // DebugFillTensor_v1 (spec 001 section 5) on host arenas, for checking
 // plans outside a run. Operators place tensors in a driver's memory through
 // services->plan_memory and services->tensor_view (ABI 1.1) instead.
@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "intervals.hpp"
-#include "plan_output.hpp"
+#include "plan/intervals.hpp"
+#include "plan/plan_output.hpp"
 
 namespace umlos::plan {
 

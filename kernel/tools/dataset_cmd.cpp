@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset_cmd.hpp"
 #include "dataset.hpp"
 #include "error.hpp"
 #include "procedure.hpp"

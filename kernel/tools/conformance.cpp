@@ -221,7 +221,7 @@ CaseRun run_case_here(const ConformanceOptions& opt, const std::string& module_p
       for (uint32_t k = 0; k < in.rank; ++k) h.shape.dims[k] = in.dims[k];
       const auto* p = static_cast<const uint8_t*>(in.data);
       if (in.bytes != 0) h.data.assign(p, p + in.bytes);  // an empty input's data may be NULL
-      host.values()[in.name] = host.from_host(h);
+      host.put_value(in.name, host.from_host(h));
     }
     Host::CallReport rep = host.call_operator(op);
     for (int s = 0; s < UMLOS_STREAM_COUNT; ++s) r.draws[s] = rep.draws_actual[s];

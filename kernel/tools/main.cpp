@@ -28,6 +28,7 @@
 
 #include "conformance.hpp"
 #include "dataset.hpp"
+#include "dataset_cmd.hpp"
 #include "error.hpp"
 #include "exec_cmd.hpp"
 #include "export_cmd.hpp"

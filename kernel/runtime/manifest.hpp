@@ -49,6 +49,24 @@ struct ModuleEntry {
   SourceMark mark;            // where the entry starts
 };
 
+// What the procedure reads from a manifest besides its operators, typed
+// once when the manifest is read (docs/manifest.md). The config: keys are
+// also seen by operators (operator_config in procedure.hpp).
+struct RunSettings {
+  int64_t max_steps = 100;           // config.max_steps (no termination_op: the last t)
+  int64_t checkpoint_every = 0;      // config.checkpoint_every (0: no periodic checkpoints)
+  int64_t functional_fp_every = 50;  // config.functional_fp_every (0: none but the final one)
+  int64_t checkpoint_keep = 0;       // config.checkpoint_keep: newest files kept (0: all)
+  std::string task_type = "multiclass";  // config.task_type when a string (the trace's run_header)
+  // budgets.memory_bytes: the bytes all live tensors may hold (0: no
+  // limit); kDefaultMemoryBudget when the manifest gives none.
+  uint64_t memory_bytes = kDefaultMemoryBudget;
+  bool memory_bytes_is_default = true;
+  uint64_t op_timeout_s = 0;  // budgets.op_timeout_s (0: off)
+  uint64_t disk_bytes = 0;    // budgets.disk_bytes (0: unlimited)
+  bool trace_path = false;    // trace.path given (the run refuses it)
+};
+
 struct Manifest {
   std::string file;  // path as given
   std::string dir;   // its folder (for relative module paths)
@@ -80,12 +98,17 @@ struct Manifest {
   cbor::Value env;            // the env manifest that env_manifest_hash covers
   std::map<std::string, std::string> operators;  // role -> fully-qualified name
   std::map<std::string, SourceMark> marks;       // dotted key path -> position
+  RunSettings settings;
 
   // Name for a role, "" when the manifest does not name one.
   std::string operator_for(const std::string& role) const;
   // "FILE:LINE:COLUMN" for a dotted key path ("operators.forward_op"), or FILE.
   std::string where(const std::string& dotted_key) const;
 };
+
+// The settings of a parsed manifest (manifest_settings.cpp): MANIFEST_INVALID
+// for a config: setting of the wrong type or range.
+RunSettings read_run_settings(const Manifest& m);
 
 // Reads and validates FILE. allow_unpinned accepts `sha256: unpinned`
 // (only `umlos manifest pin` wants that).

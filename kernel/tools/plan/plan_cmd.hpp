@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "intervals.hpp"
-#include "phase_timer.hpp"
-#include "plan_output.hpp"
+#include "plan/intervals.hpp"
+#include "plan/phase_timer.hpp"
+#include "plan/plan_output.hpp"
 
 namespace umlos {
 

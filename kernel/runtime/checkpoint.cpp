@@ -553,7 +553,7 @@ void restore_into(Host& host, const CheckpointData& ck, const Manifest& manifest
   for (const auto& [name, t] : host.values()) before.push_back({name, {t, host.is_persistent(name)}});
   for (const std::string& name : host.persistent_value_names()) {
     bool kept = std::any_of(ck.values.begin(), ck.values.end(), [&](const CheckpointValue& v) { return v.name == name; });
-    if (!kept) host.values().erase(name);
+    if (!kept) host.erase_value(name);
   }
   for (auto& [name, t] : fresh) host.set_value(name, std::move(t), true);
   // The modules' own checks of the restored state (relations between
@@ -563,7 +563,7 @@ void restore_into(Host& host, const CheckpointData& ck, const Manifest& manifest
   try {
     host.run_invariants(UMLOS_CHECK_AFTER_RESTORE);
   } catch (const Failure& f) {
-    host.values().clear();
+    host.clear_values();
     for (auto& [name, tp] : before) host.set_value(name, tp.first, tp.second);
     throw Failure(UMLOS_CHECKPOINT_INVALID,
                   "checkpoint '" + (ck.file.empty() ? std::string("(memory)") : ck.file) + "': " + f.what());

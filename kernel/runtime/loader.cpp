@@ -379,7 +379,7 @@ void validate_module(const std::string& path, const umlos_module_desc* m) {
 
 }  // namespace
 
-// Defined in host.cpp: the message a module gave services->error() while its
+// Defined in services.cpp: the message a module gave services->error() while its
 // entry ran (ctx == NULL), and a way to clear it.
 std::string take_load_error_message(umlos_status* code);
 
