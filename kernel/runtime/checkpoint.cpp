@@ -1,5 +1,5 @@
 // checkpoint.cpp — encode, write, read, verify and restore checkpoints
-// (spec 004 VIII; the schema is kernel/proto/checkpoint.proto).
+// (spec 004 VIII; the schema is kernel/runtime/proto/checkpoint.proto).
 #include "checkpoint.hpp"
 
 #include <fcntl.h>
@@ -200,7 +200,7 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
   if (!parsed) {
     throw Failure(UMLOS_CHECKPOINT_INVALID, "checkpoint '" + label + "': not a valid Checkpoint protobuf message (" +
                                                 std::to_string(bytes.size()) +
-                                                " bytes; truncated or corrupt, kernel/proto/checkpoint.proto)");
+                                                " bytes; truncated or corrupt, kernel/runtime/proto/checkpoint.proto)");
   }
   if (msg.content_sha256().empty()) {
     refuse(label, "content_sha256", "a SHA-256 (the last field of the file)",

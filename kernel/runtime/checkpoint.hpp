@@ -1,5 +1,5 @@
 // checkpoint.hpp — spec 004 VIII checkpoints: the run state at iteration t
-// as one deterministic protobuf message (kernel/proto/checkpoint.proto),
+// as one deterministic protobuf message (kernel/runtime/proto/checkpoint.proto),
 // written atomically to RUN_DIR/checkpoints/ckpt_<t, 8 digits>.pb, and the
 // restore that refuses a checkpoint of another run. docs/checkpoint.md.
 //

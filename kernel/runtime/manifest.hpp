@@ -90,7 +90,7 @@ struct Manifest {
   cbor::Value driver_config;  // map (empty when absent)
   std::string tmmu_strategy;  // "" when absent
   cbor::Value tmmu_config;    // map (empty when absent)
-  // Where the run state lives (kernel/src/value_arenas.hpp): "arenas" (the
+  // Where the run state lives (kernel/runtime/value_arenas.hpp): "arenas" (the
   // default with a strategy) or "buffers" (one driver buffer per value).
   std::string tmmu_values = "arenas";
   cbor::Value config;         // the `config:` map (empty when absent)

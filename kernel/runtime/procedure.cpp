@@ -41,9 +41,9 @@ const std::array<const char*, 4> kActionRoles = {"update_op", "probe_op", "switc
 std::string json_hex(const Digest& d) { return to_hex(d); }
 
 std::optional<double> scalar_f64(const Host& host, const std::string& name) {
-  auto it = host.values().find(name);
-  if (it == host.values().end()) return std::nullopt;
-  const Tensor& t = *it->second;
+  const TensorPtr value = host.find_value(name);
+  if (!value) return std::nullopt;
+  const Tensor& t = *value;
   if (element_count(t.shape) != 1) return std::nullopt;
   if (t.dtype == UMLOS_DTYPE_F64) {
     double v;
@@ -59,9 +59,9 @@ std::optional<double> scalar_f64(const Host& host, const std::string& name) {
 }
 
 std::optional<int64_t> scalar_int(const Host& host, const std::string& name) {
-  auto it = host.values().find(name);
-  if (it == host.values().end()) return std::nullopt;
-  const Tensor& t = *it->second;
+  const TensorPtr value = host.find_value(name);
+  if (!value) return std::nullopt;
+  const Tensor& t = *value;
   if (element_count(t.shape) != 1) return std::nullopt;
   switch (t.dtype) {
     case UMLOS_DTYPE_I64: { int64_t v; host.read(t, &v, 8); return v; }
@@ -100,9 +100,9 @@ void take_trace_fields(Host& host, json& record) {
 }
 
 std::optional<Digest> digest_value(const Host& host, const std::string& name) {
-  auto it = host.values().find(name);
-  if (it == host.values().end()) return std::nullopt;
-  const Tensor& t = *it->second;
+  const TensorPtr value = host.find_value(name);
+  if (!value) return std::nullopt;
+  const Tensor& t = *value;
   if (t.dtype != UMLOS_DTYPE_U8 || t.bytes != 32) {
     throw Failure(UMLOS_CONTRACT_VIOLATION, "value '" + name + "' must be u8[32] (a SHA-256), found " +
                                                 std::string(dtype_name(t.dtype)) + shape_string(t.shape));

@@ -38,7 +38,7 @@ struct TapeEvent {
 };
 
 // What a checkpoint keeps of a TapeWriter so a resumed run writes the same
-// bytes and digest (kernel/proto/checkpoint.proto TapeState).
+// bytes and digest (kernel/runtime/proto/checkpoint.proto TapeState).
 struct TapeState {
   uint64_t events = 0;
   Digest chain{};                 // d_K over the complete blocks

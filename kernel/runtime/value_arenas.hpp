@@ -1,7 +1,7 @@
 // value_arenas.hpp — the run state in arenas planned by the manifest's TMMU
 // strategy (spec 001 0.N and ApplyPlan_v1, onto the driver's memory).
 //
-// Every named value of a run (kernel/src/host.hpp: the run state between
+// Every named value of a run (kernel/runtime/value_store.hpp: the run state between
 // operator calls) lives in one of two arenas of driver memory:
 //   parameters   the persistent values (theta, optimiser state, counters),
 //   activations  the values an iteration recreates (batch, model.act.*,

@@ -377,7 +377,7 @@ bool run_file(const std::string& file, uintmax_t limit) {
 
 constexpr uintmax_t kMaxRunJsonBytes = 64u << 20;
 
-// RUN_DIR/value_arenas.json (kernel/src/value_arenas.hpp): where the run
+// RUN_DIR/value_arenas.json (kernel/runtime/value_arenas.hpp): where the run
 // state lived at the end, one row per arena.
 std::string value_arenas_table(const std::string& run_dir) {
   const std::string file = (fs::path(run_dir) / "value_arenas.json").string();

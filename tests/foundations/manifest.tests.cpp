@@ -1,4 +1,4 @@
-// Run manifests (kernel/src/manifest.cpp): typing, schema errors with
+// Run manifests (kernel/runtime/manifest.cpp): typing, schema errors with
 // positions, canonical CBOR and the hashes of spec 004 0.B, and pinning.
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Tests of the two TMMU strategies through the real module file
 // (build/modules/libumlos_tmmu.so loaded by a Host), every plan checked by
-// the kernel checker (kernel/src/plan/checker.cpp).
+// the kernel checker (kernel/runtime/plan/checker.cpp).
 #include <catch2/catch.hpp>
 
 #include <functional>
