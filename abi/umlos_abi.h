@@ -42,6 +42,11 @@ extern "C" {
 #define UMLOS_ABI_MAJOR 1
 #define UMLOS_ABI_MINOR 5
 
+/* The UML_OS specification this ABI implements: a manifest's default
+ * spec_version, and the spec_version bytes that spec 004 hashes into
+ * derived values (e.g. the UML_OS_OT directions of the model operators). */
+#define UMLOS_SPEC_VERSION "UML_OS-v3.8-OS"
+
 #define UMLOS_MODULE_ENTRY_SYMBOL "umlos_module_entry"
 
 /* Size of a struct up to and including `field` (PJRT's STRUCT_SIZE trick). */

@@ -1,7 +1,7 @@
 // call_context.hpp — the opaque umlos_ctx of abi/umlos_abi.h, as the kernel
 // sees it, and the service table built on it (services.cpp). Private to the
-// runtime: the host's parts (call guard, device, planner) create contexts,
-// the services read them.
+// runtime: the host and its parts (call guard, planner) create contexts, the
+// services read them.
 #pragma once
 
 #include <algorithm>
@@ -18,9 +18,8 @@ namespace umlos {
 class Host;
 }  // namespace umlos
 
-
 // The opaque context of abi/umlos_abi.h. One per operator call (created and
-// destroyed by call_operator), one per driver instance, one per plan call.
+// destroyed by CallGuard::call), one per driver instance, one per plan call.
 struct umlos_ctx {
   enum class Kind { Operator, Invariant, Driver, Strategy };
   umlos::Host* host = nullptr;

@@ -1,5 +1,6 @@
-// cbor.cpp — the CBOR data model, the RFC 8949 §4.2.1 deterministic encoder,
-// the strict decoder and diagnostic notation (see cbor.hpp).
+// cbor.cpp — the CBOR data model, the RFC 8949 §4.2.1 deterministic encoder
+// (key order and checks over the SDK's writer, umlos/cbor_writer.hpp), the
+// strict decoder and diagnostic notation (see cbor.hpp).
 //
 // Choices the RFC leaves to the protocol (§4.2.2), fixed here for UML_OS:
 //  - floats keep their kind: 1.0 is a float (f93c00), never the integer 01;
@@ -12,6 +13,8 @@
 //  - simple values other than false/true/null/undefined are refused: the
 //    data model has no place for them, and nothing in UML_OS uses them.
 #include "cbor.hpp"
+
+#include <umlos/cbor_writer.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -254,6 +257,11 @@ bool Value::operator==(const Value& o) const {
 
 namespace {
 
+// Shortest-form tests shared by the writer (which picks the width) and the
+// decoder (which refuses a wider one).
+using sdk::cbor::fits_single;
+using sdk::cbor::half_from_double;
+
 // binary16 bits -> double (exact: every half is a double).
 double half_to_double(uint16_t h) {
   const int sign = h >> 15;
@@ -269,42 +277,6 @@ double half_to_double(uint16_t h) {
     magnitude = std::ldexp(static_cast<double>(mantissa + 1024), exponent - 25);
   }
   return sign ? -magnitude : magnitude;
-}
-
-// The binary16 that holds d exactly, if there is one (d not NaN).
-bool double_to_half_exact(double d, uint16_t& out) {
-  const uint16_t sign = std::signbit(d) ? 0x8000 : 0;
-  const double a = std::fabs(d);
-  if (a == 0.0) {
-    out = sign;
-    return true;
-  }
-  if (std::isinf(a)) {
-    out = sign | 0x7c00;
-    return true;
-  }
-  if (a < std::ldexp(1.0, -14)) {  // subnormal range: a = m * 2^-24, m < 1024
-    const double m = std::ldexp(a, 24);
-    if (m != std::floor(m)) return false;
-    out = sign | static_cast<uint16_t>(m);
-    return true;
-  }
-  if (a > 65504.0) return false;
-  int e2;
-  std::frexp(a, &e2);  // a = f * 2^e2, f in [0.5, 1)
-  const int exponent = e2 - 1;  // a = 1.xxx * 2^exponent, exponent in [-14, 15]
-  const double scaled = std::ldexp(a, 10 - exponent);  // in [1024, 2048)
-  if (scaled != std::floor(scaled)) return false;
-  out = sign | static_cast<uint16_t>((exponent + 15) << 10) |
-        static_cast<uint16_t>(static_cast<int>(scaled) - 1024);
-  return true;
-}
-
-// True when d survives a round trip through binary32 (d not NaN).
-bool fits_single(double d) {
-  if (std::isinf(d)) return true;
-  if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) return false;
-  return static_cast<double>(static_cast<float>(d)) == d;
 }
 
 // Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, <= U+10FFFF.
@@ -346,55 +318,18 @@ size_t first_invalid_utf8(const uint8_t* s, size_t n) {
 
 // ------------------------------------------------------------ encoding
 
-void put_head(std::vector<uint8_t>& out, int major, uint64_t arg) {
-  const uint8_t mt = static_cast<uint8_t>(major << 5);
-  if (arg < 24) {
-    out.push_back(mt | static_cast<uint8_t>(arg));
-  } else if (arg <= 0xff) {
-    out.push_back(mt | 24);
-    out.push_back(static_cast<uint8_t>(arg));
-  } else if (arg <= 0xffff) {
-    out.push_back(mt | 25);
-    for (int s = 8; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(arg >> s));
-  } else if (arg <= 0xffffffffull) {
-    out.push_back(mt | 26);
-    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(arg >> s));
-  } else {
-    out.push_back(mt | 27);
-    for (int s = 56; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(arg >> s));
-  }
-}
-
-void put_float(std::vector<uint8_t>& out, double d) {
-  if (std::isnan(d)) {  // the one NaN of deterministic CBOR
-    out.insert(out.end(), {0xf9, 0x7e, 0x00});
-    return;
-  }
-  uint16_t half;
-  if (double_to_half_exact(d, half)) {
-    out.insert(out.end(), {0xf9, static_cast<uint8_t>(half >> 8), static_cast<uint8_t>(half)});
-    return;
-  }
-  if (fits_single(d)) {
-    const float f = static_cast<float>(d);
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    out.push_back(0xfa);
-    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(bits >> s));
-    return;
-  }
-  uint64_t bits;
-  std::memcpy(&bits, &d, sizeof bits);
-  out.push_back(0xfb);
-  for (int s = 56; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(bits >> s));
-}
+// Heads and floats are written by the one deterministic writer
+// (umlos/cbor_writer.hpp); this file adds what the data model needs on top:
+// key sorting, duplicate and UTF-8 checks.
+using sdk::cbor::write_float;
+using sdk::cbor::write_head;
 
 void encode_into(std::vector<uint8_t>& out, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::UInt: put_head(out, 0, v.as_uint()); return;
-    case Value::Kind::NegInt: put_head(out, 1, v.neg_magnitude()); return;
+    case Value::Kind::UInt: write_head(out, 0, v.as_uint()); return;
+    case Value::Kind::NegInt: write_head(out, 1, v.neg_magnitude()); return;
     case Value::Kind::Bytes:
-      put_head(out, 2, v.as_bytes().size());
+      write_head(out, 2, v.as_bytes().size());
       out.insert(out.end(), v.as_bytes().begin(), v.as_bytes().end());
       return;
     case Value::Kind::Text: {
@@ -404,12 +339,12 @@ void encode_into(std::vector<uint8_t>& out, const Value& v) {
       if (bad != std::string::npos)
         throw Failure(UMLOS_INVALID_ARGUMENT, "CBOR encode: text string is not valid UTF-8 at byte " +
                                                   std::to_string(bad));
-      put_head(out, 3, s.size());
+      write_head(out, 3, s.size());
       out.insert(out.end(), p, p + s.size());
       return;
     }
     case Value::Kind::Array:
-      put_head(out, 4, v.as_array().size());
+      write_head(out, 4, v.as_array().size());
       for (const Value& item : v.as_array()) encode_into(out, item);
       return;
     case Value::Kind::Map: {
@@ -428,7 +363,7 @@ void encode_into(std::vector<uint8_t>& out, const Value& v) {
         if (entries[i].first == entries[i - 1].first)
           throw Failure(UMLOS_INVALID_ARGUMENT,
                         "CBOR encode: duplicate map key " + diagnostic(decode(entries[i].first)));
-      put_head(out, 5, entries.size());
+      write_head(out, 5, entries.size());
       for (const auto& [key_bytes, value] : entries) {
         out.insert(out.end(), key_bytes.begin(), key_bytes.end());
         encode_into(out, *value);
@@ -436,13 +371,13 @@ void encode_into(std::vector<uint8_t>& out, const Value& v) {
       return;
     }
     case Value::Kind::Tag:
-      put_head(out, 6, v.tag_number());
+      write_head(out, 6, v.tag_number());
       encode_into(out, v.tag_content());
       return;
     case Value::Kind::Bool: out.push_back(v.as_bool() ? 0xf5 : 0xf4); return;
     case Value::Kind::Null: out.push_back(0xf6); return;
     case Value::Kind::Undefined: out.push_back(0xf7); return;
-    case Value::Kind::Float: put_float(out, v.as_double()); return;
+    case Value::Kind::Float: write_float(out, v.as_double()); return;
   }
 }
 
@@ -615,7 +550,7 @@ class Decoder {
         const double d = f;
         uint16_t half;
         if (std::isnan(d)) fail(at, "NaN must be encoded as f97e00, not in single precision");
-        if (double_to_half_exact(d, half))
+        if (half_from_double(d, half))
           fail(at, "float " + diagnostic(Value::floating(d)) +
                        " in single precision fits half precision (not the shortest form)");
         return Value::floating(d);
@@ -626,7 +561,7 @@ class Decoder {
         std::memcpy(&d, &bits, sizeof d);
         uint16_t half;
         if (std::isnan(d)) fail(at, "NaN must be encoded as f97e00, not in double precision");
-        if (double_to_half_exact(d, half) || fits_single(d))
+        if (half_from_double(d, half) || fits_single(d))
           fail(at, "float " + diagnostic(Value::floating(d)) +
                        " in double precision fits a shorter form");
         return Value::floating(d);
@@ -831,18 +766,18 @@ std::string diagnostic(const Value& v) {
 // ------------------------------------------------------- stream encoder
 
 void StreamEncoder::array(uint64_t n) {
-  put_head(buf_, 4, n);
+  write_head(buf_, 4, n);
   spill();
 }
 
 void StreamEncoder::uinteger(uint64_t u) {
-  put_head(buf_, 0, u);
+  write_head(buf_, 0, u);
   spill();
 }
 
 void StreamEncoder::integer(int64_t i) {
-  if (i >= 0) put_head(buf_, 0, static_cast<uint64_t>(i));
-  else put_head(buf_, 1, static_cast<uint64_t>(-(i + 1)));
+  if (i >= 0) write_head(buf_, 0, static_cast<uint64_t>(i));
+  else write_head(buf_, 1, static_cast<uint64_t>(-(i + 1)));
   spill();
 }
 
@@ -852,13 +787,13 @@ void StreamEncoder::text(std::string_view s) {
   if (bad != std::string::npos)
     throw Failure(UMLOS_INVALID_ARGUMENT, "CBOR encode: text string is not valid UTF-8 at byte " +
                                               std::to_string(bad));
-  put_head(buf_, 3, s.size());
+  write_head(buf_, 3, s.size());
   buf_.insert(buf_.end(), p, p + s.size());
   spill();
 }
 
 void StreamEncoder::bytes(const uint8_t* data, size_t size) {
-  put_head(buf_, 2, size);
+  write_head(buf_, 2, size);
   buf_.insert(buf_.end(), data, data + size);
   spill();
 }

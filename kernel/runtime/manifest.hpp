@@ -15,10 +15,11 @@
 
 #include "cbor.hpp"
 #include "sha256.hpp"
+#include "umlos_abi.h"
 
 namespace umlos {
 
-inline constexpr const char* kDefaultSpecVersion = "UML_OS-v3.8-OS";
+inline constexpr const char* kDefaultSpecVersion = UMLOS_SPEC_VERSION;  // abi/umlos_abi.h
 inline constexpr int64_t kDaemonConcurrencyMax = 16;  // spec 004 0.Q
 
 // Bounds on what a YAML document may cost (docs/security.md): a manifest

@@ -1,10 +1,9 @@
-// sha256.cpp — SHA-256 through OpenSSL's EVP interface (the non-deprecated
-// API in OpenSSL 3), plus lowercase hex helpers used in every message.
+// sha256.cpp — the kernel's SHA-256 is the SDK's (umlos/sha256.hpp, OpenSSL
+// EVP with every call checked), so that kernel and modules hash through one
+// implementation; plus lowercase hex helpers used in every message.
 #include "sha256.hpp"
 
-#include <openssl/evp.h>
-
-#include <cstring>
+#include <umlos/sha256.hpp>
 
 #include "error.hpp"
 
@@ -12,54 +11,40 @@ namespace umlos {
 
 namespace {
 
-EVP_MD_CTX* as_ctx(void* p) { return static_cast<EVP_MD_CTX*>(p); }
-
-void init_or_throw(EVP_MD_CTX* ctx) {
-  if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1)
-    throw Failure(UMLOS_INTERNAL, "OpenSSL: EVP_DigestInit_ex(SHA-256) failed");
+// An OpenSSL failure inside the SDK's hasher is the kernel's INTERNAL
+// failure (a kernel message, a kernel exit status).
+template <class F>
+decltype(auto) internal_on_failure(F&& f) {
+  try {
+    return f();
+  } catch (const sdk::Error& e) {
+    throw Failure(UMLOS_INTERNAL, e.what());
+  }
 }
 
 }  // namespace
 
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  if (ctx_ == nullptr) throw Failure(UMLOS_INTERNAL, "OpenSSL: EVP_MD_CTX_new failed");
-  try {
-    init_or_throw(as_ctx(ctx_));
-  } catch (...) {
-    EVP_MD_CTX_free(as_ctx(ctx_));
-    throw;
-  }
-}
+Sha256::Sha256() : impl_(internal_on_failure([] { return std::make_unique<sdk::Sha256>(); })) {}
 
-Sha256::~Sha256() { EVP_MD_CTX_free(as_ctx(ctx_)); }
+Sha256::~Sha256() = default;
 
 Sha256& Sha256::update(const void* data, size_t size) {
-  if (size == 0) return *this;  // data may be null for an empty buffer
-  if (EVP_DigestUpdate(as_ctx(ctx_), data, size) != 1)
-    throw Failure(UMLOS_INTERNAL, "OpenSSL: EVP_DigestUpdate(SHA-256) failed");
+  internal_on_failure([&] { impl_->update(data, size); });
   return *this;
 }
 
 Sha256& Sha256::update_u64_be(uint64_t v) {
-  uint8_t b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
-  return update(b, sizeof b);
+  internal_on_failure([&] { impl_->update_u64_be(v); });
+  return *this;
 }
 
 Sha256& Sha256::update_f64_be(double v) {
-  static_assert(sizeof(double) == sizeof(uint64_t), "binary64 expected");
-  uint64_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return update_u64_be(bits);
+  internal_on_failure([&] { impl_->update_f64_be(v); });
+  return *this;
 }
 
 Digest Sha256::finish() {
-  Digest out{};
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(as_ctx(ctx_), out.data(), &len) != 1 || len != out.size())
-    throw Failure(UMLOS_INTERNAL, "OpenSSL: EVP_DigestFinal_ex(SHA-256) failed");
-  init_or_throw(as_ctx(ctx_));  // ready for the next message
-  return out;
+  return internal_on_failure([&] { return impl_->finish(); });  // the hasher is then reset
 }
 
 Digest sha256(const void* data, size_t size) {
@@ -68,15 +53,7 @@ Digest sha256(const void* data, size_t size) {
   return h.finish();
 }
 
-std::string to_hex(const uint8_t* data, size_t size) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out(size * 2, '0');
-  for (size_t i = 0; i < size; ++i) {
-    out[2 * i] = digits[data[i] >> 4];
-    out[2 * i + 1] = digits[data[i] & 0xf];
-  }
-  return out;
-}
+std::string to_hex(const uint8_t* data, size_t size) { return sdk::hex(data, size); }
 
 namespace {
 int hex_value(char c) {

@@ -1,18 +1,25 @@
-// sha256.hpp — SHA-256 through OpenSSL's EVP interface, and hex helpers.
+// sha256.hpp — the kernel's face of the one SHA-256 of UML_OS (the SDK's
+// umlos/sha256.hpp, OpenSSL EVP), and hex helpers.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace umlos {
 
+namespace sdk {
+class Sha256;
+}
+
 using Digest = std::array<uint8_t, 32>;
 
-// Incremental hasher. Throws umlos::Failure(UMLOS_INTERNAL) if OpenSSL fails.
+// Incremental hasher over sdk::Sha256. Throws umlos::Failure(UMLOS_INTERNAL)
+// if OpenSSL fails.
 class Sha256 {
  public:
   Sha256();
@@ -27,7 +34,7 @@ class Sha256 {
   Digest finish();                     // the hasher is then reset
 
  private:
-  void* ctx_;  // EVP_MD_CTX*, owned
+  std::unique_ptr<sdk::Sha256> impl_;
 };
 
 Digest sha256(const void* data, size_t size);

@@ -4,34 +4,16 @@
 
 #include "call_context.hpp"
 #include "error.hpp"
+#include "umlos_names.h"
 
 namespace umlos {
 
-uint64_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case UMLOS_DTYPE_F32: return 4;
-    case UMLOS_DTYPE_F64: return 8;
-    case UMLOS_DTYPE_I32: return 4;
-    case UMLOS_DTYPE_I64: return 8;
-    case UMLOS_DTYPE_U8: return 1;
-    case UMLOS_DTYPE_U32: return 4;
-    case UMLOS_DTYPE_U64: return 8;
-    default: return 0;
-  }
-}
+// The one dtype table (abi/umlos_names.h).
+uint64_t dtype_size(int32_t dtype) { return umlos_dtype_size(dtype); }
 
 const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case UMLOS_DTYPE_ANY: return "any";
-    case UMLOS_DTYPE_F32: return "f32";
-    case UMLOS_DTYPE_F64: return "f64";
-    case UMLOS_DTYPE_I32: return "i32";
-    case UMLOS_DTYPE_I64: return "i64";
-    case UMLOS_DTYPE_U8: return "u8";
-    case UMLOS_DTYPE_U32: return "u32";
-    case UMLOS_DTYPE_U64: return "u64";
-    default: return "invalid";
-  }
+  const char* name = umlos_dtype_name(dtype);
+  return name ? name : "invalid";
 }
 
 uint64_t element_count(const umlos_shape& s) {

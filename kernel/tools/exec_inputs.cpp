@@ -12,6 +12,8 @@
 #include "fsutil.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
+#include "umlos_names.h"
+#include "umlos_names.h"
 
 namespace umlos {
 using json = nlohmann::json;
@@ -19,10 +21,10 @@ using json = nlohmann::json;
 namespace {
 
 int32_t dtype_of(const std::string& name, const std::string& where) {
-  if (name == "f64") return UMLOS_DTYPE_F64;
-  if (name == "f32") return UMLOS_DTYPE_F32;
-  if (name == "i64") return UMLOS_DTYPE_I64;
-  if (name == "i32") return UMLOS_DTYPE_I32;
+  const int32_t d = umlos_dtype_from_name(name.c_str());  // the one dtype table, abi/umlos_names.h
+  const bool whole_name = d >= 0 && name == umlos_dtype_name(d);  // no NUL inside the name
+  if (whole_name && (d == UMLOS_DTYPE_F64 || d == UMLOS_DTYPE_F32 || d == UMLOS_DTYPE_I64 || d == UMLOS_DTYPE_I32))
+    return d;
   throw Failure(UMLOS_INVALID_ARGUMENT, where + ": dtype '" + name + "', expected f64, f32, i64 or i32");
 }
 

@@ -8,8 +8,6 @@
 //   UML_OS.Module.ActivateNonParamModule_v1   STATEFUL, exactly 31 draws from
 //       cluster: the manifest's augment_op -> np.protos, np.protos_equation,
 //       np.protos_equation_hash, state = S_PROTO
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -17,6 +15,7 @@
 #include <map>
 
 #include <umlos/sdk.hpp>
+#include <umlos/sha256.hpp>
 
 #include "engine.hpp"
 #include "expr.hpp"
@@ -30,12 +29,7 @@ namespace pol = umlos::policy;
 
 namespace {
 
-std::array<uint8_t, 32> sha256(const void* p, size_t n) {
-  std::array<uint8_t, 32> d{};
-  unsigned int len = 0;
-  EVP_Digest(p, n, d.data(), &len, EVP_sha256(), nullptr);
-  return d;
-}
+using sdk::sha256;  // umlos/sha256.hpp: OpenSSL, every call checked
 
 std::string text_of(const sdk::Context& c, const umlos_tensor* t) {
   const std::vector<uint8_t> b = c.read<uint8_t>(t);

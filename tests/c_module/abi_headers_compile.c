@@ -5,13 +5,17 @@
  */
 #include "umlos_abi.h"
 #include "umlos_driver.h"
+#include "umlos_names.h"
 #include "umlos_philox.h"
+#include "umlos_sum.h"
 #include "umlos_tmmu.h"
 
 /* Included twice: the include guards must hold. */
 #include "umlos_abi.h"
 #include "umlos_driver.h"
+#include "umlos_names.h"
 #include "umlos_philox.h"
+#include "umlos_sum.h"
 #include "umlos_tmmu.h"
 
 _Static_assert(UMLOS_ABI_MAJOR >= 1, "ABI major");
@@ -36,4 +40,17 @@ uint32_t umlos_abi_headers_compile_probe(void) {
   double u = umlos_draw_element_uniform_f64(key, UMLOS_STREAM_CLUSTER, 0u, 0u);
   return umlos_draw_element_u32(key, UMLOS_STREAM_MISC, 0u, 0u) ^
          (uint32_t)(n > 0.0) ^ (uint32_t)(f > 0.5f) ^ (uint32_t)(u > 0.5);
+}
+
+/* Uses the name tables and the canonical sum likewise. */
+uint32_t umlos_abi_headers_compile_contracts_probe(void);
+uint32_t umlos_abi_headers_compile_contracts_probe(void) {
+  umlos_canonical_sum s = UMLOS_CANONICAL_SUM_INIT;
+  const char *spec = UMLOS_SPEC_VERSION;
+  umlos_canonical_sum_add(&s, 0.5);
+  return (uint32_t)(umlos_status_name(UMLOS_INVALID_IR) != NULL) ^
+         (uint32_t)(umlos_dtype_name(UMLOS_DTYPE_F64) != NULL) ^
+         (uint32_t)umlos_dtype_size(UMLOS_DTYPE_U32) ^
+         (uint32_t)umlos_dtype_from_name("i64") ^ (uint32_t)(spec[0] == 'U') ^
+         (uint32_t)(umlos_canonical_sum_result(&s) > 0.0);
 }

@@ -26,14 +26,13 @@
 #include <cmath>
 #include <map>
 #include <umlos/sdk.hpp>
-
-#include "sha256_small.hpp"
+#include <umlos/sha256.hpp>
 
 namespace sdk = umlos::sdk;
 
 namespace {
 
-using Digest = std::array<uint8_t, 32>;
+using sdk::Digest;
 
 constexpr double kEpsDenom = 1e-12;  // spec 004 0.C
 
@@ -47,7 +46,7 @@ struct Permutation {
 };
 
 Permutation make_permutation(const Digest& token, int64_t epoch, uint64_t n) {
-  umlos_data::Sha256 h;
+  sdk::Sha256 h;
   static const char kTag[] = "UML_OS.Data.NextBatch_v1";
   h.update(kTag, sizeof kTag - 1);
   h.update(token.data(), token.size());

@@ -447,8 +447,7 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
     for (size_t p : order.order) order_cbor.integer(G.nodes[p].node_id);
     const ir::Digest arena_hash = arena_config_hash(arena);
     const ir::Digest order_hash = digest_of(order_cbor);
-    const std::vector<uint8_t> null_cbor = {0xf6};
-    const ir::Digest shard_hash = ir::sha256(null_cbor);
+    const ir::Digest shard_hash = ir::sha256(ir::CborWriter().null().out);  // SHA-256 of CBOR null
     ir::CborWriter w;
     w.array(2);
     w.text("tmmu_plan_v1");
@@ -465,7 +464,7 @@ void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::D
       w.array(3);
       w.text(id);
       w.text(arena.name);
-      if (slots[k] == UMLOS_PLAN_NO_SLOT) w.out.push_back(0xf6);  // CBOR null
+      if (slots[k] == UMLOS_PLAN_NO_SLOT) w.null();
       else w.uint(slots[k]);
     }
     w.array(item_of.size());

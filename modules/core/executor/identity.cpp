@@ -1,57 +1,12 @@
 // identity.cpp — see identity.hpp.
 #include "identity.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <umlos/sdk.hpp>
 
 namespace umlos::modelir {
 
 namespace sdk = umlos::sdk;
-
-Digest sha256(const uint8_t* data, size_t size) {
-  Digest d{};
-  unsigned int n = 0;
-  EVP_MD_CTX* c = EVP_MD_CTX_new();
-  if (!c || EVP_DigestInit_ex(c, EVP_sha256(), nullptr) != 1 || EVP_DigestUpdate(c, data, size) != 1 ||
-      EVP_DigestFinal_ex(c, d.data(), &n) != 1 || n != 32) {
-    EVP_MD_CTX_free(c);
-    throw sdk::Error(UMLOS_INTERNAL, "SHA-256 (libcrypto) failed");
-  }
-  EVP_MD_CTX_free(c);
-  return d;
-}
-
-Sha256Stream::Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
-  if (!ctx_ || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr) != 1) {
-    throw sdk::Error(UMLOS_INTERNAL, "SHA-256 (libcrypto) init failed");
-  }
-}
-Sha256Stream::~Sha256Stream() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
-void Sha256Stream::update(const uint8_t* data, size_t size) {
-  if (size && EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, size) != 1) {
-    throw sdk::Error(UMLOS_INTERNAL, "SHA-256 (libcrypto) update failed");
-  }
-}
-Digest Sha256Stream::finish() {
-  Digest d{};
-  unsigned int n = 0;
-  if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), d.data(), &n) != 1 || n != 32) {
-    throw sdk::Error(UMLOS_INTERNAL, "SHA-256 (libcrypto) final failed");
-  }
-  return d;
-}
-
-std::string hex(const Digest& d) {
-  static const char* k = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : d) {
-    s += k[b >> 4];
-    s += k[b & 15];
-  }
-  return s;
-}
 
 // The schema of the IR map (docs/modelir.md), JSON Schema draft 2020-12. Its
 // SHA-256 is ir_schema_hash: a change to this text is a new schema, and

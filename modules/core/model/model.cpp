@@ -11,8 +11,6 @@
 // compute_dtype (f32 default); every reduction inside the driver's
 // primitives in binary64; L_tot, the gradient norm, clipping and the
 // optimiser step on the host in binary64 in parameter registration order.
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -21,6 +19,7 @@
 #include <set>
 
 #include <umlos/sdk.hpp>
+#include <umlos/sha256.hpp>
 #include <umlos_philox.h>
 #include <umlos_tmmu.h>
 
@@ -34,55 +33,23 @@ using namespace umlos::model;
 
 namespace {
 
-constexpr const char* kSpecVersion = "UML_OS-v3.8-OS";
-
 // ------------------------------------------------------------ small helpers
 
-struct Sha {
-  EVP_MD_CTX* c;
-  Sha() : c(EVP_MD_CTX_new()) { EVP_DigestInit_ex(c, EVP_sha256(), nullptr); }
-  ~Sha() { EVP_MD_CTX_free(c); }
-  Sha(const Sha&) = delete;
-  Sha& operator=(const Sha&) = delete;
-  void bytes(const void* p, size_t n) { EVP_DigestUpdate(c, p, n); }
-  void text(const std::string& s) { bytes(s.data(), s.size()); }
-  void u64(uint64_t v) {
-    uint8_t b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
-    bytes(b, 8);
-  }
-  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
-  void f64(double v) {
-    uint64_t u;
-    std::memcpy(&u, &v, 8);
-    u64(u);
-  }
-  std::array<uint8_t, 32> finish() {
-    std::array<uint8_t, 32> d{};
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(c, d.data(), &n);
-    return d;
-  }
+// The SDK's SHA-256 (umlos/sha256.hpp) under the short names the
+// fingerprints below are written with; every value big-endian.
+struct Sha : sdk::Sha256 {
+  void bytes(const void* p, size_t n) { update(p, n); }
+  void text(const std::string& s) { update(s); }
+  void u64(uint64_t v) { update_u64_be(v); }
+  void i64(int64_t v) { update_u64_be(static_cast<uint64_t>(v)); }
+  void f64(double v) { update_f64_be(v); }
 };
 
 double scalar_f64(const sdk::Context& c, const umlos_tensor* t) { return c.read_f64(t).at(0); }
 
-// Fixed-order binary64 sum over a sequence fed element by element:
-// 256-element chunks summed left to right, then the chunk sums left to
-// right (spec 004 0.E).
-struct ChunkedSum {
-  double total = 0.0, chunk = 0.0;
-  size_t in_chunk = 0;
-  void add(double v) {
-    chunk += v;
-    if (++in_chunk == 256) {
-      total += chunk;
-      chunk = 0.0;
-      in_chunk = 0;
-    }
-  }
-  double value() const { return in_chunk ? total + chunk : total; }
-};
+// Fixed-order binary64 sum over a sequence fed element by element: the
+// canonical sum of spec 004 0.E.
+using ChunkedSum = sdk::CanonicalSum;
 
 // ------------------------------------------------------------ configuration
 
@@ -128,7 +95,7 @@ Dims training_dims(const sdk::Context& c) {
 std::vector<double> ot_directions(int64_t p) {
   Sha h;
   h.text("UML_OS_OT");
-  h.text(kSpecVersion);
+  h.text(UMLOS_SPEC_VERSION);
   h.u64(static_cast<uint64_t>(p));
   const std::array<uint8_t, 32> dg = h.finish();
   const uint32_t key[2] = {
@@ -470,7 +437,7 @@ void update(sdk::Context& c) {
     gv[i] = it == grads.end() ? std::vector<double>(sdk::element_count(ps[i].shape), 0.0) : c.read_f64(it->second);
     for (double x : gv[i]) squares.add(x * x);
   }
-  const double norm = UMLOS_SQRT(squares.value());
+  const double norm = UMLOS_SQRT(squares.result());
   if (!std::isfinite(norm)) throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
   const double clip = c.config<double>("clip_norm", 5.0);
   double scale = 1.0;
@@ -479,7 +446,7 @@ void update(sdk::Context& c) {
   // the gradient actually applied.
   ChunkedSum clipped_squares;
   for (auto& v : gv) for (double& x : v) { x *= scale; clipped_squares.add(x * x); }
-  const double clipped = UMLOS_SQRT(clipped_squares.value());
+  const double clipped = UMLOS_SQRT(clipped_squares.result());
 
   const std::string opt = c.config("optimizer.name", "adam");
   const double lr = c.config<double>("optimizer.lr", 1e-3);
@@ -901,7 +868,7 @@ void functional_fp(sdk::Context& c) {
   h.f64(pe.loss);
   h.f64(pe.metric);
   h.text(task);
-  h.text(kSpecVersion);
+  h.text(UMLOS_SPEC_VERSION);
   const std::array<uint8_t, 32> fp = h.finish();
   c.write(c.output("functional_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
   c.write(c.output("probe_loss", UMLOS_DTYPE_F64, {}), std::vector<double>{pe.loss});

@@ -13,6 +13,7 @@
 
 #include "umlos_abi.h"
 #include "umlos_driver.h"
+#include "umlos_sum.h"
 
 namespace cpu_driver {
 
@@ -58,28 +59,20 @@ class ThreadPool {
 
 // ---------------------------------------------------------------- sums
 
-// The one summation order of UML_OS (spec 004 0.E, docs/primitives.md):
-// values in ascending index order are cut into chunks of 256; each chunk is
-// a left fold in binary64 starting from +0.0; the result is a left fold of
-// the chunk sums, in ascending chunk order, starting from +0.0.
-constexpr int64_t kSumChunk = 256;
+// The one summation order of UML_OS (spec 004 0.E, docs/primitives.md),
+// defined once in abi/umlos_sum.h: values in ascending index order are cut
+// into chunks of 256; each chunk is a left fold in binary64 starting from
+// +0.0; the result is a left fold of the chunk sums, in ascending chunk
+// order, starting from +0.0.
+constexpr int64_t kSumChunk = UMLOS_SUM_CHUNK;
 
 class CanonicalSum {
  public:
-  void add(double x) {
-    chunk_ += x;
-    if (++count_ == kSumChunk) {
-      total_ += chunk_;
-      chunk_ = 0.0;
-      count_ = 0;
-    }
-  }
-  double result() const { return count_ ? total_ + chunk_ : total_; }
+  void add(double x) { umlos_canonical_sum_add(&s_, x); }
+  double result() const { return umlos_canonical_sum_result(&s_); }
 
  private:
-  double total_ = 0.0;
-  double chunk_ = 0.0;
-  int64_t count_ = 0;
+  umlos_canonical_sum s_ = UMLOS_CANONICAL_SUM_INIT;
 };
 
 // Canonical sum of value(i) for i in [0, n). Chunks are folded in parallel

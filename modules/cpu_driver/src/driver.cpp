@@ -5,18 +5,20 @@
 // svc->error(); std::bad_alloc becomes RESOURCE_EXHAUSTED; anything else
 // INTERNAL. No exception and no abort crosses the boundary.
 #include <gnu/libc-version.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <new>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <umlos/sha256.hpp>
 
 #include "cpu_driver.hpp"
+#include "umlos_names.h"
 #include "umlos_philox.h"
 
 #ifndef UMLOS_CPU_DRIVER_BUILD_FLAGS
@@ -43,27 +45,13 @@ std::string shape_string(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
+// The one dtype table (abi/umlos_names.h).
 const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case UMLOS_DTYPE_F32: return "f32";
-    case UMLOS_DTYPE_F64: return "f64";
-    case UMLOS_DTYPE_I32: return "i32";
-    case UMLOS_DTYPE_I64: return "i64";
-    case UMLOS_DTYPE_U8: return "u8";
-    case UMLOS_DTYPE_U32: return "u32";
-    case UMLOS_DTYPE_U64: return "u64";
-    default: return "unknown";
-  }
+  const char* name = umlos_dtype_name(dtype);
+  return name ? name : "unknown";
 }
 
-uint64_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case UMLOS_DTYPE_F32: case UMLOS_DTYPE_I32: case UMLOS_DTYPE_U32: return 4;
-    case UMLOS_DTYPE_F64: case UMLOS_DTYPE_I64: case UMLOS_DTYPE_U64: return 8;
-    case UMLOS_DTYPE_U8: return 1;
-    default: return 0;
-  }
-}
+uint64_t dtype_size(int32_t dtype) { return umlos_dtype_size(dtype); }
 
 // ---------------------------------------------------------------- Call
 
@@ -348,10 +336,12 @@ static umlos_status driver_fingerprint(void* instance, uint8_t out_sha256[32]) {
        << "\narch: aarch64"
 #endif
        << "\n";
-  std::string text = what.str();
-  unsigned int len = 0;
-  if (!EVP_Digest(text.data(), text.size(), out_sha256, &len, EVP_sha256(), nullptr) || len != 32)
-    return report(inst ? inst->svc : g_services, nullptr, UMLOS_INTERNAL, "cpu_driver: SHA-256 failed in OpenSSL");
+  try {
+    const umlos::sdk::Digest d = umlos::sdk::sha256(what.str());
+    std::memcpy(out_sha256, d.data(), d.size());
+  } catch (const std::exception& e) {  // OpenSSL failed (umlos/sha256.hpp checks every call)
+    return report(inst ? inst->svc : g_services, nullptr, UMLOS_INTERNAL, std::string("cpu_driver: ") + e.what());
+  }
   return UMLOS_OK;
 }
 

@@ -16,7 +16,6 @@
 // cuCtxSynchronize so that a device error is reported by the call that caused
 // it; transfers are synchronous (cuMemcpyHtoD/DtoH).
 #include <gnu/libc-version.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +26,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <umlos/sha256.hpp>
 #include <vector>
 
 #include "cpu_driver.hpp"  // modules/cpu_driver/src: Call, Operand, registries
@@ -274,10 +274,12 @@ static umlos_status driver_fingerprint(void* instance, uint8_t out_sha256[32]) {
     what << "\ndevice: " << inst->device_name << " sm_" << inst->cc_major << inst->cc_minor
          << "\ncuda driver: " << inst->driver_version;
   what << "\n";
-  std::string text = what.str();
-  unsigned int len = 0;
-  if (!EVP_Digest(text.data(), text.size(), out_sha256, &len, EVP_sha256(), nullptr) || len != 32)
-    return report(inst ? inst->svc : g_services, nullptr, UMLOS_INTERNAL, "cuda_driver: SHA-256 failed in OpenSSL");
+  try {
+    const umlos::sdk::Digest d = umlos::sdk::sha256(what.str());
+    std::memcpy(out_sha256, d.data(), d.size());
+  } catch (const std::exception& e) {  // OpenSSL failed (umlos/sha256.hpp checks every call)
+    return report(inst ? inst->svc : g_services, nullptr, UMLOS_INTERNAL, std::string("cuda_driver: ") + e.what());
+  }
   return UMLOS_OK;
 }
 

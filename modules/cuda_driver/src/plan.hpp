@@ -15,14 +15,17 @@
 
 #ifdef __CUDACC__
 #define UMLOS_HD __host__ __device__
+#define UMLOS_SUM_QUALIFIER __host__ __device__ static inline
 #else
 #define UMLOS_HD
 #endif
 
+#include "umlos_sum.h"  // the canonical sum (spec 004 0.E), on host and device
+
 namespace cuda_driver {
 
 constexpr int kMaxRank = 8;          // UMLOS_MAX_RANK
-constexpr int64_t kSumChunk = 256;   // the canonical sum's chunk (spec 004 0.E)
+constexpr int64_t kSumChunk = UMLOS_SUM_CHUNK;  // the canonical sum's chunk (spec 004 0.E)
 constexpr unsigned kBlock = 256;     // threads per block of the 1-D kernels
 constexpr int64_t kMaxGrid = 65535;  // 1-D grids are capped; kernels loop (grid-stride)
 constexpr int kGemmTile = 16;        // GEMM tile (divides kSumChunk: chunk ends fall on tile ends)
@@ -75,18 +78,13 @@ UMLOS_HD inline void chunk_range(int64_t len, int64_t c, int64_t* begin, int64_t
   *end = *begin + kSumChunk < len ? *begin + kSumChunk : len;
 }
 
-// The canonical sum as one thread computes it, for any value function; the
-// host tests compare it with a direct sequential fold.
+// The canonical sum as one thread computes it, for any value function
+// (abi/umlos_sum.h); the host tests compare it with a direct sequential fold.
 template <class F>
 UMLOS_HD inline double canonical_fold(int64_t len, F value) {
-  double total = 0.0;
-  for (int64_t b = 0; b < len; b += kSumChunk) {
-    double chunk = 0.0;
-    int64_t e = b + kSumChunk < len ? b + kSumChunk : len;
-    for (int64_t i = b; i < e; ++i) chunk = chunk + value(i);
-    total = total + chunk;
-  }
-  return total;
+  umlos_canonical_sum s = UMLOS_CANONICAL_SUM_INIT;
+  for (int64_t i = 0; i < len; ++i) umlos_canonical_sum_add(&s, value(i));
+  return umlos_canonical_sum_result(&s);
 }
 
 // ---------------------------------------------------------------- broadcast

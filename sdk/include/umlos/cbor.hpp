@@ -1,4 +1,5 @@
-// umlos/cbor.hpp — a small, header-only CBOR reader for modules.
+// umlos/cbor.hpp — a small, header-only CBOR reader for modules, and the
+// deterministic writer (umlos/cbor_writer.hpp).
 //
 // The kernel hands structured configuration (services->config_cbor, ABI
 // 1.2; sdk::Context::config_tree) to modules as RFC 8949 core deterministic
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "umlos/cbor_writer.hpp"
 #include "umlos/sdk.hpp"
 
 namespace umlos::sdk::cbor {

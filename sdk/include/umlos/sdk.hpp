@@ -86,7 +86,9 @@
 
 #include "umlos_abi.h"
 #include "umlos_driver.h"
+#include "umlos_names.h"
 #include "umlos_philox.h"
+#include "umlos_sum.h"
 #include "umlos_tmmu.h"
 
 namespace umlos {
@@ -101,61 +103,9 @@ inline constexpr uint32_t abi_minor = UMLOS_ABI_MINOR;
 // In declarations: any extent of one dimension.
 inline constexpr int64_t any = UMLOS_DIM_ANY;
 
-// The canonical name of a status code ("SHAPE_MISMATCH"), or nullptr.
-inline const char* status_name(umlos_status code) noexcept {
-  switch (code) {
-#define UMLOS_SDK_STATUS_CASE(c) \
-  case UMLOS_##c:                \
-    return #c;
-    UMLOS_SDK_STATUS_CASE(OK)
-    UMLOS_SDK_STATUS_CASE(INVALID_ARGUMENT)
-    UMLOS_SDK_STATUS_CASE(NOT_FOUND)
-    UMLOS_SDK_STATUS_CASE(ALREADY_EXISTS)
-    UMLOS_SDK_STATUS_CASE(PERMISSION_DENIED)
-    UMLOS_SDK_STATUS_CASE(RESOURCE_EXHAUSTED)
-    UMLOS_SDK_STATUS_CASE(FAILED_PRECONDITION)
-    UMLOS_SDK_STATUS_CASE(OUT_OF_RANGE)
-    UMLOS_SDK_STATUS_CASE(UNIMPLEMENTED)
-    UMLOS_SDK_STATUS_CASE(INTERNAL)
-    UMLOS_SDK_STATUS_CASE(UNAVAILABLE)
-    UMLOS_SDK_STATUS_CASE(DATA_LOSS)
-    UMLOS_SDK_STATUS_CASE(IO_ERROR)
-    UMLOS_SDK_STATUS_CASE(MANIFEST_INVALID)
-    UMLOS_SDK_STATUS_CASE(MODULE_NOT_FOUND)
-    UMLOS_SDK_STATUS_CASE(MODULE_HASH_MISMATCH)
-    UMLOS_SDK_STATUS_CASE(MODULE_ABI_MISMATCH)
-    UMLOS_SDK_STATUS_CASE(MODULE_ENTRY_MISSING)
-    UMLOS_SDK_STATUS_CASE(MODULE_DESCRIPTOR_INVALID)
-    UMLOS_SDK_STATUS_CASE(DUPLICATE_OPERATOR)
-    UMLOS_SDK_STATUS_CASE(OPERATOR_NOT_FOUND)
-    UMLOS_SDK_STATUS_CASE(MODULE_LOAD_FAILED)
-    UMLOS_SDK_STATUS_CASE(INVALID_OBJECTIVE)
-    UMLOS_SDK_STATUS_CASE(RNG_CONSUMPTION_VIOLATION)
-    UMLOS_SDK_STATUS_CASE(CONTRACT_VIOLATION)
-    UMLOS_SDK_STATUS_CASE(QUOTA_EXCEEDED)
-    UMLOS_SDK_STATUS_CASE(NAMESPACE_VIOLATION)
-    UMLOS_SDK_STATUS_CASE(DATA_MANIFEST_INVALID)
-    UMLOS_SDK_STATUS_CASE(DATA_HASH_MISMATCH)
-    UMLOS_SDK_STATUS_CASE(POLICY_INVALID)
-    UMLOS_SDK_STATUS_CASE(CHECKPOINT_INVALID)
-    UMLOS_SDK_STATUS_CASE(TAPE_OVERFLOW)
-    UMLOS_SDK_STATUS_CASE(EQUATION_INVALID)
-    UMLOS_SDK_STATUS_CASE(INVALID_IR)
-    UMLOS_SDK_STATUS_CASE(CYCLE_DETECTED)
-    UMLOS_SDK_STATUS_CASE(SHAPE_MISMATCH)
-    UMLOS_SDK_STATUS_CASE(PRIMITIVE_UNSUPPORTED)
-    UMLOS_SDK_STATUS_CASE(TMMU_ALLOCATION_FAILURE)
-    UMLOS_SDK_STATUS_CASE(INVALID_IR_SHAPES)
-    UMLOS_SDK_STATUS_CASE(LIVENESS_CYCLE)
-    UMLOS_SDK_STATUS_CASE(ADDRESS_COLLISION)
-    UMLOS_SDK_STATUS_CASE(ALLOCATION_OVERFLOW)
-    UMLOS_SDK_STATUS_CASE(ARENA_TOO_SMALL)
-    UMLOS_SDK_STATUS_CASE(ALIGNMENT_VIOLATION)
-#undef UMLOS_SDK_STATUS_CASE
-    default:
-      return nullptr;
-  }
-}
+// The canonical name of a status code ("SHAPE_MISMATCH"), or nullptr
+// (the one table: abi/umlos_names.h).
+inline const char* status_name(umlos_status code) noexcept { return umlos_status_name(code); }
 
 // Concatenates any streamable values: cat("node ", 3, ": rank ", r).
 template <class... Parts>
@@ -203,28 +153,27 @@ template <class T>
 inline constexpr int32_t dtype_of_v = dtype_of<T>::value;
 
 // Bytes per element, 0 for UMLOS_DTYPE_ANY or an unknown dtype.
-inline constexpr uint64_t dtype_size(int32_t dtype) noexcept {
-  switch (dtype) {
-    case UMLOS_DTYPE_F32: case UMLOS_DTYPE_I32: case UMLOS_DTYPE_U32: return 4;
-    case UMLOS_DTYPE_F64: case UMLOS_DTYPE_I64: case UMLOS_DTYPE_U64: return 8;
-    case UMLOS_DTYPE_U8: return 1;
-    default: return 0;
-  }
+inline uint64_t dtype_size(int32_t dtype) noexcept { return umlos_dtype_size(dtype); }
+
+// "f32", "f64", ..., "any" for UMLOS_DTYPE_ANY, "invalid" for an unknown
+// dtype (the names: abi/umlos_names.h).
+inline const char* dtype_name(int32_t dtype) noexcept {
+  const char* name = umlos_dtype_name(dtype);
+  return name ? name : "invalid";
 }
 
-inline const char* dtype_name(int32_t dtype) noexcept {
-  switch (dtype) {
-    case UMLOS_DTYPE_ANY: return "any";
-    case UMLOS_DTYPE_F32: return "f32";
-    case UMLOS_DTYPE_F64: return "f64";
-    case UMLOS_DTYPE_I32: return "i32";
-    case UMLOS_DTYPE_I64: return "i64";
-    case UMLOS_DTYPE_U8: return "u8";
-    case UMLOS_DTYPE_U32: return "u32";
-    case UMLOS_DTYPE_U64: return "u64";
-    default: return "invalid";
-  }
-}
+// The canonical sum of spec 004 0.E (abi/umlos_sum.h): add values in index
+// order, read result(). Every binary64 reduction a module computes on the
+// host follows this order, so that it equals the drivers' reductions bit
+// for bit.
+class CanonicalSum {
+ public:
+  void add(double x) noexcept { umlos_canonical_sum_add(&s_, x); }
+  double result() const noexcept { return umlos_canonical_sum_result(&s_); }
+
+ private:
+  umlos_canonical_sum s_ = UMLOS_CANONICAL_SUM_INIT;
+};
 
 // "none", "init", "cluster", "misc" (spec 004 0.B), or "invalid".
 inline const char* stream_name(int32_t stream) noexcept {
