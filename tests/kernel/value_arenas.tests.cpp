@@ -1,5 +1,5 @@
 // value_arenas.tests.cpp — the run state in arenas planned by the
-// manifest's TMMU strategy (kernel/src/value_arenas.hpp): every named value
+// manifest's TMMU strategy (kernel/runtime/value_arenas.hpp): every named value
 // of a real digits run lives in a slot of the `parameters` or `activations`
 // arena, the slots never overlap, placement changes no value, the memory
 // budget covers the arenas, and bad settings are refused naming the key.
