@@ -1,4 +1,4 @@
-// Deterministic CBOR (kernel/src/cbor.cpp) against RFC 8949 Appendix A and
+// Deterministic CBOR (kernel/runtime/cbor.cpp) against RFC 8949 Appendix A and
 // §4.2.1, read at test time from tests/data/vectors/cbor_rfc8949.json.
 #include <catch2/catch.hpp>
 

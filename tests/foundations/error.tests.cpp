@@ -1,4 +1,4 @@
-// Status names and exit statuses (kernel/src/error.cpp, docs/exit-codes.md).
+// Status names and exit statuses (kernel/runtime/error.cpp, docs/exit-codes.md).
 #include <catch2/catch.hpp>
 
 #include <fstream>

@@ -1,4 +1,4 @@
-// Whole-file reads and atomic writes (kernel/src/fsutil.cpp).
+// Whole-file reads and atomic writes (kernel/runtime/fsutil.cpp).
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>

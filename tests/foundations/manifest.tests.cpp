@@ -1,4 +1,4 @@
-// Run manifests (kernel/src/manifest.cpp): typing, schema errors with
+// Run manifests (kernel/runtime/manifest.cpp): typing, schema errors with
 // positions, canonical CBOR and the hashes of spec 004 0.B, and pinning.
 #include <catch2/catch.hpp>
 
@@ -657,4 +657,42 @@ TEST_CASE("The annotated example in docs/manifest.md is a valid manifest", "[man
     INFO(path);
     CHECK_THAT(doc, Catch::Contains("| `" + documented + "` |"));
   }
+}
+
+TEST_CASE("The procedure's settings are typed when the manifest is read, with their defaults",
+          "[manifest]") {
+  const std::string tiny = "umlos_manifest: 1\nname: tiny\nmodules:\n  - {path: /abs/m.so, sha256: " +
+                           kDigestA + "}\ndriver: {name: cpu_driver}\noperators: {}\n";
+  const umlos::RunSettings d = parse(tiny).settings;
+  CHECK(d.max_steps == 100);
+  CHECK(d.checkpoint_every == 0);
+  CHECK(d.functional_fp_every == 50);
+  CHECK(d.checkpoint_keep == 0);
+  CHECK(d.task_type == "multiclass");
+  CHECK(d.memory_bytes == umlos::kDefaultMemoryBudget);
+  CHECK(d.memory_bytes_is_default);
+  CHECK(d.op_timeout_s == 0);
+  CHECK(d.disk_bytes == 0);
+  CHECK_FALSE(d.trace_path);
+
+  const umlos::RunSettings s =
+      parse(tiny + "config: {max_steps: 7, checkpoint_every: 3, functional_fp_every: 0, checkpoint_keep: 2, "
+                   "task_type: regression}\nbudgets: {disk_bytes: 5, memory_bytes: 0, op_timeout_s: 9}\n"
+                   "trace: {path: t.jsonl}\n")
+          .settings;
+  CHECK(s.max_steps == 7);
+  CHECK(s.checkpoint_every == 3);
+  CHECK(s.functional_fp_every == 0);
+  CHECK(s.checkpoint_keep == 2);
+  CHECK(s.task_type == "regression");
+  CHECK(s.memory_bytes == 0);  // 0 = no limit, given: not the default
+  CHECK_FALSE(s.memory_bytes_is_default);
+  CHECK(s.op_timeout_s == 9);
+  CHECK(s.disk_bytes == 5);
+  CHECK(s.trace_path);
+
+  CHECK_THAT(refusal(tiny + "config: {max_steps: ten}\n"),
+             Catch::Contains("key 'config.max_steps': expected an integer, found \"ten\""));
+  CHECK_THAT(refusal(tiny + "config: {checkpoint_keep: -1}\n"),
+             Catch::Contains("key 'config.checkpoint_keep': expected 0 (keep all) or a positive count, found -1"));
 }

@@ -1,4 +1,4 @@
-// SHA-256 (kernel/src/sha256.cpp) against the example vectors of FIPS 180-2
+// SHA-256 (kernel/runtime/sha256.cpp) against the example vectors of FIPS 180-2
 // (Appendix B) and the one-million-'a' vector; hex helpers.
 #include <catch2/catch.hpp>
 

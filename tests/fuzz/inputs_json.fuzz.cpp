@@ -1,8 +1,11 @@
 // `umlos exec IR --inputs FILE` (JSON of named tensors): the real reader,
-// apply_inputs of kernel/src/exec_cmd.cpp (file-local there, so that file is
-// compiled into this target; the linker then takes none of its copy from
-// umlos_kernel), against examples/ir/mlp.yaml with cpu_driver active.
-#include "../../kernel/src/exec_cmd.cpp"
+// apply_inputs of the exec tool (linked from umlos_tools), against
+// examples/ir/mlp.yaml with cpu_driver active.
+#include <optional>
+#include <string>
+
+#include "exec_inputs.hpp"
+#include "host.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -547,7 +547,7 @@ TEST_CASE("The tape reader refuses a truncated tape, a corrupt event, a broken s
 
 namespace {
 
-// A miniature of the procedure's loop (kernel/src/procedure.cpp) on a real
+// A miniature of the procedure's loop (kernel/runtime/procedure.cpp) on a real
 // Host: each iteration draws from the misc stream, updates a persistent
 // theta, appends an iter record to trace.jsonl and an event to tape.bin,
 // and checkpoints every 5 iterations after the iter record.

@@ -59,7 +59,7 @@ struct Executor {
     for (size_t i = 0; i < shape.size(); ++i) h.shape.dims[i] = shape[i];
     h.data.resize(v.size() * 8);
     std::memcpy(h.data.data(), v.data(), h.data.size());
-    host.values()[name] = host.from_host(h);
+    host.put_value(name, host.from_host(h));
   }
   std::vector<double> get(const std::string& name) {
     HostTensor h = host.to_host(*host.values().at(name));
@@ -285,7 +285,7 @@ struct Graph {
   void put(const std::string& name, const std::vector<double>& v) {
     HostTensor h = host.to_host(*host.values().at(name));
     std::memcpy(h.data.data(), v.data(), h.data.size());
-    host.values()[name] = host.from_host(h);
+    host.put_value(name, host.from_host(h));
   }
   std::string hex(const std::string& name) {
     HostTensor h = host.to_host(*host.values().at(name));

@@ -93,7 +93,7 @@ void put(Host& host, const std::string& name, int32_t dtype, std::vector<int64_t
   for (size_t i = 0; i < dims.size(); ++i) h.shape.dims[i] = dims[i];
   h.data.resize(v.size() * sizeof(T));
   std::memcpy(h.data.data(), v.data(), h.data.size());
-  host.values()[name] = host.from_host(h);
+  host.put_value(name, host.from_host(h));
 }
 
 // A host with the CPU driver and libumlos_data.so, a synthetic train split of

@@ -5,6 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -32,7 +35,13 @@ inline std::string variant(const std::string& name, const std::string& tag,
     text.replace(at, from.size(), to);
   }
   const std::string out = std::string(UMLOS_BINARY_DIR) + "/manifests/test_" + name + "_" + tag + ".yaml";
-  write_text(out, text);
+  // Tests running in parallel (ctest -j) may write the same variant: each
+  // writes its own temporary file and renames it, so a reader never sees a
+  // half-written manifest.
+  static int serial = 0;
+  const std::string tmp = out + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(++serial);
+  write_text(tmp, text);
+  std::filesystem::rename(tmp, out);
   return out;
 }
 

@@ -1,5 +1,5 @@
 // value_arenas.tests.cpp — the run state in arenas planned by the
-// manifest's TMMU strategy (kernel/src/value_arenas.hpp): every named value
+// manifest's TMMU strategy (kernel/runtime/value_arenas.hpp): every named value
 // of a real digits run lives in a slot of the `parameters` or `activations`
 // arena, the slots never overlap, placement changes no value, the memory
 // budget covers the arenas, and bad settings are refused naming the key.
@@ -188,5 +188,9 @@ TEST_CASE("The held-out evaluation's node outputs share one arena planned with i
   const std::string t = variant("digits", "eval-temps", {{"max_steps: 1500", "max_steps: 50"}, {"placement: tmmu", "placement: temps"}});
   Run u = run(t, "eval-temps", "--profile");
   REQUIRE(u.result.exit_status == 0);
-  for (const json& op : json::parse(read_text(u.dir + "/profile.json"))["operators"]) CHECK(op["memory_plans"] == 0);
+  // The parsed document is kept in a variable: a range-for over a member of
+  // a temporary would iterate freed memory (C++17 extends only the outer
+  // temporary's lifetime).
+  const json profile = json::parse(read_text(u.dir + "/profile.json"));
+  for (const json& op : profile.at("operators")) CHECK(op["memory_plans"] == 0);
 }

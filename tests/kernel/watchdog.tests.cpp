@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "../skip.hpp"
 #include "error.hpp"
 #include "test_support.hpp"
 
@@ -95,6 +96,12 @@ TEST_CASE("Out of memory inside an operator is RESOURCE_EXHAUSTED naming the ope
                         Case{"Test.OutOfMemory.Driver_v1", UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc"},
                         Case{"Test.OutOfMemory.Wrapping_v1", UMLOS_INVALID_ARGUMENT,
                              "shape [4611686018427387905,4] has more elements than 2^63 - 1"}}) {
+#ifdef UMLOS_TEST_ASAN
+    // ASan's operator new reports a failed allocation and aborts instead of
+    // throwing std::bad_alloc, so the operator that allocates with new cannot
+    // show the refusal there; the driver's malloc still returns null.
+    if (std::string(k.op) == "Test.OutOfMemory.Host_v1") continue;
+#endif
     const std::string ops = std::string(kWalkOperators) + "  log_op: " + k.op + "\n";
     write_text(dir + "/m.yaml", walk_manifest({module_path("umlos_cpu_driver"), module_path("umlos_core"),
                                                module_path("test_out_of_memory")},

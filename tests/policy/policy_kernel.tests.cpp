@@ -221,9 +221,9 @@ TEST_CASE("SphericalKMeans_v1 takes exactly 31 cluster draws for any k and write
     n.shape.rank = 0;
     n.data.resize(8);
     std::memcpy(n.data.data(), &count, 8);
-    host.values()["latent.z"] = host.from_host(z);
-    host.values()["latent.index"] = host.from_host(index);
-    host.values()["latent.count"] = host.from_host(n);
+    host.put_value("latent.z", host.from_host(z));
+    host.put_value("latent.index", host.from_host(index));
+    host.put_value("latent.count", host.from_host(n));
     const uint64_t before = host.rng().offset(UMLOS_STREAM_CLUSTER);
     Host::CallReport rep = host.call_operator(host.find_operator("UML_OS.Cluster.SphericalKMeans_v1"));
     CHECK(rep.draws_actual[UMLOS_STREAM_CLUSTER] == 31);

@@ -67,7 +67,7 @@ struct SymHost {
     seed[0] = 5;
     host.rng().seed_from_manifest(seed);
   }
-  void set(const std::string& name, const HostTensor& t) { host.values()[name] = host.from_host(t); }
+  void set(const std::string& name, const HostTensor& t) { host.put_value(name, host.from_host(t)); }
   std::vector<double> get(const std::string& name) { return f64_of(host.to_host(*host.values().at(name))); }
   std::string text(const std::string& name) {
     HostTensor t = host.to_host(*host.values().at(name));

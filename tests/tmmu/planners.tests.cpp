@@ -1,6 +1,6 @@
 // Tests of the two TMMU strategies through the real module file
 // (build/modules/libumlos_tmmu.so loaded by a Host), every plan checked by
-// the kernel checker (kernel/src/plan/checker.cpp).
+// the kernel checker (kernel/runtime/plan/checker.cpp).
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -21,7 +21,7 @@
 #include "cbor.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
-#include "plan/apply.hpp"
+#include "plan_apply.hpp"
 #include "plan/checker.hpp"
 #include "plan/intervals.hpp"
 #include "plan/plan_cmd.hpp"

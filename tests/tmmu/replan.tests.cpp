@@ -67,7 +67,7 @@ struct Exec {
     for (size_t i = 0; i < shape.size(); ++i) h.shape.dims[i] = shape[i];
     h.data.resize(v.size() * 8);
     std::memcpy(h.data.data(), v.data(), h.data.size());
-    host.values()[name] = host.from_host(h);
+    host.put_value(name, host.from_host(h));
   }
   // Iteration t with a batch of n rows (fixed values, the same for every n).
   void call(int64_t t, int64_t n) {

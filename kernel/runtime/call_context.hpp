@@ -1,0 +1,74 @@
+// call_context.hpp — the opaque umlos_ctx of abi/umlos_abi.h, as the kernel
+// sees it, and the service table built on it (services.cpp). Private to the
+// runtime: the host and its parts (call guard, planner) create contexts, the
+// services read them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cbor.hpp"
+#include "tensor.hpp"
+#include "umlos_abi.h"
+
+namespace umlos {
+class Host;
+}  // namespace umlos
+
+// The opaque context of abi/umlos_abi.h. One per operator call (created and
+// destroyed by CallGuard::call), one per driver instance, one per plan call.
+struct umlos_ctx {
+  enum class Kind { Operator, Invariant, Driver, Strategy };
+  umlos::Host* host = nullptr;
+  Kind kind = Kind::Operator;
+  const char* kind_word = "operator";  // for messages: "operator", "driver", ...
+  const char* name = "";               // operator/driver/strategy name (static storage)
+  const umlos_operator_desc* op = nullptr;
+  const umlos::cbor::Value* config = nullptr;  // map the config_* services read
+  umlos_status error_code = UMLOS_OK;
+  std::string error_message;
+  // Operator calls only. Small vectors, not maps: a call touches a handful
+  // of values, and the per-call cost is a measured figure (bench/README.md).
+  std::vector<std::pair<std::string, umlos::TensorPtr>> inputs;  // declared inputs present
+  std::vector<std::pair<std::string, umlos::TensorPtr>> staged;  // outputs created by this call
+  std::vector<umlos::TensorPtr> temps;
+  std::vector<umlos::TensorPtr> views;         // tensor_view results, released with the call
+  std::vector<const umlos::Tensor*> known;     // handles this call may use
+  std::vector<const umlos::Tensor*> writable;  // handles this call may write
+  uint64_t draws[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
+
+  // "operator 'UML_OS.Model.Encode_v1'", built only when a message needs it.
+  std::string who() const { return std::string(kind_word) + " '" + name + "'"; }
+  bool is_known(const umlos::Tensor* t) const { return std::find(known.begin(), known.end(), t) != known.end(); }
+  bool is_writable(const umlos::Tensor* t) const {
+    return std::find(writable.begin(), writable.end(), t) != writable.end();
+  }
+  const umlos::TensorPtr* input(const char* n) const {
+    for (auto& [k, v] : inputs) if (k == n) return &v;
+    return nullptr;
+  }
+  void stage(const char* n, umlos::TensorPtr t) {
+    for (auto& [k, v] : staged) {
+      if (k == n) { v = std::move(t); return; }
+    }
+    staged.emplace_back(n, std::move(t));
+  }
+  const umlos::TensorPtr* staged_value(const char* n) const {
+    for (auto& [k, v] : staged) if (k == n) return &v;
+    return nullptr;
+  }
+};
+
+namespace umlos {
+
+// The table every module receives (services.cpp).
+const umlos_services* kernel_services();
+
+// The message a module gave services->error() while its entry ran (ctx ==
+// NULL), and its code; clears both (the loader reads it after an entry).
+std::string take_load_error_message(umlos_status* code);
+
+}  // namespace umlos

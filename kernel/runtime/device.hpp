@@ -1,0 +1,70 @@
+// device.hpp — the run's active driver and the tensors on it: allocation
+// under the run's memory budget (budgets.memory_bytes), reads and writes,
+// views, and primitives dispatched directly by the kernel.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sha256.hpp"
+#include "tensor.hpp"
+#include "umlos_abi.h"
+#include "umlos_driver.h"
+
+namespace umlos {
+
+class Device {
+ public:
+  // Creates an instance of driver `d` with `ctx` as its context (owned from
+  // here on, also when create fails: the failure then propagates as a
+  // Failure with the driver's message). Replaces any active driver.
+  void start(const umlos_driver_desc* d, umlos_ctx* ctx, const umlos_services* services);
+  // Drops the device's reference to the driver: the instance is destroyed
+  // once its last tensor is gone.
+  void stop() { driver_.reset(); }
+
+  bool active() const { return driver_ != nullptr; }
+  const umlos_driver_desc* desc() const { return driver_ ? driver_->desc : nullptr; }
+  void* instance() const { return driver_ ? driver_->instance : nullptr; }
+  std::string description() const;
+  Digest fingerprint() const;
+  // Whether the active driver lists `primitive` (docs/primitives.md).
+  bool has_primitive(const char* primitive) const;
+
+  // A tensor in a new driver buffer. `check_budget`: held against the
+  // memory budget first (QUOTA_EXCEEDED naming the key, the tensor, its
+  // size and the budget).
+  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true);
+  void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0);
+  void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const;
+  HostTensor to_host(const Tensor& t) const;
+  TensorPtr from_host(const HostTensor& h);
+  umlos_tensor_view view_of(const Tensor& t) const;
+  // A typed view of bytes [byte_offset, byte_offset + size) of `base`.
+  TensorPtr make_view(const TensorPtr& base, uint64_t byte_offset, int32_t dtype, const umlos_shape& shape);
+  // Runs a primitive; errors become Failure with the driver's message.
+  void dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
+                const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs);
+
+  // budgets.memory_bytes (0: none); `is_default`: the manifest gave none
+  // (for messages).
+  void set_memory_budget(uint64_t bytes, bool is_default) {
+    memory_budget_ = bytes;
+    memory_budget_is_default_ = is_default;
+  }
+  uint64_t memory_budget() const { return memory_budget_; }
+  uint64_t held_bytes() const { return *held_bytes_; }
+
+ private:
+  std::shared_ptr<DriverInstance> driver_;
+  uint64_t memory_budget_ = 0;
+  bool memory_budget_is_default_ = false;
+  // Driver bytes held by live tensors; each tensor gives its bytes back when
+  // it goes (~Tensor), so tensors share the counter.
+  std::shared_ptr<std::atomic<uint64_t>> held_bytes_ = std::make_shared<std::atomic<uint64_t>>(0);
+};
+
+}  // namespace umlos
