@@ -191,6 +191,6 @@ TEST_CASE("The held-out evaluation's node outputs share one arena planned with i
   // The parsed document is kept in a variable: a range-for over a member of
   // a temporary would iterate freed memory (C++17 extends only the outer
   // temporary's lifetime).
-  const json profile = json::parse(read_text(u.dir + "/profile.json"));
-  for (const json& op : profile.at("operators")) CHECK(op["memory_plans"] == 0);
+  const json temps_profile = json::parse(read_text(u.dir + "/profile.json"));
+  for (const json& op : temps_profile.at("operators")) CHECK(op["memory_plans"] == 0);
 }
