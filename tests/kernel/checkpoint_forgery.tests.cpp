@@ -36,10 +36,8 @@ struct ShortRun {
   std::string env() const { return "UML_OS_ROOT='" + root + "'"; }
 };
 
-// One manifest file per tag: ctest runs the test cases as parallel
-// processes, and a shared file could be read while another rewrites it.
 ShortRun short_run(const std::string& tag) {
-  const std::string m = variant("breast_cancer", "short-" + tag,
+  const std::string m = variant("breast_cancer", "short",
                                 {{"max_steps: 600", "max_steps: 4"}, {"checkpoint_every: 250", "checkpoint_every: 2"}});
   Run r = run(m, tag);
   INFO(r.result.output);
