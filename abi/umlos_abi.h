@@ -50,8 +50,7 @@ extern "C" {
 #define UMLOS_MODULE_ENTRY_SYMBOL "umlos_module_entry"
 
 /* Size of a struct up to and including `field` (PJRT's STRUCT_SIZE trick). */
-#define UMLOS_STRUCT_SIZE(type, field) \
-  (offsetof(type, field) + sizeof(((type *)0)->field))
+#define UMLOS_STRUCT_SIZE(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* ------------------------------------------------------------ status codes */
 
@@ -237,8 +236,7 @@ typedef struct umlos_services {
   umlos_status (*config_f64)(umlos_ctx *ctx, const char *key, double *out);
   umlos_status (*config_i64)(umlos_ctx *ctx, const char *key, int64_t *out);
   /* *out points into kernel memory valid until the process exits. */
-  umlos_status (*config_str)(umlos_ctx *ctx, const char *key, const char **out,
-                             size_t *out_len);
+  umlos_status (*config_str)(umlos_ctx *ctx, const char *key, const char **out, size_t *out_len);
 
   /* --- 1.0: named values (the run's state, spec 004 I.A) ---
    * An operator reads only the values it declares as inputs and creates only
@@ -246,31 +244,23 @@ typedef struct umlos_services {
 
   /* Borrow a declared input. *out is valid until the call returns. An absent
    * optional input returns UMLOS_NOT_FOUND. */
-  umlos_status (*value_get)(umlos_ctx *ctx, const char *name,
-                            umlos_tensor **out);
+  umlos_status (*value_get)(umlos_ctx *ctx, const char *name, umlos_tensor **out);
   /* Create (or replace) a declared output. The kernel allocates it on the
    * active driver; contents are zero. *out is valid until the call returns;
    * the value itself lives on in the run state. */
-  umlos_status (*value_create)(umlos_ctx *ctx, const char *name, int32_t dtype,
-                               const umlos_shape *shape, umlos_tensor **out);
+  umlos_status (*value_create)(umlos_ctx *ctx, const char *name, int32_t dtype, const umlos_shape *shape,
+                               umlos_tensor **out);
   /* A scratch tensor released when the call returns. Contents are zero. */
-  umlos_status (*tensor_temp)(umlos_ctx *ctx, int32_t dtype,
-                              const umlos_shape *shape, umlos_tensor **out);
-  umlos_status (*tensor_info)(umlos_ctx *ctx, const umlos_tensor *t,
-                              int32_t *out_dtype, umlos_shape *out_shape);
+  umlos_status (*tensor_temp)(umlos_ctx *ctx, int32_t dtype, const umlos_shape *shape, umlos_tensor **out);
+  umlos_status (*tensor_info)(umlos_ctx *ctx, const umlos_tensor *t, int32_t *out_dtype, umlos_shape *out_shape);
   /* Copy bytes out of / into a tensor (through the driver). Writes are
    * allowed into outputs, temporaries and inputs declared INOUT only. */
-  umlos_status (*tensor_read)(umlos_ctx *ctx, const umlos_tensor *t,
-                              uint64_t byte_offset, void *dst, uint64_t bytes);
-  umlos_status (*tensor_write)(umlos_ctx *ctx, umlos_tensor *t,
-                               uint64_t byte_offset, const void *src,
-                               uint64_t bytes);
+  umlos_status (*tensor_read)(umlos_ctx *ctx, const umlos_tensor *t, uint64_t byte_offset, void *dst, uint64_t bytes);
+  umlos_status (*tensor_write)(umlos_ctx *ctx, umlos_tensor *t, uint64_t byte_offset, const void *src, uint64_t bytes);
   /* Run one primitive of the active driver ("matmul", "add", ...). Outputs
    * must be writable by this call (see tensor_write). Arrays are borrowed. */
-  umlos_status (*dispatch)(umlos_ctx *ctx, const char *primitive,
-                           const umlos_tensor *const *inputs, uint32_t n_inputs,
-                           umlos_tensor *const *outputs, uint32_t n_outputs,
-                           const umlos_attr *attrs, uint32_t n_attrs);
+  umlos_status (*dispatch)(umlos_ctx *ctx, const char *primitive, const umlos_tensor *const *inputs, uint32_t n_inputs,
+                           umlos_tensor *const *outputs, uint32_t n_outputs, const umlos_attr *attrs, uint32_t n_attrs);
 
   /* --- 1.0: randomness (spec 004 0.B, 0.S) ---
    * One call is one draw: it advances `stream`'s draw counter by exactly one
@@ -278,13 +268,10 @@ typedef struct umlos_services {
    * `distribution`, element i of draw d computed from counter (i, d) as
    * abi/umlos_philox.h defines. The kernel counts draws per operator call
    * and compares them with the operator's declaration. */
-  umlos_status (*rng_draw)(umlos_ctx *ctx, int32_t stream, int32_t distribution,
-                           umlos_tensor *out);
+  umlos_status (*rng_draw)(umlos_ctx *ctx, int32_t stream, int32_t distribution, umlos_tensor *out);
   /* The same draw, delivered to host memory: `count` elements of the
    * distribution's element type written to `dst` (caller-owned). */
-  umlos_status (*rng_draw_host)(umlos_ctx *ctx, int32_t stream,
-                                int32_t distribution, void *dst,
-                                uint64_t count);
+  umlos_status (*rng_draw_host)(umlos_ctx *ctx, int32_t stream, int32_t distribution, void *dst, uint64_t count);
 
   /* --- 1.0: run facts --- */
   /* Iteration counter t of spec 004 (0 during bootstrap). */
@@ -299,16 +286,14 @@ typedef struct umlos_services {
    * offsets from plan_memory). Shares base's memory; writable exactly when
    * base is; valid until the call returns. OUT_OF_RANGE if it does not fit,
    * ALIGNMENT_VIOLATION if byte_offset is not a multiple of the element size. */
-  umlos_status (*tensor_view)(umlos_ctx *ctx, umlos_tensor *base,
-                              uint64_t byte_offset, int32_t dtype,
+  umlos_status (*tensor_view)(umlos_ctx *ctx, umlos_tensor *base, uint64_t byte_offset, int32_t dtype,
                               const umlos_shape *shape, umlos_tensor **out);
   /* Plan memory with the manifest's TMMU strategy (`tmmu.strategy`). The
    * kernel checks the plan independently (no overlap of live tensors within
    * an arena, alignment, capacity) and the memory budget
    * (`budgets.memory_bytes`: QUOTA_EXCEEDED) before returning it. Request
    * and result arrays are the caller's (see abi/umlos_tmmu.h). */
-  umlos_status (*plan_memory)(umlos_ctx *ctx,
-                              const struct umlos_plan_request *request,
+  umlos_status (*plan_memory)(umlos_ctx *ctx, const struct umlos_plan_request *request,
                               struct umlos_plan_result *result);
 
   /* --- 1.2: structured configuration --- */
@@ -319,8 +304,7 @@ typedef struct umlos_services {
    * manifest. *out is kernel-owned, valid until the process exits.
    * UMLOS_NOT_FOUND when the key is absent. sdk/include/umlos/cbor.hpp
    * decodes it. */
-  umlos_status (*config_cbor)(umlos_ctx *ctx, const char *key,
-                              const uint8_t **out, size_t *out_len);
+  umlos_status (*config_cbor)(umlos_ctx *ctx, const char *key, const uint8_t **out, size_t *out_len);
 
   /* --- 1.3: RNG state for fingerprints and deterministic initialisation --- */
 
@@ -337,8 +321,8 @@ typedef struct umlos_services {
    * the whole call; not to be freed). FAILED_PRECONDITION when no driver is
    * active. Lets an operator refuse a graph whose primitive the driver
    * lacks before dispatching anything (spec 002 0.K). */
-  umlos_status (*driver_primitives)(umlos_ctx *ctx, const char **driver_name,
-                                    const char *const **names, uint32_t *n_names);
+  umlos_status (*driver_primitives)(umlos_ctx *ctx, const char **driver_name, const char *const **names,
+                                    uint32_t *n_names);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
@@ -357,10 +341,11 @@ enum umlos_purity {
 };
 
 /* Flags of a declared value. */
-#define UMLOS_VALUE_OPTIONAL 0x1u   /* input may be absent */
-#define UMLOS_VALUE_INOUT 0x2u      /* STATEFUL operator may write this input */
-#define UMLOS_VALUE_PERSISTENT 0x4u /* output belongs to the run state:
-                                       checkpointed and fingerprinted */
+#define UMLOS_VALUE_OPTIONAL 0x1u /* input may be absent */
+#define UMLOS_VALUE_INOUT 0x2u    /* STATEFUL operator may write this input */
+#define UMLOS_VALUE_PERSISTENT                                            \
+  0x4u                                /* output belongs to the run state: \
+                                         checkpointed and fingerprinted */
 #define UMLOS_VALUE_NONFINITE_OK 0x8u /* output may hold NaN/Inf */
 
 /* A declared input or output (frozen element layout). `name` is static.
@@ -371,8 +356,8 @@ enum umlos_purity {
  * from data, such as a ModelIR graph. */
 typedef struct umlos_value_decl {
   const char *name;
-  int32_t dtype;  /* UMLOS_DTYPE_ANY or a dtype */
-  uint32_t rank;  /* UMLOS_RANK_ANY or 0..UMLOS_MAX_RANK */
+  int32_t dtype; /* UMLOS_DTYPE_ANY or a dtype */
+  uint32_t rank; /* UMLOS_RANK_ANY or 0..UMLOS_MAX_RANK */
   int64_t dims[UMLOS_MAX_RANK];
   uint32_t flags; /* UMLOS_VALUE_* */
   uint32_t reserved;
@@ -397,7 +382,7 @@ typedef struct umlos_test_vector {
   uint32_t n_inputs;
   uint32_t n_expected;
   const umlos_tensor_data *expected; /* outputs that must match */
-  double rel_tolerance; /* both 0: bitwise equality required */
+  double rel_tolerance;              /* both 0: bitwise equality required */
   double abs_tolerance;
   const umlos_attr *config; /* the call's config keys; may be NULL */
   uint32_t n_config;
@@ -409,8 +394,7 @@ typedef struct umlos_test_vector {
 
 /* An operator's entry point. `user_data` is the descriptor's. Returns
  * UMLOS_OK or the code given to svc->error(). */
-typedef umlos_status (*umlos_operator_fn)(const umlos_services *svc,
-                                          umlos_ctx *ctx, void *user_data);
+typedef umlos_status (*umlos_operator_fn)(const umlos_services *svc, umlos_ctx *ctx, void *user_data);
 
 /* An operator (spec 004 IV). Static storage, owned by the module, valid while
  * the module is loaded (for the whole process). */
@@ -431,15 +415,14 @@ typedef struct umlos_operator_desc {
   const umlos_test_vector *test_vectors;
 } umlos_operator_desc;
 
-#define UMLOS_OPERATOR_DESC_SIZE_V1_0 \
-  UMLOS_STRUCT_SIZE(umlos_operator_desc, test_vectors)
+#define UMLOS_OPERATOR_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_operator_desc, test_vectors)
 
 /* ------------------------------------------------------------ invariants */
 
 /* When the kernel runs an invariant check (spec 004 I.E). */
 enum umlos_check_point {
-  UMLOS_CHECK_AFTER_LOSS = 1,   /* after the objective, before the policy */
-  UMLOS_CHECK_AFTER_ACTION = 2, /* after the dispatched action (update) */
+  UMLOS_CHECK_AFTER_LOSS = 1,    /* after the objective, before the policy */
+  UMLOS_CHECK_AFTER_ACTION = 2,  /* after the dispatched action (update) */
   UMLOS_CHECK_AFTER_RESTORE = 3, /* once, after a checkpoint's values are
                                     restored and before any operator runs;
                                     a violation refuses the checkpoint
@@ -462,8 +445,7 @@ typedef struct umlos_invariant_desc {
   void *user_data;
 } umlos_invariant_desc;
 
-#define UMLOS_INVARIANT_DESC_SIZE_V1_0 \
-  UMLOS_STRUCT_SIZE(umlos_invariant_desc, user_data)
+#define UMLOS_INVARIANT_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_invariant_desc, user_data)
 
 /* --------------------------------------------------------------- modules */
 
@@ -475,8 +457,8 @@ struct umlos_tmmu_strategy_desc; /* abi/umlos_tmmu.h */
  * descriptor can grow on its own (each has its own struct_size). */
 typedef struct umlos_module_desc {
   size_t struct_size;
-  uint32_t abi_major; /* UMLOS_ABI_MAJOR the module was built with */
-  uint32_t abi_minor; /* UMLOS_ABI_MINOR the module was built with */
+  uint32_t abi_major;  /* UMLOS_ABI_MAJOR the module was built with */
+  uint32_t abi_minor;  /* UMLOS_ABI_MINOR the module was built with */
   const char *name;    /* "umlos_core" */
   const char *version; /* the module's own version, free text */
   const umlos_operator_desc *const *operators;
@@ -489,16 +471,14 @@ typedef struct umlos_module_desc {
   const umlos_invariant_desc *const *invariants;
 } umlos_module_desc;
 
-#define UMLOS_MODULE_DESC_SIZE_V1_0 \
-  UMLOS_STRUCT_SIZE(umlos_module_desc, invariants)
+#define UMLOS_MODULE_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_module_desc, invariants)
 
 /* The one exported symbol. The kernel calls it once, after verifying the
  * module file's SHA-256, with its service table (kept by the module if it
  * likes). It must do no work beyond returning the descriptor: no threads, no
  * device probing (drivers probe in create()). Returning NULL refuses loading;
  * call services->error(NULL, code, why) first so the kernel can say why. */
-typedef const umlos_module_desc *(*umlos_module_entry_fn)(
-    const umlos_services *services);
+typedef const umlos_module_desc *(*umlos_module_entry_fn)(const umlos_services *services);
 
 #if defined(_WIN32)
 #define UMLOS_EXPORT __declspec(dllexport)
@@ -514,10 +494,9 @@ typedef const umlos_module_desc *(*umlos_module_entry_fn)(
 
 /* Define the entry of a module:  UMLOS_DEFINE_MODULE_ENTRY(my_entry_impl)
  * where my_entry_impl has the umlos_module_entry_fn signature. */
-#define UMLOS_DEFINE_MODULE_ENTRY(impl)                                       \
-  UMLOS_EXTERN_C UMLOS_EXPORT const umlos_module_desc *umlos_module_entry(    \
-      const umlos_services *services) {                                       \
-    return impl(services);                                                    \
+#define UMLOS_DEFINE_MODULE_ENTRY(impl)                                                                     \
+  UMLOS_EXTERN_C UMLOS_EXPORT const umlos_module_desc *umlos_module_entry(const umlos_services *services) { \
+    return impl(services);                                                                                  \
   }
 
 #ifdef __cplusplus

@@ -30,8 +30,8 @@ enum umlos_device_kind {
 /* Capability bits. */
 #define UMLOS_CAP_F32 0x1ull
 #define UMLOS_CAP_F64 0x2ull
-#define UMLOS_CAP_RNG_FILL 0x4ull      /* rng_fill on device */
-#define UMLOS_CAP_BITWISE_F64 0x8ull   /* f64 primitives bitwise reproducible */
+#define UMLOS_CAP_RNG_FILL 0x4ull    /* rng_fill on device */
+#define UMLOS_CAP_BITWISE_F64 0x8ull /* f64 primitives bitwise reproducible */
 #define UMLOS_CAP_MULTITHREADED 0x10ull
 
 /* A device allocation. Opaque; created by buffer_alloc, owned by the driver,
@@ -57,8 +57,7 @@ typedef struct umlos_rng_request {
   uint64_t draw_index;  /* d: draws already taken from `stream` */
 } umlos_rng_request;
 
-#define UMLOS_RNG_REQUEST_SIZE_V1_0 \
-  UMLOS_STRUCT_SIZE(umlos_rng_request, draw_index)
+#define UMLOS_RNG_REQUEST_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_rng_request, draw_index)
 
 /* The driver. Static storage, module-owned, valid for the process.
  * `instance` is what create() returned; `ctx` is the kernel's context for
@@ -76,8 +75,7 @@ typedef struct umlos_driver_desc {
   /* Probe the device and set up. UMLOS_UNAVAILABLE (with a message) when the
    * device or its runtime library is absent: the kernel then refuses a
    * manifest that selects this driver, and tests skip. */
-  umlos_status (*create)(const umlos_services *svc, umlos_ctx *ctx,
-                         void **out_instance);
+  umlos_status (*create)(const umlos_services *svc, umlos_ctx *ctx, void **out_instance);
   /* Release everything; join threads. Never fails. */
   void (*destroy)(void *instance);
   /* A one-line description of the device actually used, written into
@@ -88,36 +86,27 @@ typedef struct umlos_driver_desc {
   umlos_status (*fingerprint)(void *instance, uint8_t out_sha256[32]);
 
   /* Memory. Buffers are zeroed on allocation. */
-  umlos_status (*buffer_alloc)(void *instance, umlos_ctx *ctx, uint64_t bytes,
-                               uint64_t alignment, umlos_buffer **out);
+  umlos_status (*buffer_alloc)(void *instance, umlos_ctx *ctx, uint64_t bytes, uint64_t alignment, umlos_buffer **out);
   void (*buffer_free)(void *instance, umlos_buffer *buffer);
-  umlos_status (*buffer_write)(void *instance, umlos_ctx *ctx,
-                               umlos_buffer *buffer, uint64_t offset,
-                               const void *src, uint64_t bytes);
-  umlos_status (*buffer_read)(void *instance, umlos_ctx *ctx,
-                              const umlos_buffer *buffer, uint64_t offset,
-                              void *dst, uint64_t bytes);
+  umlos_status (*buffer_write)(void *instance, umlos_ctx *ctx, umlos_buffer *buffer, uint64_t offset, const void *src,
+                               uint64_t bytes);
+  umlos_status (*buffer_read)(void *instance, umlos_ctx *ctx, const umlos_buffer *buffer, uint64_t offset, void *dst,
+                              uint64_t bytes);
 
   /* Run `primitive` (one of `primitives`). Views and attrs are borrowed.
    * UMLOS_PRIMITIVE_UNSUPPORTED for an unknown name or dtype,
    * UMLOS_SHAPE_MISMATCH for shapes it cannot take. Must be deterministic. */
-  umlos_status (*dispatch)(void *instance, umlos_ctx *ctx,
-                           const char *primitive,
-                           const umlos_tensor_view *inputs, uint32_t n_inputs,
-                           const umlos_tensor_view *outputs,
-                           uint32_t n_outputs, const umlos_attr *attrs,
-                           uint32_t n_attrs);
+  umlos_status (*dispatch)(void *instance, umlos_ctx *ctx, const char *primitive, const umlos_tensor_view *inputs,
+                           uint32_t n_inputs, const umlos_tensor_view *outputs, uint32_t n_outputs,
+                           const umlos_attr *attrs, uint32_t n_attrs);
   /* Fill `out` with draw `req` (NULL when UMLOS_CAP_RNG_FILL is absent: the
    * kernel then computes the draw on the host and writes it). */
-  umlos_status (*rng_fill)(void *instance, umlos_ctx *ctx,
-                           const umlos_rng_request *req,
-                           const umlos_tensor_view *out);
+  umlos_status (*rng_fill)(void *instance, umlos_ctx *ctx, const umlos_rng_request *req, const umlos_tensor_view *out);
   /* Wait for all queued work (NULL for synchronous drivers). */
   umlos_status (*synchronize)(void *instance, umlos_ctx *ctx);
 } umlos_driver_desc;
 
-#define UMLOS_DRIVER_DESC_SIZE_V1_0 \
-  UMLOS_STRUCT_SIZE(umlos_driver_desc, synchronize)
+#define UMLOS_DRIVER_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_driver_desc, synchronize)
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -21,51 +21,96 @@ extern "C" {
  * code this header does not know (e.g. one of a later ABI minor). */
 static inline const char *umlos_status_name(umlos_status code) {
   switch (code) {
-    case UMLOS_OK: return "OK";
-    case UMLOS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case UMLOS_NOT_FOUND: return "NOT_FOUND";
-    case UMLOS_ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case UMLOS_PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case UMLOS_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case UMLOS_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case UMLOS_OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case UMLOS_UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case UMLOS_INTERNAL: return "INTERNAL";
-    case UMLOS_UNAVAILABLE: return "UNAVAILABLE";
-    case UMLOS_DATA_LOSS: return "DATA_LOSS";
-    case UMLOS_IO_ERROR: return "IO_ERROR";
-    case UMLOS_MANIFEST_INVALID: return "MANIFEST_INVALID";
-    case UMLOS_MODULE_NOT_FOUND: return "MODULE_NOT_FOUND";
-    case UMLOS_MODULE_HASH_MISMATCH: return "MODULE_HASH_MISMATCH";
-    case UMLOS_MODULE_ABI_MISMATCH: return "MODULE_ABI_MISMATCH";
-    case UMLOS_MODULE_ENTRY_MISSING: return "MODULE_ENTRY_MISSING";
-    case UMLOS_MODULE_DESCRIPTOR_INVALID: return "MODULE_DESCRIPTOR_INVALID";
-    case UMLOS_DUPLICATE_OPERATOR: return "DUPLICATE_OPERATOR";
-    case UMLOS_OPERATOR_NOT_FOUND: return "OPERATOR_NOT_FOUND";
-    case UMLOS_MODULE_LOAD_FAILED: return "MODULE_LOAD_FAILED";
-    case UMLOS_INVALID_OBJECTIVE: return "INVALID_OBJECTIVE";
-    case UMLOS_RNG_CONSUMPTION_VIOLATION: return "RNG_CONSUMPTION_VIOLATION";
-    case UMLOS_CONTRACT_VIOLATION: return "CONTRACT_VIOLATION";
-    case UMLOS_QUOTA_EXCEEDED: return "QUOTA_EXCEEDED";
-    case UMLOS_NAMESPACE_VIOLATION: return "NAMESPACE_VIOLATION";
-    case UMLOS_DATA_MANIFEST_INVALID: return "DATA_MANIFEST_INVALID";
-    case UMLOS_DATA_HASH_MISMATCH: return "DATA_HASH_MISMATCH";
-    case UMLOS_POLICY_INVALID: return "POLICY_INVALID";
-    case UMLOS_CHECKPOINT_INVALID: return "CHECKPOINT_INVALID";
-    case UMLOS_TAPE_OVERFLOW: return "TAPE_OVERFLOW";
-    case UMLOS_EQUATION_INVALID: return "EQUATION_INVALID";
-    case UMLOS_INVALID_IR: return "INVALID_IR";
-    case UMLOS_CYCLE_DETECTED: return "CYCLE_DETECTED";
-    case UMLOS_SHAPE_MISMATCH: return "SHAPE_MISMATCH";
-    case UMLOS_PRIMITIVE_UNSUPPORTED: return "PRIMITIVE_UNSUPPORTED";
-    case UMLOS_TMMU_ALLOCATION_FAILURE: return "TMMU_ALLOCATION_FAILURE";
-    case UMLOS_INVALID_IR_SHAPES: return "INVALID_IR_SHAPES";
-    case UMLOS_LIVENESS_CYCLE: return "LIVENESS_CYCLE";
-    case UMLOS_ADDRESS_COLLISION: return "ADDRESS_COLLISION";
-    case UMLOS_ALLOCATION_OVERFLOW: return "ALLOCATION_OVERFLOW";
-    case UMLOS_ARENA_TOO_SMALL: return "ARENA_TOO_SMALL";
-    case UMLOS_ALIGNMENT_VIOLATION: return "ALIGNMENT_VIOLATION";
-    default: return NULL;
+    case UMLOS_OK:
+      return "OK";
+    case UMLOS_INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case UMLOS_NOT_FOUND:
+      return "NOT_FOUND";
+    case UMLOS_ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case UMLOS_PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case UMLOS_RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case UMLOS_FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case UMLOS_OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case UMLOS_UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case UMLOS_INTERNAL:
+      return "INTERNAL";
+    case UMLOS_UNAVAILABLE:
+      return "UNAVAILABLE";
+    case UMLOS_DATA_LOSS:
+      return "DATA_LOSS";
+    case UMLOS_IO_ERROR:
+      return "IO_ERROR";
+    case UMLOS_MANIFEST_INVALID:
+      return "MANIFEST_INVALID";
+    case UMLOS_MODULE_NOT_FOUND:
+      return "MODULE_NOT_FOUND";
+    case UMLOS_MODULE_HASH_MISMATCH:
+      return "MODULE_HASH_MISMATCH";
+    case UMLOS_MODULE_ABI_MISMATCH:
+      return "MODULE_ABI_MISMATCH";
+    case UMLOS_MODULE_ENTRY_MISSING:
+      return "MODULE_ENTRY_MISSING";
+    case UMLOS_MODULE_DESCRIPTOR_INVALID:
+      return "MODULE_DESCRIPTOR_INVALID";
+    case UMLOS_DUPLICATE_OPERATOR:
+      return "DUPLICATE_OPERATOR";
+    case UMLOS_OPERATOR_NOT_FOUND:
+      return "OPERATOR_NOT_FOUND";
+    case UMLOS_MODULE_LOAD_FAILED:
+      return "MODULE_LOAD_FAILED";
+    case UMLOS_INVALID_OBJECTIVE:
+      return "INVALID_OBJECTIVE";
+    case UMLOS_RNG_CONSUMPTION_VIOLATION:
+      return "RNG_CONSUMPTION_VIOLATION";
+    case UMLOS_CONTRACT_VIOLATION:
+      return "CONTRACT_VIOLATION";
+    case UMLOS_QUOTA_EXCEEDED:
+      return "QUOTA_EXCEEDED";
+    case UMLOS_NAMESPACE_VIOLATION:
+      return "NAMESPACE_VIOLATION";
+    case UMLOS_DATA_MANIFEST_INVALID:
+      return "DATA_MANIFEST_INVALID";
+    case UMLOS_DATA_HASH_MISMATCH:
+      return "DATA_HASH_MISMATCH";
+    case UMLOS_POLICY_INVALID:
+      return "POLICY_INVALID";
+    case UMLOS_CHECKPOINT_INVALID:
+      return "CHECKPOINT_INVALID";
+    case UMLOS_TAPE_OVERFLOW:
+      return "TAPE_OVERFLOW";
+    case UMLOS_EQUATION_INVALID:
+      return "EQUATION_INVALID";
+    case UMLOS_INVALID_IR:
+      return "INVALID_IR";
+    case UMLOS_CYCLE_DETECTED:
+      return "CYCLE_DETECTED";
+    case UMLOS_SHAPE_MISMATCH:
+      return "SHAPE_MISMATCH";
+    case UMLOS_PRIMITIVE_UNSUPPORTED:
+      return "PRIMITIVE_UNSUPPORTED";
+    case UMLOS_TMMU_ALLOCATION_FAILURE:
+      return "TMMU_ALLOCATION_FAILURE";
+    case UMLOS_INVALID_IR_SHAPES:
+      return "INVALID_IR_SHAPES";
+    case UMLOS_LIVENESS_CYCLE:
+      return "LIVENESS_CYCLE";
+    case UMLOS_ADDRESS_COLLISION:
+      return "ADDRESS_COLLISION";
+    case UMLOS_ALLOCATION_OVERFLOW:
+      return "ALLOCATION_OVERFLOW";
+    case UMLOS_ARENA_TOO_SMALL:
+      return "ARENA_TOO_SMALL";
+    case UMLOS_ALIGNMENT_VIOLATION:
+      return "ALIGNMENT_VIOLATION";
+    default:
+      return NULL;
   }
 }
 
@@ -73,25 +118,42 @@ static inline const char *umlos_status_name(umlos_status code) {
  * UMLOS_DTYPE_ANY (declarations only); NULL for anything else. */
 static inline const char *umlos_dtype_name(int32_t dtype) {
   switch (dtype) {
-    case UMLOS_DTYPE_ANY: return "any";
-    case UMLOS_DTYPE_F32: return "f32";
-    case UMLOS_DTYPE_F64: return "f64";
-    case UMLOS_DTYPE_I32: return "i32";
-    case UMLOS_DTYPE_I64: return "i64";
-    case UMLOS_DTYPE_U8: return "u8";
-    case UMLOS_DTYPE_U32: return "u32";
-    case UMLOS_DTYPE_U64: return "u64";
-    default: return NULL;
+    case UMLOS_DTYPE_ANY:
+      return "any";
+    case UMLOS_DTYPE_F32:
+      return "f32";
+    case UMLOS_DTYPE_F64:
+      return "f64";
+    case UMLOS_DTYPE_I32:
+      return "i32";
+    case UMLOS_DTYPE_I64:
+      return "i64";
+    case UMLOS_DTYPE_U8:
+      return "u8";
+    case UMLOS_DTYPE_U32:
+      return "u32";
+    case UMLOS_DTYPE_U64:
+      return "u64";
+    default:
+      return NULL;
   }
 }
 
 /* Bytes per element; 0 for UMLOS_DTYPE_ANY and unknown dtypes. */
 static inline uint64_t umlos_dtype_size(int32_t dtype) {
   switch (dtype) {
-    case UMLOS_DTYPE_F32: case UMLOS_DTYPE_I32: case UMLOS_DTYPE_U32: return 4;
-    case UMLOS_DTYPE_F64: case UMLOS_DTYPE_I64: case UMLOS_DTYPE_U64: return 8;
-    case UMLOS_DTYPE_U8: return 1;
-    default: return 0;
+    case UMLOS_DTYPE_F32:
+    case UMLOS_DTYPE_I32:
+    case UMLOS_DTYPE_U32:
+      return 4;
+    case UMLOS_DTYPE_F64:
+    case UMLOS_DTYPE_I64:
+    case UMLOS_DTYPE_U64:
+      return 8;
+    case UMLOS_DTYPE_U8:
+      return 1;
+    default:
+      return 0;
   }
 }
 

@@ -42,9 +42,8 @@
 
 /* Philox4x32 with `rounds` rounds (10 for Philox4x32-10), exactly as
  * Random123's philox4x32_R: out = f(ctr, key). */
-UMLOS_PHILOX_QUALIFIER void umlos_philox4x32(const uint32_t ctr[4],
-                                             const uint32_t key[2],
-                                             unsigned rounds, uint32_t out[4]) {
+UMLOS_PHILOX_QUALIFIER void umlos_philox4x32(const uint32_t ctr[4], const uint32_t key[2], unsigned rounds,
+                                             uint32_t out[4]) {
   uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
   uint32_t k0 = key[0], k1 = key[1];
   unsigned r;
@@ -71,19 +70,14 @@ UMLOS_PHILOX_QUALIFIER void umlos_philox4x32(const uint32_t ctr[4],
 }
 
 /* The counter of block `block` of draw `draw_index` from `stream`. */
-UMLOS_PHILOX_QUALIFIER void umlos_draw_counter(uint32_t stream,
-                                               uint64_t draw_index,
-                                               uint64_t block,
-                                               uint32_t ctr[4]) {
+UMLOS_PHILOX_QUALIFIER void umlos_draw_counter(uint32_t stream, uint64_t draw_index, uint64_t block, uint32_t ctr[4]) {
   ctr[0] = (uint32_t)block;
   ctr[1] = (uint32_t)(block >> 32);
   ctr[2] = (uint32_t)draw_index;
   ctr[3] = (stream << 28) | ((uint32_t)(draw_index >> 32) & 0x0fffffffu);
 }
 
-UMLOS_PHILOX_QUALIFIER void umlos_draw_block(const uint32_t key[2],
-                                             uint32_t stream,
-                                             uint64_t draw_index,
+UMLOS_PHILOX_QUALIFIER void umlos_draw_block(const uint32_t key[2], uint32_t stream, uint64_t draw_index,
                                              uint64_t block, uint32_t out[4]) {
   uint32_t ctr[4];
   umlos_draw_counter(stream, draw_index, block, ctr);
@@ -138,15 +132,13 @@ UMLOS_PHILOX_QUALIFIER double umlos_det_log(double x) {
   poly = poly * s2 + 1.0 / 3.0;
   poly = poly * s2 + 1.0;
   /* ln2 split so that e*LN2_HI is exact for |e| < 2^11 */
-  return (double)e * 6.93147180369123816490e-01 +
-         ((double)e * 1.90821492927058770002e-10 + 2.0 * s * poly);
+  return (double)e * 6.93147180369123816490e-01 + ((double)e * 1.90821492927058770002e-10 + 2.0 * s * poly);
 }
 
 /* sin and cos of 2*pi*u for u in [0,1), from + - * / only. */
-UMLOS_PHILOX_QUALIFIER void umlos_det_sincos_2pi(double u, double *out_sin,
-                                                 double *out_cos) {
-  double t = u * 4.0; /* quarter turns */
-  int q = (int)t;     /* quadrant 0..3 */
+UMLOS_PHILOX_QUALIFIER void umlos_det_sincos_2pi(double u, double *out_sin, double *out_cos) {
+  double t = u * 4.0;       /* quarter turns */
+  int q = (int)t;           /* quadrant 0..3 */
   double r = t - (double)q; /* [0,1): fraction of the quadrant */
   int swap = 0;
   double a, a2, sn, cs, s, c;
@@ -157,24 +149,24 @@ UMLOS_PHILOX_QUALIFIER void umlos_det_sincos_2pi(double u, double *out_sin,
   a = r * 1.57079632679489661923; /* [0, pi/4] */
   a2 = a * a;
   /* Taylor series to a^17 / a^18: truncation < 2e-17 on [0, pi/4] */
-  sn = -1.0 / 355687428096000.0;                   /* -1/17! */
-  sn = sn * a2 + 1.0 / 1307674368000.0;            /* 1/15! */
-  sn = sn * a2 - 1.0 / 6227020800.0;               /* -1/13! */
-  sn = sn * a2 + 1.0 / 39916800.0;                 /* 1/11! */
-  sn = sn * a2 - 1.0 / 362880.0;                   /* -1/9! */
-  sn = sn * a2 + 1.0 / 5040.0;                     /* 1/7! */
-  sn = sn * a2 - 1.0 / 120.0;                      /* -1/5! */
-  sn = sn * a2 + 1.0 / 6.0;                        /* 1/3! */
+  sn = -1.0 / 355687428096000.0;        /* -1/17! */
+  sn = sn * a2 + 1.0 / 1307674368000.0; /* 1/15! */
+  sn = sn * a2 - 1.0 / 6227020800.0;    /* -1/13! */
+  sn = sn * a2 + 1.0 / 39916800.0;      /* 1/11! */
+  sn = sn * a2 - 1.0 / 362880.0;        /* -1/9! */
+  sn = sn * a2 + 1.0 / 5040.0;          /* 1/7! */
+  sn = sn * a2 - 1.0 / 120.0;           /* -1/5! */
+  sn = sn * a2 + 1.0 / 6.0;             /* 1/3! */
   sn = a - a * a2 * sn;
-  cs = 1.0 / 6402373705728000.0;                   /* 1/18! */
-  cs = cs * a2 - 1.0 / 20922789888000.0;           /* -1/16! */
-  cs = cs * a2 + 1.0 / 87178291200.0;              /* 1/14! */
-  cs = cs * a2 - 1.0 / 479001600.0;                /* -1/12! */
-  cs = cs * a2 + 1.0 / 3628800.0;                  /* 1/10! */
-  cs = cs * a2 - 1.0 / 40320.0;                    /* -1/8! */
-  cs = cs * a2 + 1.0 / 720.0;                      /* 1/6! */
-  cs = cs * a2 - 1.0 / 24.0;                       /* -1/4! */
-  cs = cs * a2 + 0.5;                              /* 1/2! */
+  cs = 1.0 / 6402373705728000.0;         /* 1/18! */
+  cs = cs * a2 - 1.0 / 20922789888000.0; /* -1/16! */
+  cs = cs * a2 + 1.0 / 87178291200.0;    /* 1/14! */
+  cs = cs * a2 - 1.0 / 479001600.0;      /* -1/12! */
+  cs = cs * a2 + 1.0 / 3628800.0;        /* 1/10! */
+  cs = cs * a2 - 1.0 / 40320.0;          /* -1/8! */
+  cs = cs * a2 + 1.0 / 720.0;            /* 1/6! */
+  cs = cs * a2 - 1.0 / 24.0;             /* -1/4! */
+  cs = cs * a2 + 0.5;                    /* 1/2! */
   cs = 1.0 - a2 * cs;
   if (swap) {
     s = cs;
@@ -184,39 +176,48 @@ UMLOS_PHILOX_QUALIFIER void umlos_det_sincos_2pi(double u, double *out_sin,
     c = cs;
   }
   switch (q & 3) {
-    case 0: *out_sin = s;  *out_cos = c;  break;
-    case 1: *out_sin = c;  *out_cos = -s; break;
-    case 2: *out_sin = -s; *out_cos = -c; break;
-    default: *out_sin = -c; *out_cos = s; break;
+    case 0:
+      *out_sin = s;
+      *out_cos = c;
+      break;
+    case 1:
+      *out_sin = c;
+      *out_cos = -s;
+      break;
+    case 2:
+      *out_sin = -s;
+      *out_cos = -c;
+      break;
+    default:
+      *out_sin = -c;
+      *out_cos = s;
+      break;
   }
 }
 
 /* ---- element i of a draw, for each distribution ---- */
 
-UMLOS_PHILOX_QUALIFIER uint32_t umlos_draw_element_u32(const uint32_t key[2],
-                                                       uint32_t stream,
-                                                       uint64_t d,
-                                                       uint64_t i) {
+UMLOS_PHILOX_QUALIFIER uint32_t umlos_draw_element_u32(const uint32_t key[2], uint32_t stream, uint64_t d, uint64_t i) {
   uint32_t w[4];
   umlos_draw_block(key, stream, d, i >> 2, w);
   return w[i & 3];
 }
 
-UMLOS_PHILOX_QUALIFIER float umlos_draw_element_uniform_f32(
-    const uint32_t key[2], uint32_t stream, uint64_t d, uint64_t i) {
+UMLOS_PHILOX_QUALIFIER float umlos_draw_element_uniform_f32(const uint32_t key[2], uint32_t stream, uint64_t d,
+                                                            uint64_t i) {
   return umlos_u01_f32(umlos_draw_element_u32(key, stream, d, i));
 }
 
-UMLOS_PHILOX_QUALIFIER double umlos_draw_element_uniform_f64(
-    const uint32_t key[2], uint32_t stream, uint64_t d, uint64_t i) {
+UMLOS_PHILOX_QUALIFIER double umlos_draw_element_uniform_f64(const uint32_t key[2], uint32_t stream, uint64_t d,
+                                                             uint64_t i) {
   uint32_t w[4];
   umlos_draw_block(key, stream, d, i >> 1, w);
   return (i & 1) ? umlos_u01_f64(w[2], w[3]) : umlos_u01_f64(w[0], w[1]);
 }
 
 /* Box-Muller on the block's two uniforms: element 2j is r*cos, 2j+1 r*sin. */
-UMLOS_PHILOX_QUALIFIER double umlos_draw_element_normal_f64(
-    const uint32_t key[2], uint32_t stream, uint64_t d, uint64_t i) {
+UMLOS_PHILOX_QUALIFIER double umlos_draw_element_normal_f64(const uint32_t key[2], uint32_t stream, uint64_t d,
+                                                            uint64_t i) {
   uint32_t w[4];
   double u1, u2, r, s, c;
   umlos_draw_block(key, stream, d, i >> 1, w);
@@ -228,8 +229,8 @@ UMLOS_PHILOX_QUALIFIER double umlos_draw_element_normal_f64(
   return (i & 1) ? r * s : r * c;
 }
 
-UMLOS_PHILOX_QUALIFIER float umlos_draw_element_normal_f32(
-    const uint32_t key[2], uint32_t stream, uint64_t d, uint64_t i) {
+UMLOS_PHILOX_QUALIFIER float umlos_draw_element_normal_f32(const uint32_t key[2], uint32_t stream, uint64_t d,
+                                                           uint64_t i) {
   return (float)umlos_draw_element_normal_f64(key, stream, d, i);
 }
 

@@ -27,12 +27,13 @@
 
 /* A canonical sum in progress: values are added one by one, in order. */
 typedef struct umlos_canonical_sum {
-  double total; /* left fold of the complete chunks */
-  double chunk; /* left fold of the current chunk */
+  double total;  /* left fold of the complete chunks */
+  double chunk;  /* left fold of the current chunk */
   int64_t count; /* values in the current chunk, < UMLOS_SUM_CHUNK */
 } umlos_canonical_sum;
 
-#define UMLOS_CANONICAL_SUM_INIT {0.0, 0.0, 0}
+#define UMLOS_CANONICAL_SUM_INIT \
+  { 0.0, 0.0, 0 }
 
 /* Adds the next value (index order). */
 UMLOS_SUM_QUALIFIER void umlos_canonical_sum_add(umlos_canonical_sum *s, double x) {

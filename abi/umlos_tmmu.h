@@ -24,12 +24,12 @@ extern "C" {
 /* One tensor to place (frozen element layout). Intervals are inclusive:
  * a and b conflict when a.begin <= b.end && b.begin <= a.end. */
 typedef struct umlos_plan_tensor {
-  uint64_t size;      /* bytes, > 0 */
-  uint64_t alignment; /* 0: the arena's alignment */
-  int64_t begin;      /* first step the tensor is live */
-  int64_t end;        /* last step the tensor is live, >= begin */
-  uint32_t arena;     /* index into the request's arenas */
-  uint32_t flags;     /* UMLOS_PLAN_* */
+  uint64_t size;        /* bytes, > 0 */
+  uint64_t alignment;   /* 0: the arena's alignment */
+  int64_t begin;        /* first step the tensor is live */
+  int64_t end;          /* last step the tensor is live, >= begin */
+  uint32_t arena;       /* index into the request's arenas */
+  uint32_t flags;       /* UMLOS_PLAN_* */
   uint64_t alias_group; /* 0: none; members share one storage */
 } umlos_plan_tensor;
 
@@ -56,8 +56,7 @@ typedef struct umlos_plan_request {
   const umlos_attr *options; /* strategy options (e.g. "quality") */
 } umlos_plan_request;
 
-#define UMLOS_PLAN_REQUEST_SIZE_V1_0 \
-  UMLOS_STRUCT_SIZE(umlos_plan_request, options)
+#define UMLOS_PLAN_REQUEST_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_plan_request, options)
 
 #define UMLOS_PLAN_NO_SLOT UINT64_MAX
 
@@ -72,8 +71,7 @@ typedef struct umlos_plan_result {
                                 search nodes); never wall-clock time */
 } umlos_plan_result;
 
-#define UMLOS_PLAN_RESULT_SIZE_V1_0 \
-  UMLOS_STRUCT_SIZE(umlos_plan_result, work_units)
+#define UMLOS_PLAN_RESULT_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_plan_result, work_units)
 
 /* A strategy. Static storage, module-owned. plan() must be a pure,
  * deterministic function of the request (same offsets for every run,
@@ -83,13 +81,11 @@ typedef struct umlos_tmmu_strategy_desc {
   size_t struct_size;
   const char *name;    /* "UML_OS.TMMU.PlanMemory_v2" */
   const char *summary; /* one line, may be NULL */
-  umlos_status (*plan)(const umlos_services *svc, umlos_ctx *ctx,
-                       const umlos_plan_request *request,
+  umlos_status (*plan)(const umlos_services *svc, umlos_ctx *ctx, const umlos_plan_request *request,
                        umlos_plan_result *result);
 } umlos_tmmu_strategy_desc;
 
-#define UMLOS_TMMU_STRATEGY_DESC_SIZE_V1_0 \
-  UMLOS_STRUCT_SIZE(umlos_tmmu_strategy_desc, plan)
+#define UMLOS_TMMU_STRATEGY_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_tmmu_strategy_desc, plan)
 
 #ifdef __cplusplus
 } /* extern "C" */

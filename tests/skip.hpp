@@ -11,10 +11,10 @@
 #define UMLOS_SKIP_MARKER "UMLOS_TEST_SKIPPED: "
 
 // Returns from the enclosing function (void): call it before any check.
-#define UMLOS_SKIP(reason)              \
-  do {                                  \
-    WARN(UMLOS_SKIP_MARKER << reason);  \
-    return;                             \
+#define UMLOS_SKIP(reason)             \
+  do {                                 \
+    WARN(UMLOS_SKIP_MARKER << reason); \
+    return;                            \
   } while (0)
 
 // UMLOS_TEST_ASAN: the tests run under AddressSanitizer (gcc defines

@@ -16,13 +16,17 @@ inline std::string gpt_ir(const char* dtype, int T, int D, int H, int FF) {
   const int dh = D / H;
   std::ostringstream o;
   auto s2 = [](int a, int b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
-  auto s3 = [](int a, int b, int c) { return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + "]"; };
+  auto s3 = [](int a, int b, int c) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + "]";
+  };
   o << "dtype: " << dtype << "\ntensors:\n"
     << "  - {id: x, role: input, shape: " << s2(T, D) << "}\n"
     << "  - {id: target, role: input, shape: " << s2(T, D) << "}\n"
     << "  - {id: scale, role: constant, shape: [], value: " << 1.0 / std::sqrt(static_cast<double>(dh)) << "}\n";
-  for (const char* p : {"ln1_g", "ln1_b", "ln2_g", "ln2_b", "b2"}) o << "  - {id: " << p << ", role: parameter, shape: [" << D << "]}\n";
-  for (const char* p : {"Wq", "Wk", "Wv", "Wo"}) o << "  - {id: " << p << ", role: parameter, shape: " << s2(D, D) << "}\n";
+  for (const char* p : {"ln1_g", "ln1_b", "ln2_g", "ln2_b", "b2"})
+    o << "  - {id: " << p << ", role: parameter, shape: [" << D << "]}\n";
+  for (const char* p : {"Wq", "Wk", "Wv", "Wo"})
+    o << "  - {id: " << p << ", role: parameter, shape: " << s2(D, D) << "}\n";
   o << "  - {id: W1, role: parameter, shape: " << s2(D, FF) << "}\n  - {id: b1, role: parameter, shape: [" << FF
     << "]}\n  - {id: W2, role: parameter, shape: " << s2(FF, D) << "}\nnodes:\n";
   int id = 0;

@@ -56,8 +56,10 @@ double measured_peak_gflops_one_core(bool avx2, int repeats) {
     for (int k = 0; k < kAcc; ++k) acc[k] = k;
     double t0 = process_cpu_seconds();
 #if defined(__x86_64__)
-    if (avx2) peak_avx2(acc, m, a, passes);
-    else peak_baseline(acc, m, a, passes);
+    if (avx2)
+      peak_avx2(acc, m, a, passes);
+    else
+      peak_baseline(acc, m, a, passes);
 #else
     (void)avx2;
     peak_baseline(acc, m, a, passes);
@@ -128,10 +130,13 @@ int main(int argc, char** argv) {
 #endif
     double peak_sse2 = measured_peak_gflops_one_core(false, repeats);
     double peak_avx2 = avx2 ? measured_peak_gflops_one_core(true, repeats) : 0.0;
-    std::printf("measured peak, one core, mul+add (no FMA), per CPU-second: baseline SSE2 %.2f GFLOP/s, AVX2 %.2f GFLOP/s\n",
-                peak_sse2, peak_avx2);
-    std::printf("| matmul | kernels | threads | GFLOP/s (wall) | GFLOP/s per CPU-second | per CPU-second / peak of those kernels |\n"
-                "|---|---|---|---|---|---|\n");
+    std::printf(
+        "measured peak, one core, mul+add (no FMA), per CPU-second: baseline SSE2 %.2f GFLOP/s, AVX2 %.2f GFLOP/s\n",
+        peak_sse2, peak_avx2);
+    std::printf(
+        "| matmul | kernels | threads | GFLOP/s (wall) | GFLOP/s per CPU-second | per CPU-second / peak of those "
+        "kernels |\n"
+        "|---|---|---|---|---|---|\n");
     for (int simd : {1, 0}) {
       if (simd && !avx2) continue;
       double peak = simd ? peak_avx2 : peak_sse2;
@@ -139,9 +144,10 @@ int main(int argc, char** argv) {
         for (int t = 1; t <= max_threads; t *= 2) {
           auto host = make_host(t, block, simd);
           Rate g = matmul_rate(*host, dtype, n, repeats);
-          std::printf("| %s %lldx%lldx%lld | %s | %d | %.2f | %.2f | %.0f%% |\n", dtype == UMLOS_DTYPE_F32 ? "f32" : "f64",
-                      static_cast<long long>(n), static_cast<long long>(n), static_cast<long long>(n),
-                      simd ? "avx2" : "sse2", t, g.wall_gflops, g.cpu_gflops, 100.0 * g.cpu_gflops / peak);
+          std::printf("| %s %lldx%lldx%lld | %s | %d | %.2f | %.2f | %.0f%% |\n",
+                      dtype == UMLOS_DTYPE_F32 ? "f32" : "f64", static_cast<long long>(n), static_cast<long long>(n),
+                      static_cast<long long>(n), simd ? "avx2" : "sse2", t, g.wall_gflops, g.cpu_gflops,
+                      100.0 * g.cpu_gflops / peak);
         }
       }
     }

@@ -33,9 +33,7 @@ using umlos::Host;
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -122,11 +120,11 @@ struct Cublas {
     for (int r = 0; r <= reps; ++r) {
       double t0 = now();
       if (f32)
-        sgemm(handle, 0, 0, N, N, N, &fa, reinterpret_cast<const float*>(a), N, reinterpret_cast<const float*>(b), N, &fb,
-              reinterpret_cast<float*>(c), N);
+        sgemm(handle, 0, 0, N, N, N, &fa, reinterpret_cast<const float*>(a), N, reinterpret_cast<const float*>(b), N,
+              &fb, reinterpret_cast<float*>(c), N);
       else
-        dgemm(handle, 0, 0, N, N, N, &da, reinterpret_cast<const double*>(a), N, reinterpret_cast<const double*>(b), N, &db,
-              reinterpret_cast<double*>(c), N);
+        dgemm(handle, 0, 0, N, N, N, &da, reinterpret_cast<const double*>(a), N, reinterpret_cast<const double*>(b), N,
+              &db, reinterpret_cast<double*>(c), N);
       cuCtxSynchronize();
       if (r > 0) t.push_back(now() - t0);  // r == 0: warm-up
     }
@@ -167,10 +165,10 @@ double time_gpt_step(const char* dtype, int reps) {
   host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
   const umlos::cbor::Value ir = umlos::parse_yaml_value(umlos_bench::gpt_ir(dtype, 128, 768, 12, 3072), "bench ir");
   using umlos::cbor::Value;
-  host.set_operator_config(Value::map(
-      {{Value::text("model"), Value::map({{Value::text("ir"), ir},
-                                          {Value::text("mode"), Value::text("backward")},
-                                          {Value::text("placement"), Value::text("tmmu")}})}}));
+  host.set_operator_config(
+      Value::map({{Value::text("model"), Value::map({{Value::text("ir"), ir},
+                                                     {Value::text("mode"), Value::text("backward")},
+                                                     {Value::text("placement"), Value::text("tmmu")}})}}));
   host.activate_driver("cuda_driver");
   umlos::Sha256 s;
   s.update(std::string_view("bench"));
@@ -212,7 +210,8 @@ int main(int argc, char** argv) {
     Cublas blas;
     bool have_blas = blas.open();
     if (!have_blas) std::printf("cuBLAS comparison skipped: %s\n\n", blas.why.c_str());
-    std::printf("| shape (M=K=N) | dtype | cuda_driver ms | cuda_driver TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | ratio |\n");
+    std::printf(
+        "| shape (M=K=N) | dtype | cuda_driver ms | cuda_driver TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | ratio |\n");
     std::printf("|---:|---|---:|---:|---:|---:|---:|\n");
     for (int64_t n : sizes) {
       for (int32_t dt : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
@@ -228,7 +227,9 @@ int main(int argc, char** argv) {
       }
     }
     if (gpt) {
-      std::printf("\n| GPT-2-small block training step, T 128 (d 768, 12 heads, FFN 3072) | dtype | ms per step |\n|---|---|---:|\n");
+      std::printf(
+          "\n| GPT-2-small block training step, T 128 (d 768, 12 heads, FFN 3072) | dtype | ms per step "
+          "|\n|---|---|---:|\n");
       for (const char* dt : {"f32", "f64"}) {
         double t = time_gpt_step(dt, reps);
         std::printf("| cuda_driver via ModelIR executor | %s | %.3f |\n", dt, t * 1e3);

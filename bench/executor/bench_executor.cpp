@@ -22,9 +22,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -178,7 +178,9 @@ int main(int argc, char** argv) {
     std::printf("umlos_bench_executor reps %d, driver threads %d\n\n", reps, threads);
 
     // 1. Dispatch overhead.
-    std::printf("| dispatch overhead (chain of add nodes on [1], forward) | placement | us per node (wall) | us per node (CPU) | us per node outside the driver (wall) |\n|---|---|---:|---:|---:|\n");
+    std::printf(
+        "| dispatch overhead (chain of add nodes on [1], forward) | placement | us per node (wall) | us per node (CPU) "
+        "| us per node outside the driver (wall) |\n|---|---|---:|---:|---:|\n");
     for (int n : {64, 512}) {
       for (bool tmmu : {false, true}) {
         Exec e(chain_ir(n), "forward", threads, tmmu);
@@ -189,7 +191,9 @@ int main(int argc, char** argv) {
     }
 
     // 2.-3. Training steps; 5. PyTorch in the same run.
-    std::printf("\n| training step (forward + backward + gradients + execution_fp) | dtype | nodes | ms (wall) | ms (CPU) | driver share of the body |\n|---|---|---:|---:|---:|---:|\n");
+    std::printf(
+        "\n| training step (forward + backward + gradients + execution_fp) | dtype | nodes | ms (wall) | ms (CPU) | "
+        "driver share of the body |\n|---|---|---:|---:|---:|---:|\n");
     struct Row {
       std::string what, dtype;
       double wall, cpu;
@@ -199,8 +203,8 @@ int main(int argc, char** argv) {
       {
         Exec e(mlp_ir(dt), "backward", threads, true);
         Exec::Times t = e.time(std::max(reps, 20));
-        std::printf("| MLP 64-256-256-10, batch 64 | %s | %lld | %.3f | %.3f | %.0f%% |\n", dt, static_cast<long long>(t.nodes),
-                    1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
+        std::printf("| MLP 64-256-256-10, batch 64 | %s | %lld | %.3f | %.3f | %.0f%% |\n", dt,
+                    static_cast<long long>(t.nodes), 1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
         rows.push_back({"mlp", dt, t.wall, t.cpu});
       }
       {
@@ -214,28 +218,36 @@ int main(int argc, char** argv) {
 
     // 4. matmul through the executor vs the measured peak.
     {
-      const char* ir = "dtype: f64\ntensors:\n  - {id: a, role: input, shape: [128, 768]}\n"
-                       "  - {id: b, role: parameter, shape: [768, 3072]}\nnodes:\n"
-                       "  - {node_id: 0, instr: matmul, inputs: [a, b], output: {id: c, shape: [128, 3072]}}\noutputs: [c]\n";
+      const char* ir =
+          "dtype: f64\ntensors:\n  - {id: a, role: input, shape: [128, 768]}\n"
+          "  - {id: b, role: parameter, shape: [768, 3072]}\nnodes:\n"
+          "  - {node_id: 0, instr: matmul, inputs: [a, b], output: {id: c, shape: [128, 3072]}}\noutputs: [c]\n";
       const double peak = measured_peak_gflops();
       std::printf("\nmeasured peak, one core, AVX2 mul+add (no FMA), per CPU-second: %.2f GFLOP/s\n\n", peak);
-      std::printf("| matmul through the executor | GFLOP/s (wall) | GFLOP/s per CPU-second | per CPU-second / (peak x threads) |\n|---|---:|---:|---:|\n");
+      std::printf(
+          "| matmul through the executor | GFLOP/s (wall) | GFLOP/s per CPU-second | per CPU-second / (peak x threads) "
+          "|\n|---|---:|---:|---:|\n");
       for (const char* dt : {"f32", "f64"}) {
         std::string text = ir;
         text.replace(text.find("f64"), 3, dt);
         Exec e(text, "forward", threads, false);
         Exec::Times t = e.time(reps);
         const double flop = 2.0 * 128 * 768 * 3072;
-        std::printf("| %s [128,768] x [768,3072] | %.2f | %.2f | %.0f%% |\n", dt, flop / t.wall / 1e9, flop / t.cpu / 1e9,
-                    100.0 * flop / t.cpu / 1e9 / (peak * threads));
+        std::printf("| %s [128,768] x [768,3072] | %.2f | %.2f | %.0f%% |\n", dt, flop / t.wall / 1e9,
+                    flop / t.cpu / 1e9, 100.0 * flop / t.cpu / 1e9 / (peak * threads));
       }
     }
 
     if (py != "none") {
-      std::printf("\n| step vs PyTorch (same run, %d thread(s)) | dtype | umlos ms (CPU) | torch ms (CPU) | umlos / torch (CPU) | umlos ms (wall) | torch ms (wall) | umlos / torch (wall) |\n|---|---|---:|---:|---:|---:|---:|---:|\n", threads);
+      std::printf(
+          "\n| step vs PyTorch (same run, %d thread(s)) | dtype | umlos ms (CPU) | torch ms (CPU) | umlos / torch "
+          "(CPU) | umlos ms (wall) | torch ms (wall) | umlos / torch (wall) "
+          "|\n|---|---|---:|---:|---:|---:|---:|---:|\n",
+          threads);
       for (const char* dt : {"f32", "f64"}) {
         const std::string cmd = py + " " + UMLOS_SOURCE_DIR + "/bench/executor/torch_steps.py --reps " +
-                                std::to_string(reps) + " --threads " + std::to_string(threads) + " --dtype " + dt + " 2>/dev/null";
+                                std::to_string(reps) + " --threads " + std::to_string(threads) + " --dtype " + dt +
+                                " 2>/dev/null";
         FILE* p = ::popen(cmd.c_str(), "r");
         std::string out;
         char buf[4096];
@@ -248,9 +260,9 @@ int main(int argc, char** argv) {
         for (const Row& r : rows) {
           if (r.dtype != dt) continue;
           const double tc = j[r.what + "_cpu_s"].get<double>(), tw = j[r.what + "_s"].get<double>();
-          std::printf("| %s (torch %s) | %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |\n", r.what == "mlp" ? "MLP" : "GPT block",
-                      j["torch"].get<std::string>().c_str(), dt, 1e3 * r.cpu, 1e3 * tc, r.cpu / tc, 1e3 * r.wall, 1e3 * tw,
-                      r.wall / tw);
+          std::printf("| %s (torch %s) | %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |\n",
+                      r.what == "mlp" ? "MLP" : "GPT block", j["torch"].get<std::string>().c_str(), dt, 1e3 * r.cpu,
+                      1e3 * tc, r.cpu / tc, 1e3 * r.wall, 1e3 * tw, r.wall / tw);
         }
       }
     }

@@ -30,9 +30,7 @@ using namespace umlos;
 
 namespace {
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 template <typename F>
 double median_seconds(int reps, F&& f) {
@@ -67,7 +65,9 @@ int main(int argc, char** argv) {
   fs::create_directories(tmp);
 
   std::printf("## Verified loading vs module size (median of 5)\n\n");
-  std::printf("| module size | verified load (ms) | SHA-256 in memory (ms) | plain dlopen (ms) | load / SHA-256 | load MB/s |\n");
+  std::printf(
+      "| module size | verified load (ms) | SHA-256 in memory (ms) | plain dlopen (ms) | load / SHA-256 | load MB/s "
+      "|\n");
   std::printf("|---:|---:|---:|---:|---:|---:|\n");
   const uint64_t base_size = fs::file_size(core);
   for (uint64_t target : {base_size, uint64_t(1) << 20, uint64_t(16) << 20, uint64_t(128) << 20}) {

@@ -93,8 +93,9 @@ Row measure(const IntervalSet& set, const std::vector<std::string>& byte_options
 }
 
 void header() {
-  std::printf("| instance | n | max live | LB (bytes) | slot planner / LB | greedy by size / LB | "
-              "byte planner / LB | byte planner CPU ms | slot planner CPU ms |\n");
+  std::printf(
+      "| instance | n | max live | LB (bytes) | slot planner / LB | greedy by size / LB | "
+      "byte planner / LB | byte planner CPU ms | slot planner CPU ms |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 }
 
@@ -149,8 +150,8 @@ std::string to_intervals_json(const IntervalSet& s, uint64_t alignment) {
   out += ",\"tensors\":[\n";
   for (size_t i = 0; i < s.tensors.size(); ++i) {
     const TensorSpec& t = s.tensors[i];
-    nlohmann::json e{{"id", t.id}, {"arena", s.arenas[t.arena].name}, {"size", t.size},
-                     {"begin", t.begin}, {"end", t.end}};
+    nlohmann::json e{
+        {"id", t.id}, {"arena", s.arenas[t.arena].name}, {"size", t.size}, {"begin", t.begin}, {"end", t.end}};
     if (t.alias_group) e["alias_group"] = t.alias_group;
     if (t.flags & UMLOS_PLAN_SAVED_FOR_BACKWARD) e["saved_for_backward"] = true;
     out += e.dump();
@@ -168,16 +169,26 @@ int main(int argc, char** argv) {
   int64_t overlap = 3;
   uint64_t alignment = 64;
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--bench-dir" && i + 1 < args.size()) bench_dir = args[++i];
-    else if (args[i] == "--module" && i + 1 < args.size()) g_module = args[++i];
-    else if (args[i] == "--max" && i + 1 < args.size()) max_n = std::stoull(args[++i]);
-    else if (args[i] == "--min" && i + 1 < args.size()) min_n = std::stoull(args[++i]);
-    else if (args[i] == "--option" && i + 1 < args.size()) g_byte_options.push_back(args[++i]);
-    else if (args[i] == "--no-baselines") g_baselines = false;
-    else if (args[i] == "--filter" && i + 1 < args.size()) g_filter = args[++i];
-    else if (args[i] == "--period" && i + 1 < args.size()) period = std::stoull(args[++i]);
-    else if (args[i] == "--overlap" && i + 1 < args.size()) overlap = std::stoll(args[++i]);
-    else if (args[i] == "--alignment" && i + 1 < args.size()) alignment = std::stoull(args[++i]);
+    if (args[i] == "--bench-dir" && i + 1 < args.size())
+      bench_dir = args[++i];
+    else if (args[i] == "--module" && i + 1 < args.size())
+      g_module = args[++i];
+    else if (args[i] == "--max" && i + 1 < args.size())
+      max_n = std::stoull(args[++i]);
+    else if (args[i] == "--min" && i + 1 < args.size())
+      min_n = std::stoull(args[++i]);
+    else if (args[i] == "--option" && i + 1 < args.size())
+      g_byte_options.push_back(args[++i]);
+    else if (args[i] == "--no-baselines")
+      g_baselines = false;
+    else if (args[i] == "--filter" && i + 1 < args.size())
+      g_filter = args[++i];
+    else if (args[i] == "--period" && i + 1 < args.size())
+      period = std::stoull(args[++i]);
+    else if (args[i] == "--overlap" && i + 1 < args.size())
+      overlap = std::stoll(args[++i]);
+    else if (args[i] == "--alignment" && i + 1 < args.size())
+      alignment = std::stoull(args[++i]);
   }
   const std::string cmd = args.empty() ? "" : args[0];
   try {
@@ -199,9 +210,10 @@ int main(int argc, char** argv) {
     } else if (cmd == "quality") {
       // quality=exact with the capacity of the file name (A.1048576.csv:
       // 1,048,576 bytes) as the arena capacity: the canonical search's target.
-      std::printf("| instance | n | LB | greedy by size / LB | default / LB | default CPU ms | quality=exact footprint | "
-                  "exact / LB | fits capacity | exact CPU ms | exact work units |\n"
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
+      std::printf(
+          "| instance | n | LB | greedy by size / LB | default / LB | default CPU ms | quality=exact footprint | "
+          "exact / LB | fits capacity | exact CPU ms | exact work units |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
       for (const std::string& f : csv_files(bench_dir)) {
         if (f.find("minimalloc-challenging") == std::string::npos) continue;
         IntervalSet s = read_intervals(f);
@@ -209,7 +221,8 @@ int main(int argc, char** argv) {
         const uint64_t cap = std::stoull(base.substr(base.find('.') + 1));
         PlanReport g = run_strategy(s, g_module, kByte, {"baseline=greedy_by_size"});
         PlanReport d = run_strategy(s, g_module, kByte, {});
-        for (auto& a : s.arenas) if (!a.persistent) a.capacity = cap;
+        for (auto& a : s.arenas)
+          if (!a.persistent) a.capacity = cap;
         std::vector<std::string> opts = {"quality=exact"};
         opts.insert(opts.end(), g_byte_options.begin(), g_byte_options.end());
         PlanReport q;
@@ -240,8 +253,9 @@ int main(int argc, char** argv) {
       const uint64_t n = std::stoull(args[2]), seed = std::stoull(args[3]);
       write_file_atomic(args[1], to_intervals_json(bench::mixed_workload(n, seed, period, overlap), alignment));
     } else {
-      std::fprintf(stderr, "usage: tmmu_bench files|nets|scale|quality|export DIR|export-mixed FILE N SEED "
-                           "[--bench-dir DIR] [--max N] [--module PATH] [--period P] [--overlap O] [--alignment A]\n");
+      std::fprintf(stderr,
+                   "usage: tmmu_bench files|nets|scale|quality|export DIR|export-mixed FILE N SEED "
+                   "[--bench-dir DIR] [--max N] [--module PATH] [--period P] [--overlap O] [--alignment A]\n");
       return 2;
     }
   } catch (const Failure& f) {

@@ -15,7 +15,7 @@ struct Graph {
   struct Tensor {
     std::string name;
     uint64_t bytes;
-    int producer = -1;  // op index; -1 = graph input
+    int producer = -1;           // op index; -1 = graph input
     bool view_of_input = false;  // reshape/split views share their input's storage
   };
   struct Op {
@@ -39,8 +39,8 @@ struct Graph {
 };
 
 // Appends the graph's intervals (shifted by `base` steps, ids prefixed).
-void emit(const Graph& g, bool train, int64_t base, const std::string& prefix, plan::IntervalSet& set,
-          bool emit_params, uint64_t& alias_counter) {
+void emit(const Graph& g, bool train, int64_t base, const std::string& prefix, plan::IntervalSet& set, bool emit_params,
+          uint64_t& alias_counter) {
   const int64_t K = static_cast<int64_t>(g.ops.size());
   std::vector<int64_t> last_fwd(g.tensors.size(), -1), last_bwd(g.tensors.size(), -1);
   for (int64_t k = 0; k < K; ++k)
@@ -108,8 +108,10 @@ void finish(plan::IntervalSet& s) {
 
 std::string idx(const char* p, int a, int b = -1) {
   char buf[64];
-  if (b < 0) std::snprintf(buf, sizeof buf, "%s%02d", p, a);
-  else std::snprintf(buf, sizeof buf, "%s%02d_%02d", p, a, b);
+  if (b < 0)
+    std::snprintf(buf, sizeof buf, "%s%02d", p, a);
+  else
+    std::snprintf(buf, sizeof buf, "%s%02d_%02d", p, a, b);
   return buf;
 }
 
@@ -182,7 +184,8 @@ void build_transformer(Graph& g, uint64_t N, uint64_t T, uint64_t vocab, uint64_
   int ids = g.input(p + "tokens", N * T * 8);
   int e = g.op(p + "embed", {ids}, N * T * d * kF32, (vocab * d + positions * d) * kF32);
   int x = e;
-  for (uint64_t l = 0; l < layers; ++l) x = transformer_block(g, x, N, T, d, heads, ffn, idx((p + "h").c_str(), (int)l));
+  for (uint64_t l = 0; l < layers; ++l)
+    x = transformer_block(g, x, N, T, d, heads, ffn, idx((p + "h").c_str(), (int)l));
   x = g.op(p + "ln_f", {x}, N * T * d * kF32, 2 * d * kF32);
   if (causal_lm) {
     x = g.op(p + "lm_head", {x}, N * T * vocab * kF32);  // tied to the embedding: no new weights
@@ -208,8 +211,8 @@ plan::IntervalSet resnet50(uint64_t batch, bool train) {
 plan::IntervalSet gpt2_small(uint64_t batch, uint64_t seq, bool train) {
   Graph g;
   build_transformer(g, batch, seq, 50257, 1024, true, "");
-  plan::IntervalSet s = new_set("gpt2_small_b" + std::to_string(batch) + "_t" + std::to_string(seq) +
-                                    (train ? "_train" : "_infer"), train);
+  plan::IntervalSet s = new_set(
+      "gpt2_small_b" + std::to_string(batch) + "_t" + std::to_string(seq) + (train ? "_train" : "_infer"), train);
   uint64_t alias = 0;
   emit(g, train, 0, "", s, true, alias);
   finish(s);
@@ -219,8 +222,8 @@ plan::IntervalSet gpt2_small(uint64_t batch, uint64_t seq, bool train) {
 plan::IntervalSet bert_base(uint64_t batch, uint64_t seq, bool train) {
   Graph g;
   build_transformer(g, batch, seq, 30522, 512, false, "");
-  plan::IntervalSet s = new_set("bert_base_b" + std::to_string(batch) + "_t" + std::to_string(seq) +
-                                    (train ? "_train" : "_infer"), train);
+  plan::IntervalSet s = new_set(
+      "bert_base_b" + std::to_string(batch) + "_t" + std::to_string(seq) + (train ? "_train" : "_infer"), train);
   uint64_t alias = 0;
   emit(g, train, 0, "", s, true, alias);
   finish(s);

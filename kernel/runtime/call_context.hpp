@@ -47,17 +47,22 @@ struct umlos_ctx {
     return std::find(writable.begin(), writable.end(), t) != writable.end();
   }
   const umlos::TensorPtr* input(const char* n) const {
-    for (auto& [k, v] : inputs) if (k == n) return &v;
+    for (auto& [k, v] : inputs)
+      if (k == n) return &v;
     return nullptr;
   }
   void stage(const char* n, umlos::TensorPtr t) {
     for (auto& [k, v] : staged) {
-      if (k == n) { v = std::move(t); return; }
+      if (k == n) {
+        v = std::move(t);
+        return;
+      }
     }
     staged.emplace_back(n, std::move(t));
   }
   const umlos::TensorPtr* staged_value(const char* n) const {
-    for (auto& [k, v] : staged) if (k == n) return &v;
+    for (auto& [k, v] : staged)
+      if (k == n) return &v;
     return nullptr;
   }
 };

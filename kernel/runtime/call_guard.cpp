@@ -21,11 +21,16 @@ namespace {
 
 const char* stream_name(int32_t s) {
   switch (s) {
-    case UMLOS_STREAM_NONE: return "none";
-    case UMLOS_STREAM_INIT: return "init";
-    case UMLOS_STREAM_CLUSTER: return "cluster";
-    case UMLOS_STREAM_MISC: return "misc";
-    default: return "invalid";
+    case UMLOS_STREAM_NONE:
+      return "none";
+    case UMLOS_STREAM_INIT:
+      return "init";
+    case UMLOS_STREAM_CLUSTER:
+      return "cluster";
+    case UMLOS_STREAM_MISC:
+      return "misc";
+    default:
+      return "invalid";
   }
 }
 
@@ -53,9 +58,18 @@ int64_t first_nonfinite(const HostTensor& h) {
 
 double element_as_double(const HostTensor& h, uint64_t i) {
   switch (h.dtype) {
-    case UMLOS_DTYPE_F64: { double v; std::memcpy(&v, h.data.data() + i * 8, 8); return v; }
-    case UMLOS_DTYPE_F32: { float v; std::memcpy(&v, h.data.data() + i * 4, 4); return v; }
-    default: return 0.0;
+    case UMLOS_DTYPE_F64: {
+      double v;
+      std::memcpy(&v, h.data.data() + i * 8, 8);
+      return v;
+    }
+    case UMLOS_DTYPE_F32: {
+      float v;
+      std::memcpy(&v, h.data.data() + i * 4, 4);
+      return v;
+    }
+    default:
+      return 0.0;
   }
 }
 
@@ -75,8 +89,8 @@ CallReport CallGuard::call(const umlos_operator_desc* op) {
   } catch (const std::bad_alloc&) {
     // Out of memory in the kernel's part of the call (staging inputs,
     // reading outputs back for the checks): the operator's demand, not a bug.
-    throw Failure(UMLOS_RESOURCE_EXHAUSTED, std::string("operator '") + op->name +
-                                                "': out of memory (the call's tensors do not fit in memory)");
+    throw Failure(UMLOS_RESOURCE_EXHAUSTED,
+                  std::string("operator '") + op->name + "': out of memory (the call's tensors do not fit in memory)");
   }
 }
 
@@ -99,7 +113,8 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
       e.driver_ns += h.profile_.driver_ns - driver_before;
     }
   } account{*this, op, call_start, driver_before, body_ns};
-  if (!host_.has_driver()) throw Failure(UMLOS_FAILED_PRECONDITION, std::string("operator '") + op->name + "' called with no active driver");
+  if (!host_.has_driver())
+    throw Failure(UMLOS_FAILED_PRECONDITION, std::string("operator '") + op->name + "' called with no active driver");
   umlos_ctx ctx;
   ctx.host = &host_;
   ctx.kind = umlos_ctx::Kind::Operator;
@@ -134,7 +149,8 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
     if (is_family(d.name)) {  // every existing member, none required
       std::string prefix(d.name, std::strlen(d.name) - 1);
       const ValueStore::Map& values = host_.values();
-      for (auto it = values.lower_bound(prefix); it != values.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+      for (auto it = values.lower_bound(prefix); it != values.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+           ++it) {
         if (it->first.size() > prefix.size() && !ctx.input(it->first.c_str())) take_input(d, it->first, it->second);
       }
       continue;
@@ -156,7 +172,9 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
     const auto body_start = std::chrono::steady_clock::now();
     struct Armed {  // the watchdog times the module's body, however it ends
       Watchdog* w;
-      ~Armed() { if (w) w->disarm(); }
+      ~Armed() {
+        if (w) w->disarm();
+      }
     } armed{watchdog_.get()};
     if (armed.w) armed.w->arm(op->name, host_.iteration());
     status = op->run(kernel_services(), &ctx, op->user_data);
@@ -216,8 +234,8 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
       int64_t bad = first_nonfinite(h);
       if (bad >= 0) {
         throw Failure(UMLOS_CONTRACT_VIOLATION,
-                      ctx.who() + ": output '" + name + "' is not finite: element " + std::to_string(bad) +
-                          " = " + std::to_string(element_as_double(h, static_cast<uint64_t>(bad))) +
+                      ctx.who() + ": output '" + name + "' is not finite: element " + std::to_string(bad) + " = " +
+                          std::to_string(element_as_double(h, static_cast<uint64_t>(bad))) +
                           " (minimal counterexample: that element; declare NONFINITE_OK if intended)");
       }
     }
@@ -226,8 +244,7 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
   for (auto& [name, digest] : before) {
     HostTensor h = host_.to_host(**ctx.input(name.c_str()));
     if (sha256(h.data) != digest) {
-      throw Failure(UMLOS_CONTRACT_VIOLATION,
-                    ctx.who() + " is declared PURE but changed its input '" + name + "'");
+      throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + " is declared PURE but changed its input '" + name + "'");
     }
   }
   // Commit.

@@ -76,9 +76,7 @@ Value Value::bytes(std::vector<uint8_t> b) {
   return v;
 }
 
-Value Value::bytes(const uint8_t* p, size_t n) {
-  return bytes(std::vector<uint8_t>(p, p + n));
-}
+Value Value::bytes(const uint8_t* p, size_t n) { return bytes(std::vector<uint8_t>(p, p + n)); }
 
 Value Value::array(std::vector<Value> items) {
   Value v;
@@ -106,24 +104,34 @@ namespace {
 
 const char* kind_name(Value::Kind k) {
   switch (k) {
-    case Value::Kind::Null: return "null";
-    case Value::Kind::Bool: return "bool";
-    case Value::Kind::UInt: return "unsigned integer";
-    case Value::Kind::NegInt: return "negative integer";
-    case Value::Kind::Float: return "float";
-    case Value::Kind::Text: return "text string";
-    case Value::Kind::Bytes: return "byte string";
-    case Value::Kind::Array: return "array";
-    case Value::Kind::Map: return "map";
-    case Value::Kind::Tag: return "tag";
-    case Value::Kind::Undefined: return "undefined";
+    case Value::Kind::Null:
+      return "null";
+    case Value::Kind::Bool:
+      return "bool";
+    case Value::Kind::UInt:
+      return "unsigned integer";
+    case Value::Kind::NegInt:
+      return "negative integer";
+    case Value::Kind::Float:
+      return "float";
+    case Value::Kind::Text:
+      return "text string";
+    case Value::Kind::Bytes:
+      return "byte string";
+    case Value::Kind::Array:
+      return "array";
+    case Value::Kind::Map:
+      return "map";
+    case Value::Kind::Tag:
+      return "tag";
+    case Value::Kind::Undefined:
+      return "undefined";
   }
   return "?";
 }
 
 [[noreturn]] void kind_mismatch(const char* wanted, Value::Kind actual) {
-  throw Failure(UMLOS_INVALID_ARGUMENT,
-                std::string("CBOR value: expected ") + wanted + ", found " + kind_name(actual));
+  throw Failure(UMLOS_INVALID_ARGUMENT, std::string("CBOR value: expected ") + wanted + ", found " + kind_name(actual));
 }
 
 }  // namespace
@@ -161,10 +169,14 @@ int64_t Value::as_int64() const {
 
 double Value::as_double() const {
   switch (kind_) {
-    case Kind::Float: return d_;
-    case Kind::UInt: return static_cast<double>(u_);
-    case Kind::NegInt: return -1.0 - static_cast<double>(u_);
-    default: kind_mismatch("number", kind_);
+    case Kind::Float:
+      return d_;
+    case Kind::UInt:
+      return static_cast<double>(u_);
+    case Kind::NegInt:
+      return -1.0 - static_cast<double>(u_);
+    default:
+      kind_mismatch("number", kind_);
   }
 }
 
@@ -224,27 +236,34 @@ bool Value::operator==(const Value& o) const {
   if (kind_ != o.kind_) return false;
   switch (kind_) {
     case Kind::Null:
-    case Kind::Undefined: return true;
-    case Kind::Bool: return b_ == o.b_;
+    case Kind::Undefined:
+      return true;
+    case Kind::Bool:
+      return b_ == o.b_;
     case Kind::UInt:
-    case Kind::NegInt: return u_ == o.u_;
+    case Kind::NegInt:
+      return u_ == o.u_;
     case Kind::Float: {
       // Equal when they encode the same: all NaNs are one value, and -0.0
       // differs from 0.0.
       if (std::isnan(d_) || std::isnan(o.d_)) return std::isnan(d_) && std::isnan(o.d_);
       return std::memcmp(&d_, &o.d_, sizeof d_) == 0;
     }
-    case Kind::Text: return s_ == o.s_;
-    case Kind::Bytes: return bytes_ == o.bytes_;
-    case Kind::Array: return items_ == o.items_;
-    case Kind::Tag: return u_ == o.u_ && items_ == o.items_;
+    case Kind::Text:
+      return s_ == o.s_;
+    case Kind::Bytes:
+      return bytes_ == o.bytes_;
+    case Kind::Array:
+      return items_ == o.items_;
+    case Kind::Tag:
+      return u_ == o.u_ && items_ == o.items_;
     case Kind::Map: {
       // Maps are unordered: equal when they hold the same key/value pairs.
       if (entries_.size() != o.entries_.size()) return false;
       for (const auto& kv : entries_) {
         // (no structured binding: C++17 lambdas cannot capture one; clang refuses)
-        const auto it = std::find_if(o.entries_.begin(), o.entries_.end(),
-                                     [&](const auto& e) { return e.first == kv.first; });
+        const auto it =
+            std::find_if(o.entries_.begin(), o.entries_.end(), [&](const auto& e) { return e.first == kv.first; });
         if (it == o.entries_.end() || it->second != kv.second) return false;
       }
       return true;
@@ -271,8 +290,7 @@ double half_to_double(uint16_t h) {
   if (exponent == 0) {
     magnitude = std::ldexp(static_cast<double>(mantissa), -24);
   } else if (exponent == 31) {
-    magnitude = mantissa == 0 ? std::numeric_limits<double>::infinity()
-                              : std::numeric_limits<double>::quiet_NaN();
+    magnitude = mantissa == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
   } else {
     magnitude = std::ldexp(static_cast<double>(mantissa + 1024), exponent - 25);
   }
@@ -308,8 +326,7 @@ size_t first_invalid_utf8(const uint8_t* s, size_t n) {
       if ((s[i + k] & 0xc0) != 0x80) return i;
       cp = cp << 6 | (s[i + k] & 0x3f);
     }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
       return i;
     i += len;
   }
@@ -326,8 +343,12 @@ using sdk::cbor::write_head;
 
 void encode_into(std::vector<uint8_t>& out, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::UInt: write_head(out, 0, v.as_uint()); return;
-    case Value::Kind::NegInt: write_head(out, 1, v.neg_magnitude()); return;
+    case Value::Kind::UInt:
+      write_head(out, 0, v.as_uint());
+      return;
+    case Value::Kind::NegInt:
+      write_head(out, 1, v.neg_magnitude());
+      return;
     case Value::Kind::Bytes:
       write_head(out, 2, v.as_bytes().size());
       out.insert(out.end(), v.as_bytes().begin(), v.as_bytes().end());
@@ -337,8 +358,8 @@ void encode_into(std::vector<uint8_t>& out, const Value& v) {
       const auto* p = reinterpret_cast<const uint8_t*>(s.data());
       const size_t bad = first_invalid_utf8(p, s.size());
       if (bad != std::string::npos)
-        throw Failure(UMLOS_INVALID_ARGUMENT, "CBOR encode: text string is not valid UTF-8 at byte " +
-                                                  std::to_string(bad));
+        throw Failure(UMLOS_INVALID_ARGUMENT,
+                      "CBOR encode: text string is not valid UTF-8 at byte " + std::to_string(bad));
       write_head(out, 3, s.size());
       out.insert(out.end(), p, p + s.size());
       return;
@@ -357,8 +378,7 @@ void encode_into(std::vector<uint8_t>& out, const Value& v) {
         encode_into(key_bytes, key);
         entries.emplace_back(std::move(key_bytes), &value);
       }
-      std::sort(entries.begin(), entries.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       for (size_t i = 1; i < entries.size(); ++i)
         if (entries[i].first == entries[i - 1].first)
           throw Failure(UMLOS_INVALID_ARGUMENT,
@@ -374,10 +394,18 @@ void encode_into(std::vector<uint8_t>& out, const Value& v) {
       write_head(out, 6, v.tag_number());
       encode_into(out, v.tag_content());
       return;
-    case Value::Kind::Bool: out.push_back(v.as_bool() ? 0xf5 : 0xf4); return;
-    case Value::Kind::Null: out.push_back(0xf6); return;
-    case Value::Kind::Undefined: out.push_back(0xf7); return;
-    case Value::Kind::Float: write_float(out, v.as_double()); return;
+    case Value::Kind::Bool:
+      out.push_back(v.as_bool() ? 0xf5 : 0xf4);
+      return;
+    case Value::Kind::Null:
+      out.push_back(0xf6);
+      return;
+    case Value::Kind::Undefined:
+      out.push_back(0xf7);
+      return;
+    case Value::Kind::Float:
+      write_float(out, v.as_double());
+      return;
   }
 }
 
@@ -393,8 +421,7 @@ class Decoder {
 
   Value decode_all() {
     Value v = item(0);
-    if (pos_ != size_)
-      fail(pos_, std::to_string(size_ - pos_) + " trailing byte(s) after the data item");
+    if (pos_ != size_) fail(pos_, std::to_string(size_ - pos_) + " trailing byte(s) after the data item");
     return v;
   }
 
@@ -410,8 +437,8 @@ class Decoder {
 
   uint64_t be(size_t n) {
     if (size_ - pos_ < n)
-      fail(pos_, "truncated: " + std::to_string(n) + " argument byte(s) needed, " +
-                     std::to_string(size_ - pos_) + " left");
+      fail(pos_,
+           "truncated: " + std::to_string(n) + " argument byte(s) needed, " + std::to_string(size_ - pos_) + " left");
     uint64_t v = 0;
     for (size_t i = 0; i < n; ++i) v = v << 8 | data_[pos_++];
     return v;
@@ -426,8 +453,8 @@ class Decoder {
     const uint64_t v = be(width);
     const uint64_t smallest = info == 24 ? 24 : (uint64_t{1} << (4 * width));
     if (v < smallest)
-      fail(head_at, "argument " + std::to_string(v) + " is not in its shortest form (" +
-                        std::to_string(width) + "-byte form used)");
+      fail(head_at, "argument " + std::to_string(v) + " is not in its shortest form (" + std::to_string(width) +
+                        "-byte form used)");
     return v;
   }
 
@@ -435,8 +462,8 @@ class Decoder {
   size_t length(size_t head_at, uint64_t n, uint64_t unit) {
     const uint64_t left = size_ - pos_;
     if (n > left / unit)
-      fail(head_at, "truncated: length " + std::to_string(n) + " exceeds the " +
-                        std::to_string(left) + " byte(s) left");
+      fail(head_at,
+           "truncated: length " + std::to_string(n) + " exceeds the " + std::to_string(left) + " byte(s) left");
     return static_cast<size_t>(n);
   }
 
@@ -449,8 +476,10 @@ class Decoder {
     if (major == 7) return simple_or_float(at, info);
     const uint64_t arg = argument(at, info);
     switch (major) {
-      case 0: return Value::uinteger(arg);
-      case 1: return Value::neg_integer(arg);
+      case 0:
+        return Value::uinteger(arg);
+      case 1:
+        return Value::neg_integer(arg);
       case 2: {
         const size_t n = length(at, arg, 1);
         Value v = Value::bytes(data_ + pos_, n);
@@ -460,8 +489,7 @@ class Decoder {
       case 3: {
         const size_t n = length(at, arg, 1);
         const size_t bad = first_invalid_utf8(data_ + pos_, n);
-        if (bad != std::string::npos)
-          fail(pos_ + bad, "text string is not valid UTF-8");
+        if (bad != std::string::npos) fail(pos_ + bad, "text string is not valid UTF-8");
         Value v = Value::text(std::string(reinterpret_cast<const char*>(data_ + pos_), n));
         pos_ += n;
         return v;
@@ -488,8 +516,8 @@ class Decoder {
             const int order = compare_spans(previous_key_at, previous_key_end, key_at, key_end);
             if (order == 0) fail(key_at, "duplicate map key " + diagnostic(key));
             if (order > 0)
-              fail(key_at, "map key " + diagnostic(key) +
-                               " is out of order (keys must be sorted bytewise by encoding)");
+              fail(key_at,
+                   "map key " + diagnostic(key) + " is out of order (keys must be sorted bytewise by encoding)");
           }
           previous_key_at = key_at;
           previous_key_end = key_end;
@@ -518,19 +546,22 @@ class Decoder {
     if (content.kind() != Value::Kind::Bytes)
       fail(at, "tag " + std::to_string(tag) + " (bignum) must hold a byte string");
     const auto& b = content.as_bytes();
-    if (!b.empty() && b.front() == 0)
-      fail(at, "bignum with leading zero bytes is not preferred serialization");
+    if (!b.empty() && b.front() == 0) fail(at, "bignum with leading zero bytes is not preferred serialization");
     if (b.size() <= 8)
-      fail(at, "bignum that fits in 64 bits must be encoded as a major type " +
-                   std::string(tag == 2 ? "0" : "1") + " integer");
+      fail(at, "bignum that fits in 64 bits must be encoded as a major type " + std::string(tag == 2 ? "0" : "1") +
+                   " integer");
   }
 
   Value simple_or_float(size_t at, uint8_t info) {
     switch (info) {
-      case 20: return Value::boolean(false);
-      case 21: return Value::boolean(true);
-      case 22: return Value::null();
-      case 23: return Value::undefined();
+      case 20:
+        return Value::boolean(false);
+      case 21:
+        return Value::boolean(true);
+      case 22:
+        return Value::null();
+      case 23:
+        return Value::undefined();
       case 24: {
         const uint64_t simple = be(1);
         if (simple < 32) fail(at, "simple value " + std::to_string(simple) + " in two-byte form is not well-formed");
@@ -539,8 +570,7 @@ class Decoder {
       case 25: {
         const uint16_t h = static_cast<uint16_t>(be(2));
         const double d = half_to_double(h);
-        if (std::isnan(d) && h != 0x7e00)
-          fail(at, "NaN must be encoded as f97e00 (found f9" + to_hex4(h) + ")");
+        if (std::isnan(d) && h != 0x7e00) fail(at, "NaN must be encoded as f97e00 (found f9" + to_hex4(h) + ")");
         return Value::floating(d);
       }
       case 26: {
@@ -562,11 +592,11 @@ class Decoder {
         uint16_t half;
         if (std::isnan(d)) fail(at, "NaN must be encoded as f97e00, not in double precision");
         if (half_from_double(d, half) || fits_single(d))
-          fail(at, "float " + diagnostic(Value::floating(d)) +
-                       " in double precision fits a shorter form");
+          fail(at, "float " + diagnostic(Value::floating(d)) + " in double precision fits a shorter form");
         return Value::floating(d);
       }
-      case 31: fail(at, "unexpected break (indefinite lengths are not deterministic encoding)");
+      case 31:
+        fail(at, "unexpected break (indefinite lengths are not deterministic encoding)");
       default:
         if (info >= 28) fail(at, "reserved additional information " + std::to_string(info));
         fail(at, "simple value " + std::to_string(info) + " is not supported by the UML_OS data model");
@@ -611,8 +641,8 @@ std::string float_diagnostic(double d) {
   } else if (n > -6 && n <= 0) {
     out += "0." + std::string(static_cast<size_t>(-n), '0') + digits;
   } else {
-    out += digits.substr(0, 1) + "." + (k > 1 ? digits.substr(1) : "0") + "e" +
-           (exponent >= 0 ? "+" : "-") + std::to_string(std::abs(exponent));
+    out += digits.substr(0, 1) + "." + (k > 1 ? digits.substr(1) : "0") + "e" + (exponent >= 0 ? "+" : "-") +
+           std::to_string(std::abs(exponent));
   }
   return out;
 }
@@ -641,16 +671,22 @@ std::string text_diagnostic(const std::string& s) {
       ++i;
     } else if (c < 0x80) {
       switch (c) {
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        default: append_u_escape(out, c);
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        default:
+          append_u_escape(out, c);
       }
       ++i;
     } else {
       const size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-      if (first_invalid_utf8(p + i, std::min(len, s.size() - i)) != std::string::npos ||
-          i + len > s.size()) {
+      if (first_invalid_utf8(p + i, std::min(len, s.size() - i)) != std::string::npos || i + len > s.size()) {
         append_u_escape(out, c);
         ++i;
         continue;
@@ -672,10 +708,18 @@ std::string text_diagnostic(const std::string& s) {
 
 void diagnostic_into(std::string& out, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::Null: out += "null"; return;
-    case Value::Kind::Undefined: out += "undefined"; return;
-    case Value::Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
-    case Value::Kind::UInt: out += std::to_string(v.as_uint()); return;
+    case Value::Kind::Null:
+      out += "null";
+      return;
+    case Value::Kind::Undefined:
+      out += "undefined";
+      return;
+    case Value::Kind::Bool:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Kind::UInt:
+      out += std::to_string(v.as_uint());
+      return;
     case Value::Kind::NegInt: {
       const uint64_t n = v.neg_magnitude();
       // -1 - n without overflow: n + 1 may be 2^64.
@@ -685,8 +729,12 @@ void diagnostic_into(std::string& out, const Value& v) {
         out += "-" + std::to_string(n + 1);
       return;
     }
-    case Value::Kind::Float: out += float_diagnostic(v.as_double()); return;
-    case Value::Kind::Text: out += text_diagnostic(v.as_text()); return;
+    case Value::Kind::Float:
+      out += float_diagnostic(v.as_double());
+      return;
+    case Value::Kind::Text:
+      out += text_diagnostic(v.as_text());
+      return;
     case Value::Kind::Bytes: {
       static const char digits[] = "0123456789abcdef";
       out += "h'";
@@ -722,8 +770,7 @@ void diagnostic_into(std::string& out, const Value& v) {
         }
         order.emplace_back(std::move(key_bytes), i);
       }
-      std::stable_sort(order.begin(), order.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       out += "{";
       bool first = true;
       for (const auto& entry : order) {
@@ -776,8 +823,10 @@ void StreamEncoder::uinteger(uint64_t u) {
 }
 
 void StreamEncoder::integer(int64_t i) {
-  if (i >= 0) write_head(buf_, 0, static_cast<uint64_t>(i));
-  else write_head(buf_, 1, static_cast<uint64_t>(-(i + 1)));
+  if (i >= 0)
+    write_head(buf_, 0, static_cast<uint64_t>(i));
+  else
+    write_head(buf_, 1, static_cast<uint64_t>(-(i + 1)));
   spill();
 }
 
@@ -785,8 +834,7 @@ void StreamEncoder::text(std::string_view s) {
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   const size_t bad = first_invalid_utf8(p, s.size());
   if (bad != std::string::npos)
-    throw Failure(UMLOS_INVALID_ARGUMENT, "CBOR encode: text string is not valid UTF-8 at byte " +
-                                              std::to_string(bad));
+    throw Failure(UMLOS_INVALID_ARGUMENT, "CBOR encode: text string is not valid UTF-8 at byte " + std::to_string(bad));
   write_head(buf_, 3, s.size());
   buf_.insert(buf_.end(), p, p + s.size());
   spill();

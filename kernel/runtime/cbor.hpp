@@ -26,13 +26,17 @@ class Value {
 
   Value() : kind_(Kind::Null) {}
   static Value null() { return Value(); }
-  static Value undefined() { Value v; v.kind_ = Kind::Undefined; return v; }
+  static Value undefined() {
+    Value v;
+    v.kind_ = Kind::Undefined;
+    return v;
+  }
   static Value boolean(bool b);
-  static Value integer(int64_t i);          // UInt or NegInt
-  static Value uinteger(uint64_t u);        // UInt
-  static Value neg_integer(uint64_t n);     // the value -1 - n (NegInt)
+  static Value integer(int64_t i);       // UInt or NegInt
+  static Value uinteger(uint64_t u);     // UInt
+  static Value neg_integer(uint64_t n);  // the value -1 - n (NegInt)
   static Value floating(double d);
-  static Value text(std::string s);         // must be valid UTF-8 (not checked on build)
+  static Value text(std::string s);  // must be valid UTF-8 (not checked on build)
   static Value bytes(std::vector<uint8_t> b);
   static Value bytes(const uint8_t* p, size_t n);
   static Value array(std::vector<Value> items = {});
@@ -41,12 +45,12 @@ class Value {
 
   Kind kind() const { return kind_; }
   bool is_null() const { return kind_ == Kind::Null; }
-  bool as_bool() const;           // throws umlos::Failure(UMLOS_INVALID_ARGUMENT) on kind mismatch
-  uint64_t as_uint() const;       // UInt only
-  uint64_t neg_magnitude() const; // NegInt: n where value = -1 - n
+  bool as_bool() const;            // throws umlos::Failure(UMLOS_INVALID_ARGUMENT) on kind mismatch
+  uint64_t as_uint() const;        // UInt only
+  uint64_t neg_magnitude() const;  // NegInt: n where value = -1 - n
   bool fits_int64() const;
-  int64_t as_int64() const;       // UInt/NegInt within int64
-  double as_double() const;       // Float (and UInt/NegInt converted)
+  int64_t as_int64() const;  // UInt/NegInt within int64
+  double as_double() const;  // Float (and UInt/NegInt converted)
   const std::string& as_text() const;
   const std::vector<uint8_t>& as_bytes() const;
   const std::vector<Value>& as_array() const;

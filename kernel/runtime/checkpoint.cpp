@@ -5,14 +5,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <google/protobuf/stubs/logging.h>
 
 #include "checkpoint.pb.h"
 #include "error.hpp"
@@ -92,8 +92,8 @@ std::vector<uint8_t> encode_checkpoint(const Manifest& manifest, const Host& hos
   d.manifest_cbor = manifest.canonical_bytes;
   d.manifest_hash = manifest.manifest_hash;
   for (const LoadedModule& m : host.modules()) {
-    d.modules.push_back({m.desc && m.desc->name ? m.desc->name : "", m.desc && m.desc->version ? m.desc->version : "",
-                         m.sha256});
+    d.modules.push_back(
+        {m.desc && m.desc->name ? m.desc->name : "", m.desc && m.desc->version ? m.desc->version : "", m.sha256});
   }
   d.t = host.iteration();
   for (const std::string& name : host.persistent_value_names()) {  // sorted
@@ -191,8 +191,8 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
     // libprotobuf logs its own line on stderr for some malformed input
     // (invalid UTF-8 in a string field); the refusal below says it all.
     struct Quiet {
-      google::protobuf::LogHandler* old = google::protobuf::SetLogHandler(
-          [](google::protobuf::LogLevel, const char*, int, const std::string&) {});
+      google::protobuf::LogHandler* old =
+          google::protobuf::SetLogHandler([](google::protobuf::LogLevel, const char*, int, const std::string&) {});
       ~Quiet() { google::protobuf::SetLogHandler(old); }
     } quiet;
     parsed = msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
@@ -240,8 +240,8 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
   }
   for (int i = 0; i < msg.modules_size(); ++i) {
     const ckpt::Module& m = msg.modules(i);
-    d.modules.push_back({m.name(), m.version(),
-                         digest_field(label, "modules[" + std::to_string(i) + "].sha256", m.sha256())});
+    d.modules.push_back(
+        {m.name(), m.version(), digest_field(label, "modules[" + std::to_string(i) + "].sha256", m.sha256())});
   }
   d.t = msg.t();
   if (d.t < 0) refuse(label, "t", "t >= 0", std::to_string(d.t));
@@ -275,8 +275,8 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
              describe_shape(v.dtype(), dims));
     }
     if (want != v.data().size()) {
-      refuse(label, f + ".data", std::to_string(want) + " bytes for '" + v.name() + "' " +
-                                     describe_shape(v.dtype(), dims),
+      refuse(label, f + ".data",
+             std::to_string(want) + " bytes for '" + v.name() + "' " + describe_shape(v.dtype(), dims),
              std::to_string(v.data().size()) + " bytes");
     }
     cv.tensor.data.assign(v.data().begin(), v.data().end());
@@ -308,8 +308,9 @@ CheckpointData decode_checkpoint(const std::vector<uint8_t>& bytes, const std::s
     }
     const uint64_t want_pending = (ts.events % kTapeBlockSize) * kTapeEventBytes;
     if (ts.pending.size() != want_pending) {
-      refuse(label, "tape.pending", std::to_string(want_pending) + " bytes (" +
-                                        std::to_string(ts.events % kTapeBlockSize) + " events of 64 bytes)",
+      refuse(label, "tape.pending",
+             std::to_string(want_pending) + " bytes (" + std::to_string(ts.events % kTapeBlockSize) +
+                 " events of 64 bytes)",
              std::to_string(ts.pending.size()) + " bytes");
     }
     const uint64_t want_file = kTapeHeaderBytes + ts.events * kTapeEventBytes;
@@ -345,15 +346,15 @@ std::string latest_checkpoint(const std::string& run_dir) {
   const fs::path latest = dir / "latest";
   std::error_code ec;
   if (!fs::exists(latest, ec)) {
-    throw Failure(UMLOS_NOT_FOUND, "no checkpoint in run folder '" + run_dir + "': '" + latest.string() +
-                                       "' does not exist");
+    throw Failure(UMLOS_NOT_FOUND,
+                  "no checkpoint in run folder '" + run_dir + "': '" + latest.string() + "' does not exist");
   }
   std::string name = read_text_file(latest.string());
   while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
   if (name.size() != 16 || name.rfind("ckpt_", 0) != 0 || name.substr(13) != ".pb" ||
       !std::all_of(name.begin() + 5, name.begin() + 13, [](char c) { return c >= '0' && c <= '9'; })) {
-    throw Failure(UMLOS_CHECKPOINT_INVALID, "'" + latest.string() +
-                                                "': expected one line 'ckpt_<8 digits>.pb', found '" + name + "'");
+    throw Failure(UMLOS_CHECKPOINT_INVALID,
+                  "'" + latest.string() + "': expected one line 'ckpt_<8 digits>.pb', found '" + name + "'");
   }
   return (dir / name).string();
 }
@@ -410,8 +411,8 @@ void verify_checkpoint(const CheckpointData& ck, const Manifest& manifest, const
     const size_t n = std::min(ck.manifest_cbor.size(), manifest.canonical_bytes.size());
     while (i < n && ck.manifest_cbor[i] == manifest.canonical_bytes[i]) ++i;
     throw Failure(UMLOS_CHECKPOINT_INVALID,
-                  at(label, "manifest_cbor") + "expected the canonical manifest of this run, " + manifest.file +
-                      " (" + std::to_string(manifest.canonical_bytes.size()) + " bytes, manifest_hash " +
+                  at(label, "manifest_cbor") + "expected the canonical manifest of this run, " + manifest.file + " (" +
+                      std::to_string(manifest.canonical_bytes.size()) + " bytes, manifest_hash " +
                       to_hex(manifest.manifest_hash) + "), found " + std::to_string(ck.manifest_cbor.size()) +
                       " bytes with manifest_hash " + to_hex(ck.manifest_hash) + ", first difference at byte " +
                       std::to_string(i) + ": the checkpoint belongs to another run");
@@ -430,22 +431,20 @@ void verify_checkpoint(const CheckpointData& ck, const Manifest& manifest, const
   }
   const std::vector<LoadedModule>& mods = host.modules();
   if (ck.modules.size() != mods.size()) {
-    refuse(label, "modules", std::to_string(mods.size()) + " loaded modules" + run,
-           std::to_string(ck.modules.size()));
+    refuse(label, "modules", std::to_string(mods.size()) + " loaded modules" + run, std::to_string(ck.modules.size()));
   }
   for (size_t i = 0; i < mods.size(); ++i) {
     const std::string name = mods[i].desc && mods[i].desc->name ? mods[i].desc->name : "";
     const std::string f = "modules[" + std::to_string(i) + "]";
     if (ck.modules[i].name != name) refuse(label, f + ".name", "'" + name + "'" + run, "'" + ck.modules[i].name + "'");
     if (ck.modules[i].sha256 != mods[i].sha256) {
-      refuse(label, f + ".sha256", to_hex(mods[i].sha256) + " (module '" + name + "' loaded from " + mods[i].path +
-                                       ")",
+      refuse(label, f + ".sha256", to_hex(mods[i].sha256) + " (module '" + name + "' loaded from " + mods[i].path + ")",
              to_hex(ck.modules[i].sha256));
     }
   }
   if (options.require_same_backend && ck.backend_hash != host.driver_fingerprint()) {
-    refuse(label, "backend_hash", to_hex(host.driver_fingerprint()) + " (the active driver: " +
-                                      host.driver_description() + ")",
+    refuse(label, "backend_hash",
+           to_hex(host.driver_fingerprint()) + " (the active driver: " + host.driver_description() + ")",
            to_hex(ck.backend_hash));
   }
 }
@@ -522,14 +521,17 @@ void validate_values(const CheckpointData& ck, const Host& host) {
           const umlos_value_decl& d = op->outputs[j];
           if (!(d.flags & UMLOS_VALUE_PERSISTENT) || !decl_name_matches(d.name, v.name)) continue;
           any_decl = true;
-          if (decl_admits(d, v.tensor)) admitted = true;
-          else if (declared.size() < 400) declared += (declared.empty() ? "" : " or ") + describe_decl(d) + " (" + op->name + " output '" + d.name + "')";
+          if (decl_admits(d, v.tensor))
+            admitted = true;
+          else if (declared.size() < 400)
+            declared +=
+                (declared.empty() ? "" : " or ") + describe_decl(d) + " (" + op->name + " output '" + d.name + "')";
         }
       }
     }
     if (any_decl && !admitted) {
-      throw Failure(UMLOS_CHECKPOINT_INVALID, "checkpoint '" + label + "': value '" + v.name + "': expected " +
-                                                  declared + ", found " + found);
+      throw Failure(UMLOS_CHECKPOINT_INVALID,
+                    "checkpoint '" + label + "': value '" + v.name + "': expected " + declared + ", found " + found);
     }
     auto it = host.values().find(v.name);
     if (it != host.values().end() && it->second && host.is_persistent(v.name) && !same_layout(v.tensor, *it->second)) {
@@ -552,7 +554,8 @@ void restore_into(Host& host, const CheckpointData& ck, const Manifest& manifest
   std::vector<std::pair<std::string, std::pair<TensorPtr, bool>>> before;
   for (const auto& [name, t] : host.values()) before.push_back({name, {t, host.is_persistent(name)}});
   for (const std::string& name : host.persistent_value_names()) {
-    bool kept = std::any_of(ck.values.begin(), ck.values.end(), [&](const CheckpointValue& v) { return v.name == name; });
+    bool kept =
+        std::any_of(ck.values.begin(), ck.values.end(), [&](const CheckpointValue& v) { return v.name == name; });
     if (!kept) host.erase_value(name);
   }
   for (auto& [name, t] : fresh) host.set_value(name, std::move(t), true);
@@ -615,7 +618,8 @@ CheckpointData resume_from_checkpoint(Host& host, const Manifest& manifest, cons
     restore_into(host, ck, manifest, options);
   } catch (const Failure& f) {
     if (!checkpoint_file.empty()) throw;
-    throw Failure(f.code(), std::string(f.what()) + previous_checkpoint_offer(run_dir, file, manifest, host, tape != nullptr));
+    throw Failure(f.code(),
+                  std::string(f.what()) + previous_checkpoint_offer(run_dir, file, manifest, host, tape != nullptr));
   }
   if (tape) tape->resume((fs::path(run_dir) / "tape.bin").string(), *ck.tape);
   truncate_trace((fs::path(run_dir) / "trace.jsonl").string(), ck.trace_bytes);
@@ -630,9 +634,9 @@ void truncate_trace(const std::string& trace_file, uint64_t bytes) {
   const uint64_t size = fs::file_size(trace_file, ec);
   if (ec) throw Failure(UMLOS_IO_ERROR, "cannot stat trace '" + trace_file + "': " + ec.message());
   if (size < bytes) {
-    throw Failure(UMLOS_CHECKPOINT_INVALID, "trace '" + trace_file + "': field 'trace_bytes': the checkpoint expects at least " +
-                                                std::to_string(bytes) + " bytes, the file has " +
-                                                std::to_string(size));
+    throw Failure(UMLOS_CHECKPOINT_INVALID, "trace '" + trace_file +
+                                                "': field 'trace_bytes': the checkpoint expects at least " +
+                                                std::to_string(bytes) + " bytes, the file has " + std::to_string(size));
   }
   int fd = ::open(trace_file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);  // never through a link
   if (fd < 0) throw Failure(UMLOS_IO_ERROR, "cannot open trace '" + trace_file + "': " + std::strerror(errno));

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -140,8 +140,7 @@ double parse_number(const std::string& file, const Row& r, size_t k) {
   auto res = std::from_chars(b, e, v, std::chars_format::general);
   if (f.text.empty() || res.ec != std::errc() || res.ptr != e || !std::isfinite(v)) {
     fail(UMLOS_DATA_MANIFEST_INVALID, at(file, r, f.column) + ": field " + std::to_string(k + 1) +
-                                          ": expected a finite decimal number, found " +
-                                          quote(std::string(f.text)));
+                                          ": expected a finite decimal number, found " + quote(std::string(f.text)));
   }
   return v;
 }
@@ -149,8 +148,8 @@ double parse_number(const std::string& file, const Row& r, size_t k) {
 void check_field_count(const std::string& file, const Row& r, size_t expected, const std::string& why) {
   if (r.fields.size() == expected) return;
   const int col = r.fields.size() > expected ? r.fields[expected].column : r.end_column;
-  fail(UMLOS_DATA_MANIFEST_INVALID, at(file, r, col) + ": expected " + std::to_string(expected) + " fields (" +
-                                        why + "), found " + std::to_string(r.fields.size()));
+  fail(UMLOS_DATA_MANIFEST_INVALID, at(file, r, col) + ": expected " + std::to_string(expected) + " fields (" + why +
+                                        "), found " + std::to_string(r.fields.size()));
 }
 
 // Checks a label against the task; `C` is the class count for multiclass
@@ -275,8 +274,8 @@ DatasetRecord parse_record(const std::string& dir, std::string* bytes_out = null
     fail(UMLOS_DATA_MANIFEST_INVALID, file + ": not valid JSON: " + e.what());
   }
   auto bad = [&](const std::string& key, const std::string& expected, const json* v) -> void {
-    fail(UMLOS_DATA_MANIFEST_INVALID, file + ": key '" + key + "': expected " + expected + ", found " +
-                                          (v ? v->dump() : std::string("nothing")));
+    fail(UMLOS_DATA_MANIFEST_INVALID,
+         file + ": key '" + key + "': expected " + expected + ", found " + (v ? v->dump() : std::string("nothing")));
   };
   auto get = [&](const json& obj, const std::string& key, const std::string& path) -> const json& {
     if (!obj.is_object() || !obj.contains(key)) bad(path, "a value", nullptr);
@@ -361,14 +360,16 @@ json record_json(const DatasetRecord& r, const json& source) {
             {"norm",
              {{"offset", r.offset},
               {"scale", r.scale},
-              {"rule", "x_pre = clamp((x - offset) * scale, 0, 1); offset = min, scale = 1/(max - min) or 0 "
-                       "when max == min; over the train split, ascending row index, binary64"}}},
+              {"rule",
+               "x_pre = clamp((x - offset) * scale, 0, 1); offset = min, scale = 1/(max - min) or 0 "
+               "when max == min; over the train split, ascending row index, binary64"}}},
             {"source", source}};
   if (r.task == TaskType::Regression) {
     j["target"] = {{"mean", r.target_mean},
                    {"std", r.target_std},
-                   {"rule", "population mean and standard deviation of the train targets, ascending row index, "
-                            "binary64; y_pre = (y - mean) / max(std, 1e-12)"}};
+                   {"rule",
+                    "population mean and standard deviation of the train targets, ascending row index, "
+                    "binary64; y_pre = (y - mean) / max(std, 1e-12)"}};
   }
   return j;
 }
@@ -380,8 +381,7 @@ std::atomic<int> g_tmp_counter{0};
 std::string resolve_root(const std::string& root) { return root.empty() ? umlos_root() : root; }
 
 void make_read_only(const std::string& path, mode_t mode) {
-  if (::chmod(path.c_str(), mode) != 0)
-    fail(UMLOS_IO_ERROR, "cannot chmod '" + path + "': " + std::strerror(errno));
+  if (::chmod(path.c_str(), mode) != 0) fail(UMLOS_IO_ERROR, "cannot chmod '" + path + "': " + std::strerror(errno));
 }
 
 void fsync_dir(const std::string& dir) {
@@ -407,9 +407,12 @@ void remove_tree(const std::string& dir) {
 
 const char* task_name(TaskType t) {
   switch (t) {
-    case TaskType::Multiclass: return "multiclass";
-    case TaskType::Binary: return "binary";
-    case TaskType::Regression: return "regression";
+    case TaskType::Multiclass:
+      return "multiclass";
+    case TaskType::Binary:
+      return "binary";
+    case TaskType::Regression:
+      return "regression";
   }
   return "?";
 }
@@ -445,31 +448,30 @@ Dataset verify_dataset(const std::string& dir_in) {
     const std::vector<uint8_t> b = read_file(path);
     const Digest h = sha256(b);
     if (h != s->sha256) {
-      fail(UMLOS_DATA_HASH_MISMATCH, path + ": SHA-256 " + to_hex(h) + " differs from the one in " + kRecordFile +
-                                         ": " + to_hex(s->sha256));
+      fail(UMLOS_DATA_HASH_MISMATCH,
+           path + ": SHA-256 " + to_hex(h) + " differs from the one in " + kRecordFile + ": " + to_hex(s->sha256));
     }
     SplitData data = parse_split(path, std::string(b.begin(), b.end()), r.num_features, r.task,
                                  r.task == TaskType::Multiclass ? r.num_classes : 0);
     if (data.rows != s->rows) {
-      fail(UMLOS_DATA_MANIFEST_INVALID, path + ": " + std::to_string(data.rows) + " rows, " + kRecordFile +
-                                            " says " + std::to_string(s->rows));
+      fail(UMLOS_DATA_MANIFEST_INVALID,
+           path + ": " + std::to_string(data.rows) + " rows, " + kRecordFile + " says " + std::to_string(s->rows));
     }
     (s == &r.train ? d.train : d.val) = std::move(data);
   }
   const Stats st = compute_stats(d.train, r.num_features, r.task);
   for (int64_t j = 0; j < r.num_features; ++j) {
     if (!same_bits(st.offset[j], r.offset[j]) || !same_bits(st.scale[j], r.scale[j])) {
-      fail(UMLOS_DATA_MANIFEST_INVALID,
-           dir + "/" + kRecordFile + ": key 'norm' feature " + std::to_string(j) + ": recorded offset " +
-               num(r.offset[j]) + ", scale " + num(r.scale[j]) + "; recomputed from train.csv: offset " +
-               num(st.offset[j]) + ", scale " + num(st.scale[j]));
+      fail(UMLOS_DATA_MANIFEST_INVALID, dir + "/" + kRecordFile + ": key 'norm' feature " + std::to_string(j) +
+                                            ": recorded offset " + num(r.offset[j]) + ", scale " + num(r.scale[j]) +
+                                            "; recomputed from train.csv: offset " + num(st.offset[j]) + ", scale " +
+                                            num(st.scale[j]));
     }
   }
   if (r.task == TaskType::Regression && (!same_bits(st.mean, r.target_mean) || !same_bits(st.std, r.target_std))) {
-    fail(UMLOS_DATA_MANIFEST_INVALID, dir + "/" + kRecordFile + ": key 'target': recorded mean " +
-                                          num(r.target_mean) + ", std " + num(r.target_std) +
-                                          "; recomputed from train.csv: mean " + num(st.mean) + ", std " +
-                                          num(st.std));
+    fail(UMLOS_DATA_MANIFEST_INVALID, dir + "/" + kRecordFile + ": key 'target': recorded mean " + num(r.target_mean) +
+                                          ", std " + num(r.target_std) + "; recomputed from train.csv: mean " +
+                                          num(st.mean) + ", std " + num(st.std));
   }
   return d;
 }
@@ -478,7 +480,8 @@ Dataset verify_dataset(const std::string& dir_in) {
 
 DatasetRecord import_dataset(const ImportOptions& o) {
   if (!valid_name(o.id))
-    fail(UMLOS_INVALID_ARGUMENT, "data set id " + quote(o.id) + ": expected 1..64 of [A-Za-z0-9_.] not starting with '.'");
+    fail(UMLOS_INVALID_ARGUMENT,
+         "data set id " + quote(o.id) + ": expected 1..64 of [A-Za-z0-9_.] not starting with '.'");
   if (!valid_name(o.version))
     fail(UMLOS_INVALID_ARGUMENT,
          "data set version " + quote(o.version) + ": expected 1..64 of [A-Za-z0-9_.] not starting with '.'");
@@ -525,13 +528,14 @@ DatasetRecord import_dataset(const ImportOptions& o) {
       int64_t c = -1;
       auto res = std::from_chars(o.label_column.data(), o.label_column.data() + o.label_column.size(), c);
       if (res.ec != std::errc() || res.ptr != o.label_column.data() + o.label_column.size() || c < 0)
-        fail(UMLOS_INVALID_ARGUMENT, "label column: expected last, first or a 0-based column number, found " +
-                                         quote(o.label_column));
+        fail(UMLOS_INVALID_ARGUMENT,
+             "label column: expected last, first or a 0-based column number, found " + quote(o.label_column));
       label_col = c;
     }
     if (label_col >= static_cast<int64_t>(ncols) || ncols < 2)
       fail(UMLOS_INVALID_ARGUMENT, at(file, rows[0], 1) + ": label column " + std::to_string(label_col) +
-                                       " (0-based) needs at least " + std::to_string(std::max<int64_t>(label_col + 1, 2)) +
+                                       " (0-based) needs at least " +
+                                       std::to_string(std::max<int64_t>(label_col + 1, 2)) +
                                        " fields per row, the first row has " + std::to_string(ncols));
   }
   Table t;
@@ -594,8 +598,9 @@ DatasetRecord import_dataset(const ImportOptions& o) {
   // ---- split (deterministic, documented in kSplitRule)
   const uint64_t n = t.rows;
   const uint64_t n_val = static_cast<uint64_t>(std::floor(static_cast<double>(n) * o.val_fraction + 0.5));
-  if (n_val >= n) fail(UMLOS_INVALID_ARGUMENT, file + ": val fraction " + num(o.val_fraction) + " of " +
-                                                   std::to_string(n) + " rows leaves no train row");
+  if (n_val >= n)
+    fail(UMLOS_INVALID_ARGUMENT,
+         file + ": val fraction " + num(o.val_fraction) + " of " + std::to_string(n) + " rows leaves no train row");
   Dataset d;
   DatasetRecord& r = d.record;
   r.id = o.id;
@@ -641,9 +646,9 @@ DatasetRecord import_dataset(const ImportOptions& o) {
     verify_dataset(final_dir);  // same content already placed: check it is intact
     return r;
   }
-  const std::string tmp = (fs::path(datasets) / (".tmp-" + name + "-" + std::to_string(::getpid()) + "-" +
-                                                 std::to_string(g_tmp_counter++)))
-                              .string();
+  const std::string tmp =
+      (fs::path(datasets) / (".tmp-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(g_tmp_counter++)))
+          .string();
   remove_tree(tmp);
   if (!fs::create_directory(tmp, ec) || ec) fail(UMLOS_IO_ERROR, "cannot create folder '" + tmp + "': " + ec.message());
   try {
@@ -689,9 +694,7 @@ std::string text_at(const cbor::Value& map, const char* key) {
 }
 
 // config.data.<key> of the manifest, typed; MANIFEST_INVALID otherwise.
-const cbor::Value* data_key(const Manifest& m, const std::string& key) {
-  return lookup(m.config, "data." + key);
-}
+const cbor::Value* data_key(const Manifest& m, const std::string& key) { return lookup(m.config, "data." + key); }
 [[noreturn]] void bad_config(const Manifest& m, const std::string& key, const std::string& expected,
                              const cbor::Value& v) {
   fail(UMLOS_MANIFEST_INVALID, m.where("config." + key) + ": key 'config." + key + "': expected " + expected +
@@ -772,9 +775,8 @@ std::optional<Dataset> resolve_manifest_datasets(const Manifest& m, const std::s
     const Entry& first = entries[0];
     if (e.id != first.id || e.version != first.version)
       fail(UMLOS_DATA_MANIFEST_INVALID, m.where(key(e.index, "id")) + ": key '" + key(e.index, "id") +
-                                            "': every entry must name the same data set as datasets[0] (" +
-                                            first.id + " version " + first.version + "), found " + e.id +
-                                            " version " + e.version);
+                                            "': every entry must name the same data set as datasets[0] (" + first.id +
+                                            " version " + first.version + "), found " + e.id + " version " + e.version);
     const Entry*& slot = e.split == "train" ? train : val;
     if (slot)
       fail(UMLOS_DATA_MANIFEST_INVALID, m.where(key(e.index, "split")) + ": key '" + key(e.index, "split") +
@@ -783,8 +785,9 @@ std::optional<Dataset> resolve_manifest_datasets(const Manifest& m, const std::s
     slot = &e;
   }
   if (!train)
-    fail(UMLOS_DATA_MANIFEST_INVALID, m.where("datasets") + ": key 'datasets': expected an entry with split: train, "
-                                                            "found only val");
+    fail(UMLOS_DATA_MANIFEST_INVALID, m.where("datasets") +
+                                          ": key 'datasets': expected an entry with split: train, "
+                                          "found only val");
 
   std::string task_text = "multiclass";
   if (const cbor::Value* tt = lookup(m.config, "task_type")) {
@@ -793,8 +796,10 @@ std::optional<Dataset> resolve_manifest_datasets(const Manifest& m, const std::s
   }
   const auto task = parse_task(task_text);
   if (!task)
-    fail(UMLOS_MANIFEST_INVALID, m.where("config.task_type") + ": key 'config.task_type': expected multiclass, "
-                                                               "binary or regression, found " + quote(task_text));
+    fail(UMLOS_MANIFEST_INVALID, m.where("config.task_type") +
+                                     ": key 'config.task_type': expected multiclass, "
+                                     "binary or regression, found " +
+                                     quote(task_text));
 
   // Look for the data set: <root>/datasets/<id>-<version>-<hash16> whose
   // record pins the train entry's hash.
@@ -805,7 +810,8 @@ std::optional<Dataset> resolve_manifest_datasets(const Manifest& m, const std::s
   if (fs::is_directory(datasets, ec)) {
     for (const auto& de : fs::directory_iterator(datasets, ec)) {
       const std::string n = de.path().filename().string();
-      if (n.size() == prefix.size() + 16 && n.compare(0, prefix.size(), prefix) == 0) candidates.push_back(de.path().string());
+      if (n.size() == prefix.size() + 16 && n.compare(0, prefix.size(), prefix) == 0)
+        candidates.push_back(de.path().string());
     }
   }
   std::sort(candidates.begin(), candidates.end());
@@ -825,8 +831,8 @@ std::optional<Dataset> resolve_manifest_datasets(const Manifest& m, const std::s
     const Entry* with_path = !train->path.empty() ? train : (val && !val->path.empty() ? val : nullptr);
     if (!with_path) {
       fail(UMLOS_NOT_FOUND, m.where(key(train->index, "hash")) + ": data set " + train->id + " version " +
-                                train->version + " with train split SHA-256 " + to_hex(train->hash) +
-                                " is not under " + datasets +
+                                train->version + " with train split SHA-256 " + to_hex(train->hash) + " is not under " +
+                                datasets +
                                 " (import it with `umlos dataset import`, or give the entry a path: to a raw file)");
     }
     const ImportOptions o = import_options(m, *with_path, *task, root);
@@ -834,8 +840,8 @@ std::optional<Dataset> resolve_manifest_datasets(const Manifest& m, const std::s
     try {
       r = import_dataset(o);
     } catch (const Failure& f) {
-      throw Failure(f.code(), m.where(key(with_path->index, "path")) + ": importing " + o.features_file + ": " +
-                                  f.what());
+      throw Failure(f.code(),
+                    m.where(key(with_path->index, "path")) + ": importing " + o.features_file + ": " + f.what());
     }
     if (r.train.sha256 != train->hash) {
       fail(UMLOS_DATA_HASH_MISMATCH,
@@ -852,9 +858,8 @@ std::optional<Dataset> resolve_manifest_datasets(const Manifest& m, const std::s
                                        to_hex(d.record.val.sha256) + ", the manifest pins " + to_hex(val->hash));
   }
   if (d.record.task != *task) {
-    fail(UMLOS_DATA_MANIFEST_INVALID, m.where("config.task_type") + ": key 'config.task_type' is " +
-                                          task_name(*task) + " but the data set " + found + " is " +
-                                          task_name(d.record.task));
+    fail(UMLOS_DATA_MANIFEST_INVALID, m.where("config.task_type") + ": key 'config.task_type' is " + task_name(*task) +
+                                          " but the data set " + found + " is " + task_name(d.record.task));
   }
   return d;
 }
@@ -871,7 +876,8 @@ void put_dataset_values(const Dataset& d, Host& host) {
   };
   const DatasetRecord& r = d.record;
   const int64_t D = r.num_features;
-  for (const auto& [prefix, s] : {std::pair<std::string, const SplitData*>{"data.train.", &d.train}, {"data.val.", &d.val}}) {
+  for (const auto& [prefix, s] :
+       {std::pair<std::string, const SplitData*>{"data.train.", &d.train}, {"data.val.", &d.val}}) {
     const int64_t N = static_cast<int64_t>(s->rows);
     put(prefix + "x", UMLOS_DTYPE_F64, {N, D}, s->x.data(), s->x.size() * sizeof(double));
     if (r.task == TaskType::Multiclass) {

@@ -38,8 +38,8 @@ std::optional<TaskType> parse_task(const std::string& s);
 // How a raw file is read (`umlos dataset import`, or `config.data.*` when a
 // manifest entry's `path:` is imported at bootstrap).
 struct ImportOptions {
-  std::string id;                     // [A-Za-z0-9_.]+, no '-'
-  std::string version;                // [A-Za-z0-9_.]+, no '-'
+  std::string id;       // [A-Za-z0-9_.]+, no '-'
+  std::string version;  // [A-Za-z0-9_.]+, no '-'
   TaskType task = TaskType::Multiclass;
   std::string features_file;          // CSV, optionally gzip-compressed (.gz or gzip magic)
   std::string target_file;            // optional: one target value per line (diabetes)
@@ -65,9 +65,9 @@ struct DatasetRecord {
   int64_t num_features = 0;
   int64_t num_classes = 1;  // C for multiclass, 1 otherwise
   SplitInfo train, val;
-  std::vector<double> offset, scale;   // per feature (III.B), from the train split
+  std::vector<double> offset, scale;       // per feature (III.B), from the train split
   double target_mean = 0, target_std = 0;  // regression only (population std)
-  Digest record_sha256{};              // SHA-256 of dataset.json
+  Digest record_sha256{};                  // SHA-256 of dataset.json
 };
 
 // One split in memory: x row-major [rows, D] binary64, y [rows] (labels as

@@ -56,7 +56,8 @@ Digest Device::fingerprint() const {
 
 TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget) {
   require_driver(driver_);
-  if (dtype_size(dtype) == 0) throw Failure(UMLOS_INVALID_ARGUMENT, "tensor dtype " + std::to_string(dtype) + " is invalid");
+  if (dtype_size(dtype) == 0)
+    throw Failure(UMLOS_INVALID_ARGUMENT, "tensor dtype " + std::to_string(dtype) + " is invalid");
   if (shape.rank > UMLOS_MAX_RANK) throw Failure(UMLOS_INVALID_ARGUMENT, "tensor rank exceeds 8");
   auto t = std::make_shared<Tensor>();
   t->dtype = dtype;
@@ -69,12 +70,12 @@ TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool chec
   // ran out of memory).
   const uint64_t held = *held_bytes_;
   if (check_budget && memory_budget_ != 0 && (t->bytes > memory_budget_ || held > memory_budget_ - t->bytes)) {
-    throw Failure(UMLOS_QUOTA_EXCEEDED,
-                  "a tensor " + std::string(dtype_name(dtype)) + " " + shape_string(shape) + " of " +
-                      std::to_string(t->bytes) + " bytes, with the " + std::to_string(held) +
-                      " bytes of tensors already held, is over budgets.memory_bytes = " +
-                      std::to_string(memory_budget_) +
-                      (memory_budget_is_default_ ? " (the default; raise it in the manifest, 0 = no limit)" : ""));
+    throw Failure(
+        UMLOS_QUOTA_EXCEEDED,
+        "a tensor " + std::string(dtype_name(dtype)) + " " + shape_string(shape) + " of " + std::to_string(t->bytes) +
+            " bytes, with the " + std::to_string(held) +
+            " bytes of tensors already held, is over budgets.memory_bytes = " + std::to_string(memory_budget_) +
+            (memory_budget_is_default_ ? " (the default; raise it in the manifest, 0 = no limit)" : ""));
   }
   t->driver = driver_;
   umlos_buffer* b = nullptr;
@@ -92,8 +93,8 @@ void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) 
                                           std::to_string(offset) + " into a tensor of " + std::to_string(t.bytes));
   }
   if (bytes == 0) return;
-  umlos_status s = t.driver->desc->buffer_write(t.driver->instance, t.driver->ctx, t.buffer,
-                                                t.byte_offset + offset, src, bytes);
+  umlos_status s =
+      t.driver->desc->buffer_write(t.driver->instance, t.driver->ctx, t.buffer, t.byte_offset + offset, src, bytes);
   driver_status(*t.driver, s, "buffer_write");
 }
 
@@ -103,8 +104,8 @@ void Device::read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset) c
                                           std::to_string(offset) + " from a tensor of " + std::to_string(t.bytes));
   }
   if (bytes == 0) return;
-  umlos_status s = t.driver->desc->buffer_read(t.driver->instance, t.driver->ctx, t.buffer,
-                                               t.byte_offset + offset, dst, bytes);
+  umlos_status s =
+      t.driver->desc->buffer_read(t.driver->instance, t.driver->ctx, t.buffer, t.byte_offset + offset, dst, bytes);
   driver_status(*t.driver, s, "buffer_read");
 }
 
@@ -164,15 +165,14 @@ TensorPtr Device::make_view(const TensorPtr& base, uint64_t byte_offset, int32_t
 }
 
 void Device::dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
-                    const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs) {
+                      const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs) {
   require_driver(driver_);
   std::vector<umlos_tensor_view> in, out;
   for (auto* t : inputs) in.push_back(view_of(*t));
   for (auto* t : outputs) out.push_back(view_of(*t));
-  umlos_status s = driver_->desc->dispatch(driver_->instance, driver_->ctx, primitive.c_str(), in.data(),
-                                           static_cast<uint32_t>(in.size()), out.data(),
-                                           static_cast<uint32_t>(out.size()), attrs.data(),
-                                           static_cast<uint32_t>(attrs.size()));
+  umlos_status s = driver_->desc->dispatch(
+      driver_->instance, driver_->ctx, primitive.c_str(), in.data(), static_cast<uint32_t>(in.size()), out.data(),
+      static_cast<uint32_t>(out.size()), attrs.data(), static_cast<uint32_t>(attrs.size()));
   driver_status(*driver_, s, "primitive '" + primitive + "'");
 }
 

@@ -18,8 +18,7 @@ namespace umlos {
 
 class Failure : public std::runtime_error {
  public:
-  Failure(umlos_status code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  Failure(umlos_status code, const std::string& message) : std::runtime_error(message), code_(code) {}
   umlos_status code() const { return code_; }
 
  private:

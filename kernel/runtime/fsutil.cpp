@@ -39,8 +39,8 @@ const char* file_type_name(mode_t mode) {
 namespace {
 
 [[noreturn]] void fail_too_large(const std::string& path, uint64_t limit, const std::string& size) {
-  throw Failure(UMLOS_RESOURCE_EXHAUSTED, "'" + path + "' is " + size + ", above the reader's limit of " +
-                                              std::to_string(limit) + " bytes");
+  throw Failure(UMLOS_RESOURCE_EXHAUSTED,
+                "'" + path + "' is " + size + ", above the reader's limit of " + std::to_string(limit) + " bytes");
 }
 
 // Closes a descriptor on every path out of a function.
@@ -169,8 +169,7 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
 
 std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path, uint64_t limit) {
   z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-    throw Failure(UMLOS_INTERNAL, path + ": zlib inflateInit2 failed");
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw Failure(UMLOS_INTERNAL, path + ": zlib inflateInit2 failed");
   std::string out;
   zs.next_in = const_cast<Bytef*>(bytes.data());
   zs.avail_in = static_cast<uInt>(bytes.size());

@@ -16,9 +16,9 @@ const char* file_type_name(mode_t mode);
 // Size limits of the whole-file readers (docs/security.md lists every
 // reader and its limit). A reader refuses a file above its limit before
 // reading it, so a huge or endless input cannot exhaust memory.
-inline constexpr uint64_t kDefaultReadLimit = uint64_t{1} << 30;     // 1 GiB
-inline constexpr uint64_t kManifestReadLimit = uint64_t{16} << 20;   // 16 MiB
-inline constexpr uint64_t kDefaultGunzipLimit = uint64_t{1} << 30;   // 1 GiB decompressed
+inline constexpr uint64_t kDefaultReadLimit = uint64_t{1} << 30;    // 1 GiB
+inline constexpr uint64_t kManifestReadLimit = uint64_t{16} << 20;  // 16 MiB
+inline constexpr uint64_t kDefaultGunzipLimit = uint64_t{1} << 30;  // 1 GiB decompressed
 
 // Reads a whole regular file of at most `limit` bytes. The file is opened
 // non-blocking and checked with fstat before any read, so a FIFO, a device
@@ -45,14 +45,12 @@ inline void write_file_atomic(const std::string& path, const std::vector<uint8_t
 // run): `name` is one path component; `label` names the file in messages.
 // The temporary "<name>.tmp.<pid>" is created with O_EXCL | O_NOFOLLOW, so
 // nothing planted in the folder is written through.
-void write_file_atomic_at(int dir_fd, const std::string& name, const std::string& label, const void* data,
-                          size_t size);
+void write_file_atomic_at(int dir_fd, const std::string& name, const std::string& label, const void* data, size_t size);
 
 // The decompressed bytes of a gzip stream read from `path` (for messages):
 // DATA_LOSS naming the file when the stream is corrupt or truncated,
 // RESOURCE_EXHAUSTED when it decompresses to more than `limit` bytes (a
 // gzip bomb is stopped at the limit, not after it filled memory).
-std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path,
-                   uint64_t limit = kDefaultGunzipLimit);
+std::string gunzip(const std::vector<uint8_t>& bytes, const std::string& path, uint64_t limit = kDefaultGunzipLimit);
 
 }  // namespace umlos

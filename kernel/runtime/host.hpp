@@ -61,9 +61,7 @@ class Host {
   const std::vector<LoadedModule>& modules() const { return registry_.modules(); }
   const umlos_operator_desc* find_operator(const std::string& name) const { return registry_.find_operator(name); }
   const umlos_driver_desc* find_driver(const std::string& name) const { return registry_.find_driver(name); }
-  const umlos_tmmu_strategy_desc* find_strategy(const std::string& name) const {
-    return registry_.find_strategy(name);
-  }
+  const umlos_tmmu_strategy_desc* find_strategy(const std::string& name) const { return registry_.find_strategy(name); }
   const LoadedModule* module_of(const void* desc) const { return registry_.module_of(desc); }
   std::vector<const umlos_invariant_desc*> invariants() const { return registry_.invariants(); }
 
@@ -87,9 +85,7 @@ class Host {
   TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true) {
     return device_.make_tensor(dtype, shape, check_budget);
   }
-  void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0) {
-    device_.write(t, src, bytes, offset);
-  }
+  void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0) { device_.write(t, src, bytes, offset); }
   void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const {
     device_.read(t, dst, bytes, offset);
   }
@@ -162,8 +158,7 @@ class Host {
   void run_invariants(int32_t point) { calls_.run_invariants(point); }
 
   // ---- planning (Planner): calls a strategy under a kernel context
-  void plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request,
-            umlos_plan_result& result) {
+  void plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request, umlos_plan_result& result) {
     planner_.plan(strategy, request, result);
   }
   // The strategy services->plan_memory uses (the manifest's tmmu.strategy);

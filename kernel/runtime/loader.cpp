@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/dll/shared_library.hpp>
 #include <algorithm>
 #include <atomic>
+#include <boost/dll/shared_library.hpp>
 #include <cstring>
 #include <mutex>
 #include <regex>
@@ -100,9 +100,8 @@ class LiveHandle {
 };
 
 [[noreturn]] void not_a_file(const std::string& path, const std::string& what) {
-  throw Failure(UMLOS_MODULE_NOT_FOUND,
-                "module '" + path + "': not a regular file (" + what +
-                    "); a module is a shared-library file (a symbolic link to one is fine)");
+  throw Failure(UMLOS_MODULE_NOT_FOUND, "module '" + path + "': not a regular file (" + what +
+                                            "); a module is a shared-library file (a symbolic link to one is fine)");
 }
 
 void write_all(int fd, const char* p, size_t n, const std::string& path) {
@@ -135,10 +134,9 @@ void read_sealed_module(const std::string& path, SealedModule& out) {
   if (file.fd < 0) {
     const int err = errno;
     if (err == ENXIO) not_a_file(path, "a socket");  // open() of a socket file
-    throw Failure(UMLOS_MODULE_NOT_FOUND,
-                  "module '" + path + "': cannot open: " + errno_text(err) +
-                      " (check the path in the manifest; relative paths are resolved "
-                      "against the manifest's folder)");
+    throw Failure(UMLOS_MODULE_NOT_FOUND, "module '" + path + "': cannot open: " + errno_text(err) +
+                                              " (check the path in the manifest; relative paths are resolved "
+                                              "against the manifest's folder)");
   }
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) {
@@ -147,17 +145,16 @@ void read_sealed_module(const std::string& path, SealedModule& out) {
   }
   if (!S_ISREG(st.st_mode)) not_a_file(path, file_type_name(st.st_mode));
   auto too_large = [&](uint64_t bytes) {
-    return Failure(UMLOS_MODULE_LOAD_FAILED,
-                   "module '" + path + "': " + std::to_string(bytes) + " bytes is larger than the " +
-                       std::to_string(kMaxModuleFileBytes) + "-byte (2 GiB) limit for a module file");
+    return Failure(UMLOS_MODULE_LOAD_FAILED, "module '" + path + "': " + std::to_string(bytes) +
+                                                 " bytes is larger than the " + std::to_string(kMaxModuleFileBytes) +
+                                                 "-byte (2 GiB) limit for a module file");
   };
   if (static_cast<uint64_t>(st.st_size) > kMaxModuleFileBytes) throw too_large(static_cast<uint64_t>(st.st_size));
 
   out.memfd.fd = ::memfd_create("umlos-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (out.memfd.fd < 0) {
     const int err = errno;
-    throw Failure(err == EMFILE || err == ENFILE || err == ENOMEM ? UMLOS_RESOURCE_EXHAUSTED
-                                                                   : UMLOS_MODULE_LOAD_FAILED,
+    throw Failure(err == EMFILE || err == ENFILE || err == ENOMEM ? UMLOS_RESOURCE_EXHAUSTED : UMLOS_MODULE_LOAD_FAILED,
                   "module '" + path + "': memfd_create failed: " + errno_text(err) +
                       " (verified loading needs Linux memfd with sealing)");
   }
@@ -179,8 +176,7 @@ void read_sealed_module(const std::string& path, SealedModule& out) {
   }
   if (::fcntl(out.memfd.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     const int err = errno;
-    throw Failure(UMLOS_MODULE_LOAD_FAILED,
-                  "module '" + path + "': sealing the memfd failed: " + errno_text(err));
+    throw Failure(UMLOS_MODULE_LOAD_FAILED, "module '" + path + "': sealing the memfd failed: " + errno_text(err));
   }
   // Hash what will be mapped: the sealed memfd, read back from its start.
   Sha256 hasher;
@@ -221,9 +217,7 @@ std::string unique_fd_path(int fd) {
   return path + std::to_string(fd);
 }
 
-std::string abi_text(uint32_t major, uint32_t minor) {
-  return std::to_string(major) + "." + std::to_string(minor);
-}
+std::string abi_text(uint32_t major, uint32_t minor) { return std::to_string(major) + "." + std::to_string(minor); }
 
 bool valid_fq_name(const char* name) {
   static const std::regex re("^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)+_v[0-9]+$");
@@ -231,24 +225,23 @@ bool valid_fq_name(const char* name) {
 }
 
 [[noreturn]] void bad_descriptor(const std::string& path, const std::string& what) {
-  throw Failure(UMLOS_MODULE_DESCRIPTOR_INVALID,
-                "module '" + path + "': malformed descriptor: " + what +
-                    " (the module must be rebuilt with a correct descriptor; "
-                    "`umlos modules inspect` shows what it declares)");
+  throw Failure(UMLOS_MODULE_DESCRIPTOR_INVALID, "module '" + path + "': malformed descriptor: " + what +
+                                                     " (the module must be rebuilt with a correct descriptor; "
+                                                     "`umlos modules inspect` shows what it declares)");
 }
 
 void check_size(const std::string& path, const std::string& what, size_t actual, size_t minimum) {
   if (actual < minimum) {
-    bad_descriptor(path, what + ".struct_size is " + std::to_string(actual) +
-                             ", expected at least " + std::to_string(minimum));
+    bad_descriptor(
+        path, what + ".struct_size is " + std::to_string(actual) + ", expected at least " + std::to_string(minimum));
   }
 }
 
-void validate_value_decls(const std::string& path, const std::string& op,
-                          const char* which, const umlos_value_decl* decls, uint32_t n) {
+void validate_value_decls(const std::string& path, const std::string& op, const char* which,
+                          const umlos_value_decl* decls, uint32_t n) {
   if (n > 0 && decls == nullptr) {
-    bad_descriptor(path, "operator '" + op + "': " + which + " count is " + std::to_string(n) +
-                             " but the array is NULL");
+    bad_descriptor(path,
+                   "operator '" + op + "': " + which + " count is " + std::to_string(n) + " but the array is NULL");
   }
   std::set<std::string> seen;
   for (uint32_t i = 0; i < n; ++i) {
@@ -288,8 +281,8 @@ void validate_operator(const std::string& path, const umlos_operator_desc* op, u
                              " is not none/init/cluster/misc");
   }
   if ((op->rng_draws == 0) != (op->rng_stream == UMLOS_STREAM_NONE)) {
-    bad_descriptor(path, "operator '" + name + "': declares " + std::to_string(op->rng_draws) +
-                             " draws from stream " + std::to_string(op->rng_stream) +
+    bad_descriptor(path, "operator '" + name + "': declares " + std::to_string(op->rng_draws) + " draws from stream " +
+                             std::to_string(op->rng_stream) +
                              "; spec 004 0.S wants 'exactly 0 draws from stream none' or K>0 "
                              "draws from init/cluster/misc");
   }
@@ -297,20 +290,19 @@ void validate_operator(const std::string& path, const umlos_operator_desc* op, u
   validate_value_decls(path, name, "inputs", op->inputs, op->n_inputs);
   validate_value_decls(path, name, "outputs", op->outputs, op->n_outputs);
   if (op->n_test_vectors > 0 && op->test_vectors == nullptr) {
-    bad_descriptor(path, "operator '" + name + "': n_test_vectors is " +
-                             std::to_string(op->n_test_vectors) + " but test_vectors is NULL");
+    bad_descriptor(path, "operator '" + name + "': n_test_vectors is " + std::to_string(op->n_test_vectors) +
+                             " but test_vectors is NULL");
   }
   for (uint32_t i = 0; i < op->n_test_vectors; ++i) {
     const umlos_test_vector& tv = op->test_vectors[i];
-    check_size(path, "operator '" + name + "' test_vectors[" + std::to_string(i) + "]",
-               tv.struct_size, UMLOS_TEST_VECTOR_SIZE_V1_0);
+    check_size(path, "operator '" + name + "' test_vectors[" + std::to_string(i) + "]", tv.struct_size,
+               UMLOS_TEST_VECTOR_SIZE_V1_0);
     if (tv.name == nullptr) {
       bad_descriptor(path, "operator '" + name + "' test_vectors[" + std::to_string(i) + "].name is NULL");
     }
     if ((tv.n_inputs > 0 && tv.inputs == nullptr) || (tv.n_expected > 0 && tv.expected == nullptr) ||
         (tv.n_config > 0 && tv.config == nullptr)) {
-      bad_descriptor(path, "operator '" + name + "' test vector '" + tv.name +
-                               "': a non-zero count with a NULL array");
+      bad_descriptor(path, "operator '" + name + "' test vector '" + tv.name + "': a non-zero count with a NULL array");
     }
   }
 }
@@ -322,13 +314,20 @@ void validate_driver(const std::string& path, const umlos_driver_desc* d, uint32
   if (d->name == nullptr || d->name[0] == '\0') bad_descriptor(path, where + ".name is NULL or empty");
   std::string name = d->name;
   const char* missing = nullptr;
-  if (!d->create) missing = "create";
-  else if (!d->destroy) missing = "destroy";
-  else if (!d->buffer_alloc) missing = "buffer_alloc";
-  else if (!d->buffer_free) missing = "buffer_free";
-  else if (!d->buffer_write) missing = "buffer_write";
-  else if (!d->buffer_read) missing = "buffer_read";
-  else if (!d->dispatch) missing = "dispatch";
+  if (!d->create)
+    missing = "create";
+  else if (!d->destroy)
+    missing = "destroy";
+  else if (!d->buffer_alloc)
+    missing = "buffer_alloc";
+  else if (!d->buffer_free)
+    missing = "buffer_free";
+  else if (!d->buffer_write)
+    missing = "buffer_write";
+  else if (!d->buffer_read)
+    missing = "buffer_read";
+  else if (!d->dispatch)
+    missing = "dispatch";
   if (missing) bad_descriptor(path, "driver '" + name + "': required function '" + missing + "' is NULL");
   if (d->n_primitives > 0 && d->primitives == nullptr) {
     bad_descriptor(path, "driver '" + name + "': n_primitives > 0 but primitives is NULL");
@@ -367,8 +366,8 @@ void validate_invariant(const std::string& path, const umlos_invariant_desc* v, 
 void validate_module(const std::string& path, const umlos_module_desc* m) {
   check_size(path, "module descriptor", m->struct_size, UMLOS_MODULE_DESC_SIZE_V1_0);
   if (m->name == nullptr || m->name[0] == '\0') bad_descriptor(path, "name is NULL or empty");
-  if ((m->n_operators && !m->operators) || (m->n_drivers && !m->drivers) ||
-      (m->n_strategies && !m->strategies) || (m->n_invariants && !m->invariants)) {
+  if ((m->n_operators && !m->operators) || (m->n_drivers && !m->drivers) || (m->n_strategies && !m->strategies) ||
+      (m->n_invariants && !m->invariants)) {
     bad_descriptor(path, "a non-zero count (operators/drivers/strategies/invariants) with a NULL array");
   }
   for (uint32_t i = 0; i < m->n_operators; ++i) validate_operator(path, m->operators[i], i);
@@ -406,7 +405,8 @@ LoadedModule load_module(const std::string& path, const std::optional<Digest>& e
                     "module '" + path + "': SHA-256 mismatch: the manifest pins " + to_hex(*expected) +
                         " but the file's digest is " + to_hex(out.sha256) +
                         " (the file changed after it was pinned; if the new file is trusted, "
-                        "re-pin it with `umlos hash " + path + "` or `umlos manifest pin`)");
+                        "re-pin it with `umlos hash " +
+                        path + "` or `umlos manifest pin`)");
     }
 
     const std::string fd_path = unique_fd_path(sealed.memfd.fd);
@@ -427,10 +427,11 @@ LoadedModule load_module(const std::string& path, const std::optional<Digest>& e
   LiveHandle live(handle->library.native(), path);
   if (!handle->library.has(UMLOS_MODULE_ENTRY_SYMBOL)) {
     throw Failure(UMLOS_MODULE_ENTRY_MISSING,
-                  "module '" + path + "': exports no symbol '" UMLOS_MODULE_ENTRY_SYMBOL
-                  "' (expected: const umlos_module_desc* " UMLOS_MODULE_ENTRY_SYMBOL
-                  "(const umlos_services*); define it with UMLOS_DEFINE_MODULE_ENTRY and build "
-                  "with umlos_add_module)");
+                  "module '" + path +
+                      "': exports no symbol '" UMLOS_MODULE_ENTRY_SYMBOL
+                      "' (expected: const umlos_module_desc* " UMLOS_MODULE_ENTRY_SYMBOL
+                      "(const umlos_services*); define it with UMLOS_DEFINE_MODULE_ENTRY and build "
+                      "with umlos_add_module)");
   }
   umlos_module_entry_fn entry =
       &handle->library.get<const umlos_module_desc*(const umlos_services*)>(UMLOS_MODULE_ENTRY_SYMBOL);
@@ -446,14 +447,12 @@ LoadedModule load_module(const std::string& path, const std::optional<Digest>& e
                       (why.empty() ? std::string(" and gave no reason") : ": " + why));
   }
   if (desc->struct_size < UMLOS_STRUCT_SIZE(umlos_module_desc, abi_minor)) {
-    bad_descriptor(path, "struct_size " + std::to_string(desc->struct_size) +
-                             " is too small to hold the ABI version");
+    bad_descriptor(path, "struct_size " + std::to_string(desc->struct_size) + " is too small to hold the ABI version");
   }
   if (desc->abi_major != UMLOS_ABI_MAJOR) {
     throw Failure(UMLOS_MODULE_ABI_MISMATCH,
-                  "module '" + path + "': built for UML_OS ABI " +
-                      abi_text(desc->abi_major, desc->abi_minor) + ", but this kernel speaks ABI " +
-                      abi_text(UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR) +
+                  "module '" + path + "': built for UML_OS ABI " + abi_text(desc->abi_major, desc->abi_minor) +
+                      ", but this kernel speaks ABI " + abi_text(UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR) +
                       " (majors must be equal; rebuild the module against the UML_OS " +
                       std::to_string(UMLOS_ABI_MAJOR) + ".x SDK)");
   }

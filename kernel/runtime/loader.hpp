@@ -23,8 +23,8 @@
 namespace umlos {
 
 struct LoadedModule {
-  std::string path;               // as given
-  Digest sha256{};                // digest of the bytes that were mapped
+  std::string path;  // as given
+  Digest sha256{};   // digest of the bytes that were mapped
   uint64_t size_bytes = 0;
   const umlos_module_desc* desc = nullptr;  // module-owned, static
   uint32_t negotiated_minor = 0;            // min(kernel minor, module minor)

@@ -25,11 +25,10 @@ namespace umlos {
 
 const std::vector<std::string>& operator_roles() {
   static const std::vector<std::string> roles = {
-      "bootstrap_op",  "termination_op",       "quota_op",         "next_batch_op",
-      "model_encode_op", "decode_op",          "forward_op",       "loss_op",
-      "validate_op",   "policy_op",            "update_op",        "probe_op",
-      "switch_op",     "augment_op",           "state_fingerprint_op", "functional_fp_op",
-      "tape_op",       "log_op"};
+      "bootstrap_op",     "termination_op", "quota_op",  "next_batch_op", "model_encode_op",
+      "decode_op",        "forward_op",     "loss_op",   "validate_op",   "policy_op",
+      "update_op",        "probe_op",       "switch_op", "augment_op",    "state_fingerprint_op",
+      "functional_fp_op", "tape_op",        "log_op"};
   return roles;
 }
 
@@ -67,17 +66,13 @@ struct ScalarSpan {
   size_t module_index = 0;
   bool is_path = false;  // else the sha256
   YAML::Mark mark;
-  std::string value;     // the scalar as yaml-cpp read it
+  std::string value;  // the scalar as yaml-cpp read it
   bool quoted = false;
 };
 
-std::string join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
+std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
-std::string item(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
+std::string item(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 std::string list_words(const std::vector<std::string>& words) {
   std::string out;
@@ -185,14 +180,18 @@ size_t quoted_end(const std::string& text, size_t pos) {
   const char open = text[pos];
   if (open == '"') {
     for (size_t i = pos + 1; i < text.size(); ++i) {
-      if (text[i] == '\\') ++i;
-      else if (text[i] == '"') return i + 1;
+      if (text[i] == '\\')
+        ++i;
+      else if (text[i] == '"')
+        return i + 1;
     }
   } else if (open == '\'') {
     for (size_t i = pos + 1; i < text.size(); ++i) {
       if (text[i] != '\'') continue;
-      if (i + 1 < text.size() && text[i + 1] == '\'') ++i;
-      else return i + 1;
+      if (i + 1 < text.size() && text[i + 1] == '\'')
+        ++i;
+      else
+        return i + 1;
     }
   }
   return std::string::npos;
@@ -241,8 +240,7 @@ size_t count_documents(const std::string& text) {
 
 class Parser {
  public:
-  Parser(const std::string& file, bool allow_unpinned, Manifest& out,
-         std::vector<ScalarSpan>* spans)
+  Parser(const std::string& file, bool allow_unpinned, Manifest& out, std::vector<ScalarSpan>* spans)
       : file_(file), allow_unpinned_(allow_unpinned), m_(out), spans_(spans) {}
 
   void parse(const std::string& text, uint64_t size_limit) {
@@ -258,13 +256,11 @@ class Parser {
         throw Failure(UMLOS_MANIFEST_INVALID,
                       file_ + ":1:1: key '': expected a manifest (a YAML map), found an empty file");
       if (documents > 1)
-        throw Failure(UMLOS_MANIFEST_INVALID,
-                      file_ + ":1:1: key '': expected one YAML document, found more than one");
+        throw Failure(UMLOS_MANIFEST_INVALID, file_ + ":1:1: key '': expected one YAML document, found more than one");
       document = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       throw Failure(UMLOS_MANIFEST_INVALID, file_ + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                                std::to_string(e.mark.column + 1) +
-                                                ": malformed YAML: " + e.msg);
+                                                std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
     }
     root(document);
   }
@@ -272,18 +268,14 @@ class Parser {
  private:
   // ---------------------------------------------------------- messages
 
-  [[noreturn]] void fail_at(const YAML::Mark& mark, const std::string& path,
-                            const std::string& what) const {
+  [[noreturn]] void fail_at(const YAML::Mark& mark, const std::string& path, const std::string& what) const {
     throw Failure(UMLOS_MANIFEST_INVALID, file_ + ":" + std::to_string(mark.line + 1) + ":" +
-                                              std::to_string(mark.column + 1) + ": key '" + path +
-                                              "': " + what);
+                                              std::to_string(mark.column + 1) + ": key '" + path + "': " + what);
   }
 
   // A node's position; an empty value (`key:` and nothing) is reported at
   // its key, because yaml-cpp places it at the next token.
-  YAML::Mark mark_of(const Entry& e) const {
-    return e.value.IsNull() ? e.key_node.Mark() : e.value.Mark();
-  }
+  YAML::Mark mark_of(const Entry& e) const { return e.value.IsNull() ? e.key_node.Mark() : e.value.Mark(); }
 
   void record(const std::string& path, const YAML::Mark& mark) {
     m_.marks[path] = SourceMark{mark.line + 1, mark.column + 1};
@@ -291,19 +283,28 @@ class Parser {
 
   static std::string found(const YAML::Node& node, const Value& typed) {
     switch (node.Type()) {
-      case YAML::NodeType::Map: return "a map";
-      case YAML::NodeType::Sequence: return "a list";
+      case YAML::NodeType::Map:
+        return "a map";
+      case YAML::NodeType::Sequence:
+        return "a list";
       case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined: return "null";
-      case YAML::NodeType::Scalar: break;
+      case YAML::NodeType::Undefined:
+        return "null";
+      case YAML::NodeType::Scalar:
+        break;
     }
     switch (typed.kind()) {
-      case Value::Kind::Text: return "'" + typed.as_text() + "'";
+      case Value::Kind::Text:
+        return "'" + typed.as_text() + "'";
       case Value::Kind::UInt:
-      case Value::Kind::NegInt: return "integer " + cbor::diagnostic(typed);
-      case Value::Kind::Float: return "float " + cbor::diagnostic(typed);
-      case Value::Kind::Bool: return std::string("boolean ") + (typed.as_bool() ? "true" : "false");
-      default: return cbor::diagnostic(typed);
+      case Value::Kind::NegInt:
+        return "integer " + cbor::diagnostic(typed);
+      case Value::Kind::Float:
+        return "float " + cbor::diagnostic(typed);
+      case Value::Kind::Bool:
+        return std::string("boolean ") + (typed.as_bool() ? "true" : "false");
+      default:
+        return cbor::diagnostic(typed);
     }
   }
 
@@ -324,8 +325,7 @@ class Parser {
                                                   ": malformed YAML: quoted string is not closed");
     }
     if (tag == "!" || tag == kYamlStrTag) return Value::text(s);
-    if (tag != "?")
-      fail_at(node.Mark(), path, "unsupported YAML tag '" + tag + "' (only !!str is allowed)");
+    if (tag != "?") fail_at(node.Mark(), path, "unsupported YAML tag '" + tag + "' (only !!str is allowed)");
     if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return Value::null();
     if (s == "true" || s == "True" || s == "TRUE") return Value::boolean(true);
     if (s == "false" || s == "False" || s == "FALSE") return Value::boolean(false);
@@ -337,16 +337,14 @@ class Parser {
       const auto r = std::from_chars(s.data() + skip, s.data() + s.size(), magnitude);
       // -2^64 (magnitude 2^64) is the one CBOR integer whose magnitude does
       // not fit uint64: refused along with everything beyond.
-      if (r.ec != std::errc())
-        fail_at(node.Mark(), path, "integer " + s + " is out of range (-2^64+1 .. 2^64-1)");
+      if (r.ec != std::errc()) fail_at(node.Mark(), path, "integer " + s + " is out of range (-2^64+1 .. 2^64-1)");
       if (!negative || magnitude == 0) return Value::uinteger(magnitude);
       return Value::neg_integer(magnitude - 1);
     }
     if (is_hexadecimal(s)) {
       uint64_t v = 0;
       const auto r = std::from_chars(s.data() + 2, s.data() + s.size(), v, 16);
-      if (r.ec != std::errc())
-        fail_at(node.Mark(), path, "integer " + s + " is out of range (at most 64 bits)");
+      if (r.ec != std::errc()) fail_at(node.Mark(), path, "integer " + s + " is out of range (at most 64 bits)");
       return Value::uinteger(v);
     }
     if (is_float(s)) {
@@ -373,9 +371,12 @@ class Parser {
     for (auto it = map.begin(); it != map.end(); ++it) {
       const YAML::Node key = it->first;
       if (!key.IsScalar())
-        fail_at(key.Mark(), path, std::string("expected text map keys, found ") +
-                                      (key.IsNull() ? "an empty key" : key.IsMap() ? "a map" : "a list") +
-                                      " as a key");
+        fail_at(key.Mark(), path,
+                std::string("expected text map keys, found ") +
+                    (key.IsNull()  ? "an empty key"
+                     : key.IsMap() ? "a map"
+                                   : "a list") +
+                    " as a key");
       const std::string k = key.Scalar();
       const auto [at, fresh] = seen.emplace(k, key.Mark());
       if (!fresh)
@@ -430,26 +431,22 @@ class Parser {
     return is_indexed_key(path, "modules", ".sha256") || is_indexed_key(path, "datasets", ".hash");
   }
 
-  void check_collection_tag(const YAML::Node& node, const std::string& path,
-                            const std::string& standard) const {
+  void check_collection_tag(const YAML::Node& node, const std::string& path, const std::string& standard) const {
     const std::string& tag = node.Tag();
-    if (tag != "?" && !tag.empty() && tag != standard)
-      fail_at(node.Mark(), path, "unsupported YAML tag '" + tag + "'");
+    if (tag != "?" && !tag.empty() && tag != standard) fail_at(node.Mark(), path, "unsupported YAML tag '" + tag + "'");
   }
 
   // --------------------------------------------------- schema checks
 
   // A map whose keys are fixed by the schema. Returns key -> entry.
-  std::map<std::string, Entry> fixed_map(const YAML::Node& node, const YAML::Mark& mark,
-                                         const std::string& path,
+  std::map<std::string, Entry> fixed_map(const YAML::Node& node, const YAML::Mark& mark, const std::string& path,
                                          const std::vector<std::string>& allowed,
                                          const std::vector<std::string>& required) const {
     if (!node.IsMap()) fail_at(mark, path, "expected a map, found " + found(node, scalar_or_null(node, path)));
     std::map<std::string, Entry> out;
     for (Entry& e : entries(node, path)) {
       if (std::find(allowed.begin(), allowed.end(), e.key) == allowed.end())
-        fail_at(e.key_node.Mark(), join(path, e.key),
-                "unknown key (expected one of: " + list_words(allowed) + ")");
+        fail_at(e.key_node.Mark(), join(path, e.key), "unknown key (expected one of: " + list_words(allowed) + ")");
       out.emplace(e.key, std::move(e));
     }
     for (const std::string& r : required)
@@ -465,8 +462,7 @@ class Parser {
     const Value v = scalar_or_null(e.value, path);
     if (!e.value.IsScalar() || v.kind() != Value::Kind::Text)
       fail_at(mark_of(e), path, "expected a string, found " + found(e.value, v));
-    if (v.as_text().empty())
-      fail_at(mark_of(e), path, "expected a non-empty string, found ''");
+    if (v.as_text().empty()) fail_at(mark_of(e), path, "expected a non-empty string, found ''");
     return v.as_text();
   }
 
@@ -479,8 +475,7 @@ class Parser {
 
   int64_t signed_integer(const Entry& e, const std::string& path) const {
     const Value v = scalar_or_null(e.value, path);
-    if (!e.value.IsScalar() || (v.kind() != Value::Kind::UInt && v.kind() != Value::Kind::NegInt) ||
-        !v.fits_int64())
+    if (!e.value.IsScalar() || (v.kind() != Value::Kind::UInt && v.kind() != Value::Kind::NegInt) || !v.fits_int64())
       fail_at(mark_of(e), path, "expected a 64-bit integer, found " + found(e.value, v));
     return v.as_int64();
   }
@@ -524,22 +519,21 @@ class Parser {
 
   void root(const YAML::Node& doc) {
     static const std::vector<std::string> top_keys = {
-        "umlos_manifest", "name",   "spec_version", "seed",     "modules",   "driver", "tmmu",
+        "umlos_manifest", "name",   "spec_version", "seed",     "modules",   "driver",  "tmmu",
         "operators",      "config", "policy",       "datasets", "namespace", "budgets", "trace"};
     if (!doc.IsMap())
       fail_at(doc.Mark(), "", "expected a manifest (a YAML map), found " + found(doc, scalar_or_null(doc, "")));
     // The whole tree, typed; the schema below checks it and adjusts the
     // canonical form (defaults in, module paths out).
     Value canonical = convert(doc, "");
-    const auto top = fixed_map(doc, doc.Mark(), "", top_keys,
-                               {"umlos_manifest", "name", "modules", "driver", "operators"});
+    const auto top =
+        fixed_map(doc, doc.Mark(), "", top_keys, {"umlos_manifest", "name", "modules", "driver", "operators"});
 
     {  // umlos_manifest: 1
       const Entry& e = top.at("umlos_manifest");
       const Value v = scalar_or_null(e.value, "umlos_manifest");
       if (!e.value.IsScalar() || v.kind() != Value::Kind::UInt || v.as_uint() != 1)
-        fail_at(mark_of(e), "umlos_manifest",
-                "expected the format version 1, found " + found(e.value, v));
+        fail_at(mark_of(e), "umlos_manifest", "expected the format version 1, found " + found(e.value, v));
     }
     m_.name = text(top.at("name"), "name");
     m_.spec_version = kDefaultSpecVersion;
@@ -564,7 +558,8 @@ class Parser {
     if (const Value* every = m_.config.find("checkpoint_every"); every && every->kind() != Value::Kind::UInt)
       throw Failure(UMLOS_MANIFEST_INVALID, m_.where("config.checkpoint_every") +
                                                 ": key 'config.checkpoint_every': expected an unsigned integer "
-                                                "(0 = no periodic checkpoints), found " + cbor::diagnostic(*every));
+                                                "(0 = no periodic checkpoints), found " +
+                                                cbor::diagnostic(*every));
     m_.policy = Value::map();
     if (top.count("policy")) {
       policy(top.at("policy"));
@@ -598,8 +593,8 @@ class Parser {
 
     Value env_modules = Value::array();
     for (const ModuleEntry& mod : m_.modules)
-      env_modules.as_array().push_back(
-          mod.pinned ? Value::bytes(mod.sha256.data(), mod.sha256.size()) : Value::text(kUnpinned));
+      env_modules.as_array().push_back(mod.pinned ? Value::bytes(mod.sha256.data(), mod.sha256.size())
+                                                  : Value::text(kUnpinned));
     Value env = Value::map();
     env.set("daemon_concurrency_max", Value::integer(kDaemonConcurrencyMax));
     env.set("world_size", Value::integer(1));
@@ -642,17 +637,15 @@ class Parser {
       ModuleEntry mod;
       mod.mark = SourceMark{node.Mark().line + 1, node.Mark().column + 1};
       mod.path = text(fields.at("path"), join(path, "path"));
-      mod.resolved_path = fs::path(mod.path).is_absolute()
-                              ? mod.path
-                              : (fs::path(m_.dir) / mod.path).lexically_normal().string();
+      mod.resolved_path =
+          fs::path(mod.path).is_absolute() ? mod.path : (fs::path(m_.dir) / mod.path).lexically_normal().string();
       const std::string digest = hex_digest_text(fields.at("sha256"), join(path, "sha256"), allow_unpinned_);
       mod.pinned = digest != kUnpinned;
       if (mod.pinned) digest_from_hex(digest, mod.sha256);
       span(i, true, fields.at("path"));
       span(i, false, fields.at("sha256"));
       Value entry = Value::map();
-      entry.set("sha256", mod.pinned ? Value::bytes(mod.sha256.data(), mod.sha256.size())
-                                     : Value::text(kUnpinned));
+      entry.set("sha256", mod.pinned ? Value::bytes(mod.sha256.data(), mod.sha256.size()) : Value::text(kUnpinned));
       canonical.as_array().push_back(std::move(entry));
       m_.modules.push_back(std::move(mod));
       ++i;
@@ -698,12 +691,12 @@ class Parser {
       if (op.value.IsNull()) continue;  // the step is skipped
       const Value v = scalar_or_null(op.value, path);
       if (!op.value.IsScalar() || v.kind() != Value::Kind::Text)
-        fail_at(mark_of(op), path,
-                "expected a fully-qualified operator name or null, found " + found(op.value, v));
+        fail_at(mark_of(op), path, "expected a fully-qualified operator name or null, found " + found(op.value, v));
       if (!is_operator_name(v.as_text()))
         fail_at(mark_of(op), path,
                 "expected a fully-qualified operator name like 'UML_OS.Model.Encode_v1' "
-                "(Namespace.Name_vN), found '" + v.as_text() + "'");
+                "(Namespace.Name_vN), found '" +
+                    v.as_text() + "'");
       m_.operators[op.key] = v.as_text();
     }
   }
@@ -719,8 +712,7 @@ class Parser {
     size_t i = 0;
     for (const YAML::Node& node : rules.value) {
       const std::string path = item("policy.rules", i++);
-      const auto r = fixed_map(node, node.Mark(), path, {"cond", "action", "priority"},
-                               {"cond", "action", "priority"});
+      const auto r = fixed_map(node, node.Mark(), path, {"cond", "action", "priority"}, {"cond", "action", "priority"});
       text(r.at("cond"), join(path, "cond"));
       const std::string action = text(r.at("action"), join(path, "action"));
       if (std::find(actions.begin(), actions.end(), action) == actions.end())
@@ -766,7 +758,8 @@ class Parser {
       if (!is_folder_name(v) || v == "." || v == "..")
         fail_at(mark_of(ne), path,
                 "expected a folder name of letters, digits, '_', '.', '-' (not starting with '.' or '-'), "
-                "found '" + v + "'");
+                "found '" +
+                    v + "'");
     }
   }
 
@@ -778,16 +771,15 @@ class Parser {
     if (map.kind() != Value::Kind::Map) return;
     auto refuse = [&](const std::string& key, const std::string& expected, const Value& v) {
       const std::string path = join(prefix, key);
-      throw Failure(UMLOS_UNIMPLEMENTED,
-                    m_.where(path) + ": key '" + path + "': multi-process (distributed) runs are not implemented: " +
-                        "expected " + expected + ", found " + cbor::diagnostic(v));
+      throw Failure(UMLOS_UNIMPLEMENTED, m_.where(path) + ": key '" + path +
+                                             "': multi-process (distributed) runs are not implemented: " + "expected " +
+                                             expected + ", found " + cbor::diagnostic(v));
     };
     if (const Value* w = map.find("world_size"); w && !(w->kind() == Value::Kind::UInt && w->as_uint() == 1))
       refuse("world_size", "1", *w);
     if (const Value* r = map.find("rank"); r && !(r->kind() == Value::Kind::UInt && r->as_uint() == 0))
       refuse("rank", "0", *r);
-    if (const Value* d = map.find("distributed_mode");
-        d && !(d->kind() == Value::Kind::Text && d->as_text() == "none"))
+    if (const Value* d = map.find("distributed_mode"); d && !(d->kind() == Value::Kind::Text && d->as_text() == "none"))
       refuse("distributed_mode", "none", *d);
   }
 
@@ -800,8 +792,7 @@ class Parser {
 };
 
 Manifest parse_impl(const std::string& yaml_text, const std::string& file, const std::string& base_dir,
-                    bool allow_unpinned, std::vector<ScalarSpan>* spans,
-                    uint64_t size_limit = kManifestReadLimit) {
+                    bool allow_unpinned, std::vector<ScalarSpan>* spans, uint64_t size_limit = kManifestReadLimit) {
   Manifest m;
   m.file = file;
   m.dir = base_dir.empty() ? "." : base_dir;
@@ -825,8 +816,7 @@ size_t scalar_end(const std::string& text, const ScalarSpan& s) {
   if (s.quoted) return open == '"' || open == '\'' ? quoted_end(text, pos) : std::string::npos;
   if (text.compare(pos, s.value.size(), s.value) != 0) return std::string::npos;
   const size_t end = pos + s.value.size();
-  if (end < text.size() && std::string(" \t\r\n,]}#").find(text[end]) == std::string::npos)
-    return std::string::npos;
+  if (end < text.size() && std::string(" \t\r\n,]}#").find(text[end]) == std::string::npos) return std::string::npos;
   return end;
 }
 
@@ -872,8 +862,8 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
   for (const ScalarSpan& s : spans) {
     const ModuleEntry& mod = m.modules[s.module_index];
     const std::string key = item("modules", s.module_index) + (s.is_path ? ".path" : ".sha256");
-    const std::string at = in_file + ":" + std::to_string(s.mark.line + 1) + ":" +
-                           std::to_string(s.mark.column + 1) + ": key '" + key + "': ";
+    const std::string at = in_file + ":" + std::to_string(s.mark.line + 1) + ":" + std::to_string(s.mark.column + 1) +
+                           ": key '" + key + "': ";
     std::string value;
     if (s.is_path) {
       if (fs::path(mod.path).is_absolute()) {

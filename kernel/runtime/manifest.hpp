@@ -20,7 +20,7 @@
 namespace umlos {
 
 inline constexpr const char* kDefaultSpecVersion = UMLOS_SPEC_VERSION;  // abi/umlos_abi.h
-inline constexpr int64_t kDaemonConcurrencyMax = 16;  // spec 004 0.Q
+inline constexpr int64_t kDaemonConcurrencyMax = 16;                    // spec 004 0.Q
 
 // Bounds on what a YAML document may cost (docs/security.md): a manifest
 // file is at most kManifestReadLimit bytes (fsutil.hpp), a standalone YAML
@@ -54,10 +54,10 @@ struct ModuleEntry {
 // once when the manifest is read (docs/manifest.md). The config: keys are
 // also seen by operators (operator_config in procedure.hpp).
 struct RunSettings {
-  int64_t max_steps = 100;           // config.max_steps (no termination_op: the last t)
-  int64_t checkpoint_every = 0;      // config.checkpoint_every (0: no periodic checkpoints)
-  int64_t functional_fp_every = 50;  // config.functional_fp_every (0: none but the final one)
-  int64_t checkpoint_keep = 0;       // config.checkpoint_keep: newest files kept (0: all)
+  int64_t max_steps = 100;               // config.max_steps (no termination_op: the last t)
+  int64_t checkpoint_every = 0;          // config.checkpoint_every (0: no periodic checkpoints)
+  int64_t functional_fp_every = 50;      // config.functional_fp_every (0: none but the final one)
+  int64_t checkpoint_keep = 0;           // config.checkpoint_keep: newest files kept (0: all)
   std::string task_type = "multiclass";  // config.task_type when a string (the trace's run_header)
   // budgets.memory_bytes: the bytes all live tensors may hold (0: no
   // limit); kDefaultMemoryBudget when the manifest gives none.
@@ -94,9 +94,9 @@ struct Manifest {
   // Where the run state lives (kernel/runtime/value_arenas.hpp): "arenas" (the
   // default with a strategy) or "buffers" (one driver buffer per value).
   std::string tmmu_values = "arenas";
-  cbor::Value config;         // the `config:` map (empty when absent)
-  cbor::Value policy;         // the `policy:` map (empty when absent)
-  cbor::Value env;            // the env manifest that env_manifest_hash covers
+  cbor::Value config;                            // the `config:` map (empty when absent)
+  cbor::Value policy;                            // the `policy:` map (empty when absent)
+  cbor::Value env;                               // the env manifest that env_manifest_hash covers
   std::map<std::string, std::string> operators;  // role -> fully-qualified name
   std::map<std::string, SourceMark> marks;       // dotted key path -> position
   RunSettings settings;
@@ -115,8 +115,8 @@ RunSettings read_run_settings(const Manifest& m);
 // (only `umlos manifest pin` wants that).
 Manifest load_manifest(const std::string& file, bool allow_unpinned = false);
 // The same from text; `file` is used in messages and `base_dir` for paths.
-Manifest parse_manifest(const std::string& yaml_text, const std::string& file,
-                        const std::string& base_dir, bool allow_unpinned = false);
+Manifest parse_manifest(const std::string& yaml_text, const std::string& file, const std::string& base_dir,
+                        bool allow_unpinned = false);
 
 // `umlos manifest pin IN -o OUT`: writes OUT (atomically) as a copy of IN's
 // text in which every module's sha256 is the digest of its file and every

@@ -32,9 +32,10 @@ RunSettings read_run_settings(const Manifest& m) {
   s.functional_fp_every = config_int(m, "functional_fp_every", 50);
   s.checkpoint_keep = config_int(m, "checkpoint_keep", 0);
   if (s.checkpoint_keep < 0) {
-    throw Failure(UMLOS_MANIFEST_INVALID, m.where("config.checkpoint_keep") +
-                                              ": key 'config.checkpoint_keep': expected 0 (keep all) or a positive count, found " +
-                                              std::to_string(s.checkpoint_keep));
+    throw Failure(UMLOS_MANIFEST_INVALID,
+                  m.where("config.checkpoint_keep") +
+                      ": key 'config.checkpoint_keep': expected 0 (keep all) or a positive count, found " +
+                      std::to_string(s.checkpoint_keep));
   }
   if (const cbor::Value* tt = lookup(m.config, "task_type"); tt && tt->kind() == cbor::Value::Kind::Text) {
     s.task_type = tt->as_text();

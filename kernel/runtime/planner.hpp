@@ -24,8 +24,7 @@ class Planner {
   explicit Planner(Host& host) : host_(host) {}
 
   // Calls `strategy` (errors become Failure naming it).
-  void plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request,
-            umlos_plan_result& result);
+  void plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request, umlos_plan_result& result);
   // The strategy services->plan_memory uses (the manifest's tmmu.strategy).
   void set_active(const umlos_tmmu_strategy_desc* strategy) { active_ = strategy; }
   const umlos_tmmu_strategy_desc* active() const { return active_; }

@@ -64,12 +64,33 @@ std::optional<int64_t> scalar_int(const Host& host, const std::string& name) {
   const Tensor& t = *value;
   if (element_count(t.shape) != 1) return std::nullopt;
   switch (t.dtype) {
-    case UMLOS_DTYPE_I64: { int64_t v; host.read(t, &v, 8); return v; }
-    case UMLOS_DTYPE_I32: { int32_t v; host.read(t, &v, 4); return v; }
-    case UMLOS_DTYPE_U8: { uint8_t v; host.read(t, &v, 1); return v; }
-    case UMLOS_DTYPE_U32: { uint32_t v; host.read(t, &v, 4); return v; }
-    case UMLOS_DTYPE_U64: { uint64_t v; host.read(t, &v, 8); return static_cast<int64_t>(v); }
-    default: return std::nullopt;
+    case UMLOS_DTYPE_I64: {
+      int64_t v;
+      host.read(t, &v, 8);
+      return v;
+    }
+    case UMLOS_DTYPE_I32: {
+      int32_t v;
+      host.read(t, &v, 4);
+      return v;
+    }
+    case UMLOS_DTYPE_U8: {
+      uint8_t v;
+      host.read(t, &v, 1);
+      return v;
+    }
+    case UMLOS_DTYPE_U32: {
+      uint32_t v;
+      host.read(t, &v, 4);
+      return v;
+    }
+    case UMLOS_DTYPE_U64: {
+      uint64_t v;
+      host.read(t, &v, 8);
+      return static_cast<int64_t>(v);
+    }
+    default:
+      return std::nullopt;
   }
 }
 
@@ -169,29 +190,36 @@ std::string text_or(const cbor::Value& map, const char* key, const std::string& 
 class Progress {
  public:
   explicit Progress(int64_t max_steps)
-      : max_steps_(max_steps), tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()),
+      : max_steps_(max_steps),
+        tty_(::isatty(STDERR_FILENO) == 1),
+        start_(std::chrono::steady_clock::now()),
         last_(start_) {}
   void update(int64_t t, std::optional<double> loss, const Host& host, bool final) {
     const auto now = std::chrono::steady_clock::now();
     const double secs = std::chrono::duration<double>(now - start_).count();
     bool due;
-    if (tty_) due = final || std::chrono::duration<double>(now - last_).count() >= 0.2;
-    else due = final || t % std::max<int64_t>(1, max_steps_ / 10) == 0;
+    if (tty_)
+      due = final || std::chrono::duration<double>(now - last_).count() >= 0.2;
+    else
+      due = final || t % std::max<int64_t>(1, max_steps_ / 10) == 0;
     if (!due || (final && !tty_ && printed_t_ == t)) return;
     last_ = now;
     printed_t_ = t;
     const double rate = secs > 0 ? static_cast<double>(t) / secs : 0.0;
     char metric[64] = "";
-    if (std::optional<double> v = scalar_f64(host, "val_accuracy")) std::snprintf(metric, sizeof metric, "  val_acc %.4f", *v);
-    else if (std::optional<double> r = scalar_f64(host, "val_r2")) std::snprintf(metric, sizeof metric, "  val_r2 %.4f", *r);
+    if (std::optional<double> v = scalar_f64(host, "val_accuracy"))
+      std::snprintf(metric, sizeof metric, "  val_acc %.4f", *v);
+    else if (std::optional<double> r = scalar_f64(host, "val_r2"))
+      std::snprintf(metric, sizeof metric, "  val_r2 %.4f", *r);
     const double left = rate > 0 && max_steps_ > t ? static_cast<double>(max_steps_ - t) / rate : 0.0;
     char line[256];
-    std::snprintf(line, sizeof line, "step %lld/%lld  loss %s%s  %.1f steps/s  %s %.0fs",
-                  static_cast<long long>(t), static_cast<long long>(max_steps_),
-                  loss ? std::to_string(*loss).c_str() : "-", metric, rate, final ? "elapsed" : "left",
-                  final ? secs : left);
-    if (tty_) std::fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
-    else std::fprintf(stderr, "%s\n", line);
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %s%s  %.1f steps/s  %s %.0fs", static_cast<long long>(t),
+                  static_cast<long long>(max_steps_), loss ? std::to_string(*loss).c_str() : "-", metric, rate,
+                  final ? "elapsed" : "left", final ? secs : left);
+    if (tty_)
+      std::fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
+    else
+      std::fprintf(stderr, "%s\n", line);
   }
 
  private:
@@ -259,8 +287,9 @@ void enforce_quota(RunState& rs, uint64_t disk_budget, uint64_t memory_budget) {
                                             " bytes, over budgets.disk_bytes = " + std::to_string(disk_budget));
   }
   if (memory_budget > 0 && memory > memory_budget) {
-    throw Failure(UMLOS_QUOTA_EXCEEDED, "the run state holds " + std::to_string(memory) +
-                                            " bytes of values, over budgets.memory_bytes = " + std::to_string(memory_budget));
+    throw Failure(UMLOS_QUOTA_EXCEEDED,
+                  "the run state holds " + std::to_string(memory) +
+                      " bytes of values, over budgets.memory_bytes = " + std::to_string(memory_budget));
   }
   put_scalar(rs.host, "resource_util", util);
 }
@@ -279,12 +308,18 @@ void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
     in_ops += total;
     std::fprintf(stderr, "%-40s %8llu %10.3f %10.3f %10.3f %10.3f\n", name.c_str(),
                  static_cast<unsigned long long>(e.calls), total, total - body, body - drv, drv);
-    ops.push_back({{"operator", name}, {"calls", e.calls}, {"total_s", total}, {"kernel_checks_s", total - body},
-                   {"module_s", body - drv}, {"driver_s", drv}, {"memory_plans", e.plans},
-                   {"largest_plan_bytes", e.plan_max_footprint}, {"largest_plan_unplanned_bytes", e.plan_max_unplanned}});
+    ops.push_back({{"operator", name},
+                   {"calls", e.calls},
+                   {"total_s", total},
+                   {"kernel_checks_s", total - body},
+                   {"module_s", body - drv},
+                   {"driver_s", drv},
+                   {"memory_plans", e.plans},
+                   {"largest_plan_bytes", e.plan_max_footprint},
+                   {"largest_plan_unplanned_bytes", e.plan_max_unplanned}});
   }
-  std::fprintf(stderr, "%-40s %8s %10.3f  (trace, quota, bootstrap outside operators)\n", "kernel outside operators", "",
-               wall_s - in_ops);
+  std::fprintf(stderr, "%-40s %8s %10.3f  (trace, quota, bootstrap outside operators)\n", "kernel outside operators",
+               "", wall_s - in_ops);
   std::fprintf(stderr, "%-40s %8s %10.3f  (%llu primitive dispatches)\n", "run", "", wall_s,
                static_cast<unsigned long long>(p.dispatches));
   for (const auto& [name, e] : p.ops) {
@@ -294,7 +329,9 @@ void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
                  static_cast<unsigned long long>(e.plan_max_footprint),
                  static_cast<unsigned long long>(e.plan_max_unplanned));
   }
-  json doc = {{"wall_s", wall_s}, {"kernel_outside_operators_s", wall_s - in_ops}, {"dispatches", p.dispatches},
+  json doc = {{"wall_s", wall_s},
+              {"kernel_outside_operators_s", wall_s - in_ops},
+              {"dispatches", p.dispatches},
               {"operators", ops}};
   rs.folder.write_atomic("profile.json", doc.dump(2) + "\n");
 }
@@ -324,11 +361,11 @@ const umlos_operator_desc* resolve(RunState& rs, const std::string& role) {
         offered += (offered.empty() ? "" : ", ") + std::string(m.desc->operators[i]->name);
       }
     }
-    throw Failure(UMLOS_OPERATOR_NOT_FOUND,
-                  rs.manifest->where("operators." + role) + ": key 'operators." + role + "' names operator '" +
-                      name + "', which no module of the manifest offers (offered: " +
-                      (offered.empty() ? std::string("none") : offered) +
-                      "; add the module that provides it to `modules:`)");
+    throw Failure(
+        UMLOS_OPERATOR_NOT_FOUND,
+        rs.manifest->where("operators." + role) + ": key 'operators." + role + "' names operator '" + name +
+            "', which no module of the manifest offers (offered: " + (offered.empty() ? std::string("none") : offered) +
+            "; add the module that provides it to `modules:`)");
   }
   return op;
 }
@@ -415,9 +452,14 @@ struct Bootstrapped {
 // The manifest could not be read: no run folder yet, so the failure record
 // goes to stderr only.
 int manifest_failure(const Failure& f) {
-  json r = {{"record", "failure"}, {"t", 0}, {"failure_code", status_name(f.code())},
-            {"failure_operator", "UML_OS.OS.Bootstrap_v1"}, {"message", f.what()},
-            {"replay_token", nullptr}, {"rng_fingerprint_t", nullptr}, {"state_fp_t", nullptr},
+  json r = {{"record", "failure"},
+            {"t", 0},
+            {"failure_code", status_name(f.code())},
+            {"failure_operator", "UML_OS.OS.Bootstrap_v1"},
+            {"message", f.what()},
+            {"replay_token", nullptr},
+            {"rng_fingerprint_t", nullptr},
+            {"state_fp_t", nullptr},
             {"exit_status", exit_code_for(f.code())}};
   std::fprintf(stderr, "umlos: %s\n%s\n", f.what(), r.dump().c_str());
   return exit_code_for(f.code());
@@ -435,9 +477,10 @@ void enter_run_folder(RunState& rs, const Manifest& manifest, const RunOptions& 
     const cbor::Value* ns = manifest.canonical.find("namespace");
     cbor::Value empty = cbor::Value::map();
     const cbor::Value& n = ns ? *ns : empty;
-    std::vector<std::pair<std::string, std::string>> parts = {
-        {"org", text_or(n, "org", "default")}, {"unit", text_or(n, "unit", "default")},
-        {"project", text_or(n, "project", "default")}, {"experiment", text_or(n, "experiment", manifest.name)}};
+    std::vector<std::pair<std::string, std::string>> parts = {{"org", text_or(n, "org", "default")},
+                                                              {"unit", text_or(n, "unit", "default")},
+                                                              {"project", text_or(n, "project", "default")},
+                                                              {"experiment", text_or(n, "experiment", manifest.name)}};
     rs.run_dir = resolve_namespace_path(manifest, parts, job_id).string();
   }
   if (options.resume) {
@@ -472,8 +515,8 @@ bool place_manifest_copies(RunState& rs, const Manifest& manifest, const RunOpti
     if (copy != manifest.canonical_bytes) {
       throw Failure(UMLOS_CHECKPOINT_INVALID,
                     "run folder '" + rs.run_dir + "' has no checkpoint, and its manifest.cbor (manifest_hash " +
-                        to_hex(sha256(copy)) + ") is not the canonical form of " + manifest.file +
-                        " (manifest_hash " + to_hex(manifest.manifest_hash) + "): the folder holds another run");
+                        to_hex(sha256(copy)) + ") is not the canonical form of " + manifest.file + " (manifest_hash " +
+                        to_hex(manifest.manifest_hash) + "): the folder holds another run");
     }
   }
   if (restart) {
@@ -492,7 +535,8 @@ bool place_manifest_copies(RunState& rs, const Manifest& manifest, const RunOpti
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     rs.folder.write_atomic("manifest.yaml", bytes);
     // Last: its presence says the copies are complete.
-    rs.folder.write_atomic("manifest.cbor", std::string(manifest.canonical_bytes.begin(), manifest.canonical_bytes.end()));
+    rs.folder.write_atomic("manifest.cbor",
+                           std::string(manifest.canonical_bytes.begin(), manifest.canonical_bytes.end()));
   }
   return restart;
 }
@@ -529,9 +573,8 @@ Roles resolve_roles(RunState& rs, const Manifest& manifest) {
     if (const umlos_operator_desc* op = resolve(rs, role)) roles.op[role] = op;
   }
   if (!manifest.tmmu_strategy.empty() && !rs.host.find_strategy(manifest.tmmu_strategy)) {
-    throw Failure(UMLOS_OPERATOR_NOT_FOUND,
-                  manifest.where("tmmu.strategy") + ": key 'tmmu.strategy' names '" + manifest.tmmu_strategy +
-                      "', which no module of the manifest offers");
+    throw Failure(UMLOS_OPERATOR_NOT_FOUND, manifest.where("tmmu.strategy") + ": key 'tmmu.strategy' names '" +
+                                                manifest.tmmu_strategy + "', which no module of the manifest offers");
   }
   return roles;
 }
@@ -543,15 +586,15 @@ void set_limits(RunState& rs, const Manifest& manifest) {
     // The run's first memory plan, drawn (x = step, y = offset) for
     // `umlos report`: operators plan the same graph every iteration, so the
     // first plan is the one the run applies. Written once, atomically.
-    rs.host.set_plan_observer([&rs](const std::string& strategy, const umlos_plan_request& request,
-                                    const umlos_plan_result& result) {
-      if (rs.folder.has("memory_plan.svg")) return;
-      plan::IntervalSet set;
-      plan::PlanReport report;
-      plan::from_request(request, result, strategy,
-                         rs.current_operator + " at t " + std::to_string(rs.host.iteration()), set, report);
-      rs.folder.write_atomic("memory_plan.svg", plan::to_svg(set, report));
-    });
+    rs.host.set_plan_observer(
+        [&rs](const std::string& strategy, const umlos_plan_request& request, const umlos_plan_result& result) {
+          if (rs.folder.has("memory_plan.svg")) return;
+          plan::IntervalSet set;
+          plan::PlanReport report;
+          plan::from_request(request, result, strategy,
+                             rs.current_operator + " at t " + std::to_string(rs.host.iteration()), set, report);
+          rs.folder.write_atomic("memory_plan.svg", plan::to_svg(set, report));
+        });
   }
   const RunSettings& s = manifest.settings;
   rs.host.set_memory_budget(s.memory_bytes, s.memory_bytes_is_default);
@@ -563,8 +606,11 @@ void set_limits(RunState& rs, const Manifest& manifest) {
       const Failure f(UMLOS_QUOTA_EXCEEDED, message);
       const json record = failure_record(rs, f);
       try {
-        rs.trace.write({{"record", "run_end"}, {"status", "failed"}, {"t", rs.host.iteration()},
-                        {"failure_code", status_name(f.code())}, {"failure_operator", rs.current_operator}});
+        rs.trace.write({{"record", "run_end"},
+                        {"status", "failed"},
+                        {"t", rs.host.iteration()},
+                        {"failure_code", status_name(f.code())},
+                        {"failure_operator", rs.current_operator}});
         rs.trace.close();
         write_file_atomic((fs::path(rs.run_dir) / "failure.json").string(), record.dump(2) + "\n");
       } catch (const Failure& g) {
@@ -590,7 +636,8 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
   rs.trace.open(rs.folder);
   json modules = json::array();
   for (const LoadedModule& m : rs.host.modules()) {
-    modules.push_back({{"name", m.desc->name}, {"version", m.desc->version ? m.desc->version : ""},
+    modules.push_back({{"name", m.desc->name},
+                       {"version", m.desc->version ? m.desc->version : ""},
                        {"sha256", to_hex(m.sha256)},
                        {"abi", std::to_string(m.desc->abi_major) + "." + std::to_string(m.desc->abi_minor)}});
   }
@@ -614,9 +661,11 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
                   {"abi", std::to_string(UMLOS_ABI_MAJOR) + "." + std::to_string(UMLOS_ABI_MINOR)},
                   {"modules", modules},
                   {"operators", roles_json},
-                  {"dataset", dataset ? json{{"id", dataset->id}, {"version", dataset->version},
+                  {"dataset", dataset ? json{{"id", dataset->id},
+                                             {"version", dataset->version},
                                              {"folder", fs::path(dataset->dir).filename().string()},
-                                             {"train_rows", dataset->train.rows}, {"val_rows", dataset->val.rows}}
+                                             {"train_rows", dataset->train.rows},
+                                             {"val_rows", dataset->val.rows}}
                                       : json(nullptr)}});
 }
 
@@ -772,8 +821,8 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   const int64_t action = choose_action(rs, roles);
   const umlos_operator_desc* act = roles.get(kActionRoles[action]);
   if (!act && action != 0) {
-    throw Failure(UMLOS_OPERATOR_NOT_FOUND, std::string("the policy chose '") + kActions[action] + "' at t=" +
-                                                std::to_string(t) + " but the manifest names no " +
+    throw Failure(UMLOS_OPERATOR_NOT_FOUND, std::string("the policy chose '") + kActions[action] +
+                                                "' at t=" + std::to_string(t) + " but the manifest names no " +
                                                 kActionRoles[action] + " (" + manifest.file + ")");
   }
   call(rs, act);
@@ -867,8 +916,11 @@ void finish_run(RunState& rs, const Manifest& manifest, const RunOptions& option
 int record_run_failure(RunState& rs, const Failure& f) {
   json record = failure_record(rs, f);
   try {
-    rs.trace.write({{"record", "run_end"}, {"status", "failed"}, {"t", rs.host.iteration()},
-                    {"failure_code", status_name(f.code())}, {"failure_operator", rs.current_operator}});
+    rs.trace.write({{"record", "run_end"},
+                    {"status", "failed"},
+                    {"t", rs.host.iteration()},
+                    {"failure_code", status_name(f.code())},
+                    {"failure_operator", rs.current_operator}});
   } catch (const Failure& g) {
     // The trace itself failed (a full disk): the failure record still goes.
     std::fprintf(stderr, "umlos: could not end the trace: %s\n", g.what());

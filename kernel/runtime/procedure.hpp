@@ -19,7 +19,7 @@ struct RunOptions {
   // Folder for trace.jsonl and failure.json. Empty: the job's namespace
   // folder UML_OS_ROOT/namespaces/<org>/<unit>/<project>/<experiment>/<job_id>.
   std::string run_dir;
-  bool quiet = false;  // no progress lines on stderr
+  bool quiet = false;             // no progress lines on stderr
   bool strict_contracts = false;  // Host::set_strict_contracts
   bool profile = false;           // print where the time went; write RUN_DIR/profile.json
   // Checkpoints (docs/checkpoint.md): one after the iter record of every

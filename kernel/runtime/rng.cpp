@@ -16,8 +16,7 @@ void Rng::seed_from_manifest(const Digest& manifest_hash) {
   offsets_ = {0, 0, 0, 0};
 }
 
-void Rng::fill_host(int32_t stream, uint64_t d, int32_t distribution, void* dst,
-                    uint64_t count) const {
+void Rng::fill_host(int32_t stream, uint64_t d, int32_t distribution, void* dst, uint64_t count) const {
   const uint32_t* key = key_.data();
   const uint32_t s = static_cast<uint32_t>(stream);
   switch (distribution) {

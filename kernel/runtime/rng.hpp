@@ -27,8 +27,7 @@ class Rng {
 
   // Host computation of a draw into dst (`count` elements of the
   // distribution's element type).
-  void fill_host(int32_t stream, uint64_t draw_index, int32_t distribution, void* dst,
-                 uint64_t count) const;
+  void fill_host(int32_t stream, uint64_t draw_index, int32_t distribution, void* dst, uint64_t count) const;
 
   // SHA-256 over key and every stream offset (rng_fingerprint_t of 0.K).
   Digest fingerprint() const;

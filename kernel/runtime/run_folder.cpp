@@ -68,13 +68,20 @@ mode_t kind_of(int fd, const std::string& name, const std::string& label) {
 
 std::string kind_name(mode_t k) {
   switch (k) {
-    case S_IFLNK: return "a symbolic link";
-    case S_IFDIR: return "a folder";
-    case S_IFIFO: return "a FIFO";
-    case S_IFSOCK: return "a socket";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    default: return "a regular file";
+    case S_IFLNK:
+      return "a symbolic link";
+    case S_IFDIR:
+      return "a folder";
+    case S_IFIFO:
+      return "a FIFO";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    default:
+      return "a regular file";
   }
 }
 
@@ -146,8 +153,7 @@ void RunFolder::create(const std::string& path) {
   std::vector<std::string> names = entries(fd_, path_);
   // What a run that failed before its first iteration leaves: its failure
   // record only. Anything else is another run's work.
-  const bool only_failure = names.size() == 1 && names[0] == "failure.json" &&
-                            kind_of(fd_, names[0], path_) == S_IFREG;
+  const bool only_failure = names.size() == 1 && names[0] == "failure.json" && kind_of(fd_, names[0], path_) == S_IFREG;
   if (!names.empty() && !only_failure) {
     std::string shown;
     for (size_t i = 0; i < names.size() && i < 4; ++i) shown += (i ? ", " : "") + names[i];
@@ -156,8 +162,8 @@ void RunFolder::create(const std::string& path) {
     fd_ = -1;
     throw Failure(UMLOS_ALREADY_EXISTS,
                   "run folder '" + path_ + "' already holds a run (" + shown +
-                      "); a run never writes into another run's folder: continue it with `umlos run --resume " +
-                      path_ + "`, remove it, or give another folder with --run-dir");
+                      "); a run never writes into another run's folder: continue it with `umlos run --resume " + path_ +
+                      "`, remove it, or give another folder with --run-dir");
   }
   if (only_failure) remove_file("failure.json");
 }

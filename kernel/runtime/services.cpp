@@ -33,9 +33,7 @@ namespace {
 Host& host_of(umlos_ctx* ctx) { return *ctx->host; }
 
 umlos::Tensor* as_tensor(umlos_tensor* t) { return reinterpret_cast<umlos::Tensor*>(t); }
-const umlos::Tensor* as_tensor(const umlos_tensor* t) {
-  return reinterpret_cast<const umlos::Tensor*>(t);
-}
+const umlos::Tensor* as_tensor(const umlos_tensor* t) { return reinterpret_cast<const umlos::Tensor*>(t); }
 umlos_tensor* as_handle(umlos::Tensor* t) { return reinterpret_cast<umlos_tensor*>(t); }
 
 umlos_status set_error(umlos_ctx* ctx, umlos_status code, const std::string& message) {
@@ -88,8 +86,7 @@ umlos_status check_writable(umlos_ctx* ctx, const umlos_tensor* t, const char* w
 void svc_log(umlos_ctx* ctx, int32_t level, const char* message) {
   static const char* names[] = {"debug", "info", "warn", "error"};
   const char* lvl = (level >= 0 && level <= 3) ? names[level] : "info";
-  std::fprintf(stderr, "[%s] %s: %s\n", lvl, ctx ? ctx->who().c_str() : "module",
-               message ? message : "");
+  std::fprintf(stderr, "[%s] %s: %s\n", lvl, ctx ? ctx->who().c_str() : "module", message ? message : "");
 }
 
 umlos_status svc_error(umlos_ctx* ctx, umlos_status code, const char* message) {
@@ -120,8 +117,7 @@ umlos_status svc_config_f64(umlos_ctx* ctx, const char* key, double* out) {
     auto k = v->kind();
     if (k != cbor::Value::Kind::Float && k != cbor::Value::Kind::UInt && k != cbor::Value::Kind::NegInt) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       std::string("config key")+" '" + key + "' is " + cbor::diagnostic(*v) +
-                           ", expected a number");
+                       std::string("config key") + " '" + key + "' is " + cbor::diagnostic(*v) + ", expected a number");
     }
     *out = v->as_double();
     return UMLOS_OK;
@@ -132,11 +128,10 @@ umlos_status svc_config_i64(umlos_ctx* ctx, const char* key, int64_t* out) {
   return guarded(ctx, [&]() -> umlos_status {
     const cbor::Value* v = config_lookup(ctx, key);
     if (!v) return UMLOS_NOT_FOUND;
-    if ((v->kind() != cbor::Value::Kind::UInt && v->kind() != cbor::Value::Kind::NegInt) ||
-        !v->fits_int64()) {
-      return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       std::string("config key")+" '" + key + "' is " + cbor::diagnostic(*v) +
-                           ", expected a 64-bit integer");
+    if ((v->kind() != cbor::Value::Kind::UInt && v->kind() != cbor::Value::Kind::NegInt) || !v->fits_int64()) {
+      return set_error(
+          ctx, UMLOS_INVALID_ARGUMENT,
+          std::string("config key") + " '" + key + "' is " + cbor::diagnostic(*v) + ", expected a 64-bit integer");
     }
     *out = v->as_int64();
     return UMLOS_OK;
@@ -149,8 +144,7 @@ umlos_status svc_config_str(umlos_ctx* ctx, const char* key, const char** out, s
     if (!v) return UMLOS_NOT_FOUND;
     if (v->kind() != cbor::Value::Kind::Text) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       std::string("config key")+" '" + key + "' is " + cbor::diagnostic(*v) +
-                           ", expected a string");
+                       std::string("config key") + " '" + key + "' is " + cbor::diagnostic(*v) + ", expected a string");
     }
     *out = v->as_text().c_str();
     if (out_len) *out_len = v->as_text().size();
@@ -177,7 +171,7 @@ umlos_status svc_value_get(umlos_ctx* ctx, const char* name, umlos_tensor** out)
     }
     if (!find_decl(ctx->op->inputs, ctx->op->n_inputs, name)) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                       std::string("reads value")+" '" + name + "' which it does not declare as an input");
+                       std::string("reads value") + " '" + name + "' which it does not declare as an input");
     }
     const TensorPtr* in = ctx->input(name);
     if (!in) return UMLOS_NOT_FOUND;
@@ -202,13 +196,13 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
     }
     if (name == nullptr || out == nullptr || !shape_ok(shape) || dtype_size(dtype) == 0) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       std::string("value_create")+"('" + (name ? name : "(null)") +
+                       std::string("value_create") + "('" + (name ? name : "(null)") +
                            "'): NULL argument, invalid dtype or invalid shape");
     }
     const umlos_value_decl* decl = find_decl(ctx->op->outputs, ctx->op->n_outputs, name);
     if (!decl) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
-                       std::string("creates value")+" '" + name + "' which it does not declare as an output");
+                       std::string("creates value") + " '" + name + "' which it does not declare as an output");
     }
     TensorPtr t = host_of(ctx).make_value_tensor(name, dtype, *shape);
     ctx->known.push_back(t.get());
@@ -258,9 +252,8 @@ umlos_status svc_tensor_write(umlos_ctx* ctx, umlos_tensor* t, uint64_t off, con
   });
 }
 
-umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_tensor* const* inputs,
-                          uint32_t n_inputs, umlos_tensor* const* outputs, uint32_t n_outputs,
-                          const umlos_attr* attrs, uint32_t n_attrs) {
+umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_tensor* const* inputs, uint32_t n_inputs,
+                          umlos_tensor* const* outputs, uint32_t n_outputs, const umlos_attr* attrs, uint32_t n_attrs) {
   return guarded(ctx, [&]() -> umlos_status {
     Host& h = host_of(ctx);
     if (!h.has_driver()) {
@@ -278,8 +271,8 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
     }
     const umlos_driver_desc* d = h.driver();
     const auto t0 = std::chrono::steady_clock::now();
-    umlos_status s = d->dispatch(h.driver_instance(), ctx, primitive, in.data(), n_inputs, out.data(),
-                                 n_outputs, attrs, n_attrs);
+    umlos_status s =
+        d->dispatch(h.driver_instance(), ctx, primitive, in.data(), n_inputs, out.data(), n_outputs, attrs, n_attrs);
     h.profile().driver_ns += static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
     ++h.profile().dispatches;
@@ -292,25 +285,27 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
 
 int32_t dist_dtype(int32_t distribution) {
   switch (distribution) {
-    case UMLOS_DIST_U32: return UMLOS_DTYPE_U32;
+    case UMLOS_DIST_U32:
+      return UMLOS_DTYPE_U32;
     case UMLOS_DIST_UNIFORM_F32:
-    case UMLOS_DIST_NORMAL_F32: return UMLOS_DTYPE_F32;
+    case UMLOS_DIST_NORMAL_F32:
+      return UMLOS_DTYPE_F32;
     case UMLOS_DIST_UNIFORM_F64:
-    case UMLOS_DIST_NORMAL_F64: return UMLOS_DTYPE_F64;
-    default: return 0;
+    case UMLOS_DIST_NORMAL_F64:
+      return UMLOS_DTYPE_F64;
+    default:
+      return 0;
   }
 }
 
 umlos_status check_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution) {
   if (stream < UMLOS_STREAM_INIT || stream > UMLOS_STREAM_MISC) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     "rng draw from stream " + std::to_string(stream) +
-                         " (expected init=1, cluster=2 or misc=3)");
+                     "rng draw from stream " + std::to_string(stream) + " (expected init=1, cluster=2 or misc=3)");
   }
   if (dist_dtype(distribution) == 0) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                     "rng draw with distribution " + std::to_string(distribution) +
-                         ", not a umlos_distribution");
+                     "rng draw with distribution " + std::to_string(distribution) + ", not a umlos_distribution");
   }
   if (ctx->kind != umlos_ctx::Kind::Operator) {
     return set_error(ctx, UMLOS_CONTRACT_VIOLATION, "only operators may draw random values");
@@ -326,8 +321,8 @@ umlos_status svc_rng_draw(umlos_ctx* ctx, int32_t stream, int32_t distribution, 
     Tensor& t = *as_tensor(out);
     if (t.dtype != dist_dtype(distribution)) {
       return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       std::string("rng_draw into a")+" " + dtype_name(t.dtype) + " tensor, but the distribution yields " +
-                           dtype_name(dist_dtype(distribution)));
+                       std::string("rng_draw into a") + " " + dtype_name(t.dtype) +
+                           " tensor, but the distribution yields " + dtype_name(dist_dtype(distribution)));
     }
     uint64_t d = h.rng().take(stream);
     ctx->draws[stream] += 1;
@@ -384,10 +379,14 @@ umlos_status svc_tensor_view(umlos_ctx* ctx, umlos_tensor* base, uint64_t byte_o
     Tensor* b = as_tensor(base);
     // Find the owning pointer so the view keeps the storage alive.
     TensorPtr owner;
-    for (auto& [n, t] : ctx->inputs) if (t.get() == b) owner = t;
-    for (auto& [n, t] : ctx->staged) if (t.get() == b) owner = t;
-    for (auto& t : ctx->temps) if (t.get() == b) owner = t;
-    for (auto& t : ctx->views) if (t.get() == b) owner = t;
+    for (auto& [n, t] : ctx->inputs)
+      if (t.get() == b) owner = t;
+    for (auto& [n, t] : ctx->staged)
+      if (t.get() == b) owner = t;
+    for (auto& t : ctx->temps)
+      if (t.get() == b) owner = t;
+    for (auto& t : ctx->views)
+      if (t.get() == b) owner = t;
     if (!owner) return set_error(ctx, UMLOS_INVALID_ARGUMENT, "tensor_view: base is not a tensor of this call");
     TensorPtr v = host_of(ctx).make_view(owner, byte_offset, dtype, *shape);
     ctx->views.push_back(v);
@@ -465,16 +464,30 @@ umlos_status svc_driver_primitives(umlos_ctx* ctx, const char** driver_name, con
 }
 
 const umlos_services kServices = {
-    sizeof(umlos_services), UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR,
-    svc_log, svc_error,
-    svc_config_f64, svc_config_i64, svc_config_str,
-    svc_value_get, svc_value_create, svc_tensor_temp, svc_tensor_info,
-    svc_tensor_read, svc_tensor_write, svc_dispatch,
-    svc_rng_draw, svc_rng_draw_host,
-    svc_iteration, svc_replay_token,
-    svc_tensor_view, svc_plan_memory,
+    sizeof(umlos_services),
+    UMLOS_ABI_MAJOR,
+    UMLOS_ABI_MINOR,
+    svc_log,
+    svc_error,
+    svc_config_f64,
+    svc_config_i64,
+    svc_config_str,
+    svc_value_get,
+    svc_value_create,
+    svc_tensor_temp,
+    svc_tensor_info,
+    svc_tensor_read,
+    svc_tensor_write,
+    svc_dispatch,
+    svc_rng_draw,
+    svc_rng_draw_host,
+    svc_iteration,
+    svc_replay_token,
+    svc_tensor_view,
+    svc_plan_memory,
     svc_config_cbor,
-    svc_rng_state, svc_driver_primitives,
+    svc_rng_state,
+    svc_driver_primitives,
 };
 
 }  // namespace

@@ -29,9 +29,9 @@ class Sha256 {
   Sha256& update(const void* data, size_t size);
   Sha256& update(std::string_view s) { return update(s.data(), s.size()); }
   Sha256& update(const Digest& d) { return update(d.data(), d.size()); }
-  Sha256& update_u64_be(uint64_t v);   // 8 bytes, big-endian
-  Sha256& update_f64_be(double v);     // IEEE-754 bits, big-endian
-  Digest finish();                     // the hasher is then reset
+  Sha256& update_u64_be(uint64_t v);  // 8 bytes, big-endian
+  Sha256& update_f64_be(double v);    // IEEE-754 bits, big-endian
+  Digest finish();                    // the hasher is then reset
 
  private:
   std::unique_ptr<sdk::Sha256> impl_;

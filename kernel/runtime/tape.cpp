@@ -39,9 +39,7 @@ uint64_t get_u64(const uint8_t* p) {
   return v;
 }
 
-uint32_t crc_of(const uint8_t* p, size_t n) {
-  return static_cast<uint32_t>(::crc32(0L, p, static_cast<uInt>(n)));
-}
+uint32_t crc_of(const uint8_t* p, size_t n) { return static_cast<uint32_t>(::crc32(0L, p, static_cast<uInt>(n))); }
 
 std::vector<uint8_t> header_bytes() {
   std::vector<uint8_t> h(kTapeHeaderBytes);
@@ -185,7 +183,9 @@ void TapeWriter::resume(int dir_fd, const std::string& name, const std::string& 
   const int fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    throw Failure(err == ENOENT ? UMLOS_NOT_FOUND : err == ELOOP ? UMLOS_NAMESPACE_VIOLATION : UMLOS_IO_ERROR,
+    throw Failure(err == ENOENT  ? UMLOS_NOT_FOUND
+                  : err == ELOOP ? UMLOS_NAMESPACE_VIOLATION
+                                 : UMLOS_IO_ERROR,
                   "cannot open tape '" + path + "': " + std::strerror(err) +
                       (err == ELOOP ? " (a symbolic link: a run never writes through a link)" : ""));
   }
@@ -200,7 +200,8 @@ void TapeWriter::resume(int dir_fd, const std::string& name, const std::string& 
     throw Failure(UMLOS_NAMESPACE_VIOLATION, "tape '" + path + "' is not a regular file");
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  std::vector<uint8_t> bytes(static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(st.st_size), state.file_bytes)));
+  std::vector<uint8_t> bytes(
+      static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(st.st_size), state.file_bytes)));
   size_t got = 0;
   while (got < bytes.size()) {
     const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
@@ -223,13 +224,14 @@ void TapeWriter::resume(int dir_fd, const std::string& name, const std::string& 
     chain = chain_step(chain, bytes.data() + kTapeHeaderBytes + k * kBlockBytes, kBlockBytes);
   }
   if (chain != state.chain) {
-    refuse("chain_digest", to_hex(state.chain), to_hex(chain) + " over its first " +
-                                                    std::to_string(full_blocks) + " blocks");
+    refuse("chain_digest", to_hex(state.chain),
+           to_hex(chain) + " over its first " + std::to_string(full_blocks) + " blocks");
   }
   const uint8_t* tail = bytes.data() + kTapeHeaderBytes + full_blocks * kBlockBytes;
   if (!std::equal(state.pending.begin(), state.pending.end(), tail)) {
-    refuse("pending", "the " + std::to_string(state.pending.size() / kTapeEventBytes) + " events of block " +
-                          std::to_string(full_blocks),
+    refuse("pending",
+           "the " + std::to_string(state.pending.size() / kTapeEventBytes) + " events of block " +
+               std::to_string(full_blocks),
            "other bytes there");
   }
   if (::ftruncate(fd, static_cast<off_t>(state.file_bytes)) != 0 || ::fsync(fd) != 0) {
@@ -256,12 +258,12 @@ void TapeWriter::append(const TapeEvent& e) {
   }
   if (e.t != static_cast<int64_t>(events_) + 1) {
     throw Failure(UMLOS_INVALID_ARGUMENT, "tape '" + path_ + "': event " + std::to_string(events_) +
-                                              " must belong to t=" + std::to_string(events_ + 1) + ", found t=" +
-                                              std::to_string(e.t));
+                                              " must belong to t=" + std::to_string(events_ + 1) +
+                                              ", found t=" + std::to_string(e.t));
   }
   if (e.action > 3 || e.state > 1) {
-    throw Failure(UMLOS_INVALID_ARGUMENT, "tape '" + path_ + "': event of t=" + std::to_string(e.t) +
-                                              " has action " + std::to_string(e.action) + " (0..3) and state " +
+    throw Failure(UMLOS_INVALID_ARGUMENT, "tape '" + path_ + "': event of t=" + std::to_string(e.t) + " has action " +
+                                              std::to_string(e.action) + " (0..3) and state " +
                                               std::to_string(e.state) + " (0..1)");
   }
   std::vector<uint8_t> b = encode_tape_event(e);
@@ -356,8 +358,8 @@ TapeContents read_tape(const std::string& path) {
     std::memcpy(e.state_fp.data(), p + 24, 32);
     out.events.push_back(e);
     if ((i + 1) % kTapeBlockSize == 0) {
-      chain = chain_step(chain, bytes.data() + kTapeHeaderBytes + (i + 1 - kTapeBlockSize) * kTapeEventBytes,
-                         kBlockBytes);
+      chain =
+          chain_step(chain, bytes.data() + kTapeHeaderBytes + (i + 1 - kTapeBlockSize) * kTapeEventBytes, kBlockBytes);
       ++out.blocks;
     }
   }

@@ -41,9 +41,9 @@ struct TapeEvent {
 // bytes and digest (kernel/runtime/proto/checkpoint.proto TapeState).
 struct TapeState {
   uint64_t events = 0;
-  Digest chain{};                 // d_K over the complete blocks
-  std::vector<uint8_t> pending;   // (events mod 512) * 64 bytes
-  uint64_t file_bytes = 0;        // header + events * 64
+  Digest chain{};                // d_K over the complete blocks
+  std::vector<uint8_t> pending;  // (events mod 512) * 64 bytes
+  uint64_t file_bytes = 0;       // header + events * 64
 };
 
 // The encoded 64 bytes of one event.

@@ -30,14 +30,13 @@ uint64_t tensor_bytes(const umlos_shape& s, int32_t dtype, const std::string& wh
       throw Failure(UMLOS_INVALID_ARGUMENT, what + ": shape " + shape_string(s) + " has a negative extent");
     }
     if (__builtin_mul_overflow(n, static_cast<uint64_t>(s.dims[i]), &n) || n > kMax) {
-      throw Failure(UMLOS_INVALID_ARGUMENT, what + ": shape " + shape_string(s) +
-                                                " has more elements than 2^63 - 1");
+      throw Failure(UMLOS_INVALID_ARGUMENT, what + ": shape " + shape_string(s) + " has more elements than 2^63 - 1");
     }
   }
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(n, dtype_size(dtype), &bytes) || bytes > kMax) {
-    throw Failure(UMLOS_INVALID_ARGUMENT, what + ": shape " + shape_string(s) + " of " + dtype_name(dtype) +
-                                              " takes more than 2^63 - 1 bytes");
+    throw Failure(UMLOS_INVALID_ARGUMENT,
+                  what + ": shape " + shape_string(s) + " of " + dtype_name(dtype) + " takes more than 2^63 - 1 bytes");
   }
   return bytes;
 }

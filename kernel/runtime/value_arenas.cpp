@@ -112,8 +112,7 @@ void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
   // Requests are sorted by id (docs/tmmu.md): keep `entries` in step.
   std::vector<size_t> order(set.tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return set.tensors[a].id < set.tensors[b].id; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return set.tensors[a].id < set.tensors[b].id; });
   {
     std::vector<plan::TensorSpec> tensors;
     std::vector<Entry> sorted_entries;
@@ -187,8 +186,7 @@ ValueArenas::SafepointReport ValueArenas::safepoint() {
   if (same) {
     for (const auto& [name, w] : layout) {
       auto p = placements_.find(name);
-      if (p == placements_.end() ||
-          !(w == p->second.wanted)) {
+      if (p == placements_.end() || !(w == p->second.wanted)) {
         same = false;
         break;
       }
@@ -230,8 +228,8 @@ std::string ValueArenas::to_json() const {
   for (int a = 0; a < 2; ++a) {
     uint64_t n = 0;
     for (const auto& [name, p] : placements_) n += p.wanted.arena == static_cast<uint32_t>(a) ? 1 : 0;
-    arenas[kArenaNames[a]] = {{"footprint_bytes", footprint_[a]}, {"lower_bound_bytes", lower_bound_[a]},
-                              {"values", n}};
+    arenas[kArenaNames[a]] = {
+        {"footprint_bytes", footprint_[a]}, {"lower_bound_bytes", lower_bound_[a]}, {"values", n}};
   }
   json values = json::array(), unplaced = json::array();
   for (const auto& [name, p] : placements_) {
@@ -240,8 +238,11 @@ std::string ValueArenas::to_json() const {
     auto v = host_.values().find(name);
     const Tensor* t = v == host_.values().end() ? nullptr : v->second.get();
     const int in_slot = t ? slot_of(p, t) : -1;
-    values.push_back({{"name", name}, {"arena", kArenaNames[p.wanted.arena]}, {"slot_bytes", p.wanted.capacity},
-                      {"slot_offsets", offsets}, {"bytes", t ? t->bytes : 0},
+    values.push_back({{"name", name},
+                      {"arena", kArenaNames[p.wanted.arena]},
+                      {"slot_bytes", p.wanted.capacity},
+                      {"slot_offsets", offsets},
+                      {"bytes", t ? t->bytes : 0},
                       {"in_slot", in_slot < 0 ? json(nullptr) : json(in_slot)}});
     if (t && in_slot < 0) unplaced.push_back(name);
   }

@@ -46,27 +46,38 @@ namespace {
 
 const char* purity_name(int32_t p) {
   switch (p) {
-    case UMLOS_PURE: return "PURE";
-    case UMLOS_STATEFUL: return "STATEFUL";
-    case UMLOS_IO: return "IO";
-    default: return "?";
+    case UMLOS_PURE:
+      return "PURE";
+    case UMLOS_STATEFUL:
+      return "STATEFUL";
+    case UMLOS_IO:
+      return "IO";
+    default:
+      return "?";
   }
 }
 
 const char* stream_label(int32_t s) {
   switch (s) {
-    case UMLOS_STREAM_INIT: return "init";
-    case UMLOS_STREAM_CLUSTER: return "cluster";
-    case UMLOS_STREAM_MISC: return "misc";
-    default: return "none";
+    case UMLOS_STREAM_INIT:
+      return "init";
+    case UMLOS_STREAM_CLUSTER:
+      return "cluster";
+    case UMLOS_STREAM_MISC:
+      return "misc";
+    default:
+      return "none";
   }
 }
 
 const char* device_kind_name(int32_t k) {
   switch (k) {
-    case 1: return "CPU";
-    case 2: return "CUDA";
-    default: return "OTHER";
+    case 1:
+      return "CPU";
+    case 2:
+      return "CUDA";
+    default:
+      return "OTHER";
   }
 }
 
@@ -91,9 +102,12 @@ cbor::Value config_from_attrs(const umlos_attr* attrs, uint32_t n) {
       structured.emplace_back(std::string(a.key).substr(0, std::strlen(a.key) - 5), a.s ? a.s : "");
       continue;
     }
-    if (a.kind == UMLOS_ATTR_INT) (*node)[key] = a.i;
-    else if (a.kind == UMLOS_ATTR_FLOAT) (*node)[key] = a.f;
-    else (*node)[key] = a.s ? a.s : "";
+    if (a.kind == UMLOS_ATTR_INT)
+      (*node)[key] = a.i;
+    else if (a.kind == UMLOS_ATTR_FLOAT)
+      (*node)[key] = a.f;
+    else
+      (*node)[key] = a.s ? a.s : "";
   }
   std::function<cbor::Value(const json&)> conv = [&](const json& j) -> cbor::Value {
     if (j.is_object()) {
@@ -114,8 +128,10 @@ cbor::Value config_from_attrs(const umlos_attr* attrs, uint32_t n) {
       std::string head = key.substr(0, dot);
       for (auto& [k, v] : map.as_map()) {
         if (k.as_text() == head) {
-          if (dot == std::string::npos) v = value;
-          else place(v, key.substr(dot + 1));
+          if (dot == std::string::npos)
+            v = value;
+          else
+            place(v, key.substr(dot + 1));
           return;
         }
       }
@@ -134,10 +150,10 @@ Digest seed_hash(uint64_t seed) {
 // What one run of one test vector produced (child -> parent as JSON).
 struct CaseRun {
   bool ok = false;
-  std::string error;            // failure text when !ok
-  std::string outputs_check;    // "match" / mismatch text / "-"
+  std::string error;          // failure text when !ok
+  std::string outputs_check;  // "match" / mismatch text / "-"
   uint64_t draws[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
-  std::string output_digest;    // SHA-256 over every declared output present
+  std::string output_digest;  // SHA-256 over every declared output present
 };
 
 bool values_close(const umlos_tensor_data& expected, const HostTensor& actual, double rel, double abs,
@@ -272,7 +288,10 @@ CaseRun run_case_isolated(const ConformanceOptions& opt, const std::string& modu
   if (pid == 0) {
     ::close(fds[0]);
     CaseRun r = run_case_here(opt, module_path, module_is_driver, op_name, vector_index);
-    json j = {{"ok", r.ok}, {"error", r.error}, {"outputs", r.outputs_check}, {"digest", r.output_digest},
+    json j = {{"ok", r.ok},
+              {"error", r.error},
+              {"outputs", r.outputs_check},
+              {"digest", r.output_digest},
               {"draws", {r.draws[0], r.draws[1], r.draws[2], r.draws[3]}}};
     std::string s = j.dump();
     ssize_t ignored = ::write(fds[1], s.data(), s.size());
@@ -286,14 +305,15 @@ CaseRun run_case_isolated(const ConformanceOptions& opt, const std::string& modu
   // operator that never returns) is killed: the conformance run goes on.
   std::string buf;
   char chunk[4096];
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(opt.case_timeout_s));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(opt.case_timeout_s));
   bool timed_out = false;
   for (;;) {
     int wait_ms = -1;
     if (opt.case_timeout_s > 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         timed_out = true;
         break;
@@ -319,9 +339,9 @@ CaseRun run_case_isolated(const ConformanceOptions& opt, const std::string& modu
   if (timed_out) {
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", opt.case_timeout_s);
-    r.error = std::string(status_name(UMLOS_QUOTA_EXCEEDED)) + ": module '" + module_path + "', operator '" +
-              op_name + "', vector " + std::to_string(vector_index) + " ('" + vector_name + "') ran longer than " +
-              limit + " s (--case-timeout); the case was stopped";
+    r.error = std::string(status_name(UMLOS_QUOTA_EXCEEDED)) + ": module '" + module_path + "', operator '" + op_name +
+              "', vector " + std::to_string(vector_index) + " ('" + vector_name + "') ran longer than " + limit +
+              " s (--case-timeout); the case was stopped";
     return r;
   }
   if (WIFSIGNALED(status)) {
@@ -379,10 +399,14 @@ json check_driver(const std::string& module_path, const umlos_driver_desc* d) {
     std::string rng = "host";
     if (d->rng_fill && (d->capabilities & UMLOS_CAP_RNG_FILL)) {
       host.rng().set_key(0x243f6a88u, 0x85a308d3u);
-      struct { int32_t dist, dtype; uint64_t size; } cases[] = {
-          {UMLOS_DIST_U32, UMLOS_DTYPE_U32, 4}, {UMLOS_DIST_UNIFORM_F32, UMLOS_DTYPE_F32, 4},
-          {UMLOS_DIST_UNIFORM_F64, UMLOS_DTYPE_F64, 8}, {UMLOS_DIST_NORMAL_F64, UMLOS_DTYPE_F64, 8},
-          {UMLOS_DIST_NORMAL_F32, UMLOS_DTYPE_F32, 4}};
+      struct {
+        int32_t dist, dtype;
+        uint64_t size;
+      } cases[] = {{UMLOS_DIST_U32, UMLOS_DTYPE_U32, 4},
+                   {UMLOS_DIST_UNIFORM_F32, UMLOS_DTYPE_F32, 4},
+                   {UMLOS_DIST_UNIFORM_F64, UMLOS_DTYPE_F64, 8},
+                   {UMLOS_DIST_NORMAL_F64, UMLOS_DTYPE_F64, 8},
+                   {UMLOS_DIST_NORMAL_F32, UMLOS_DTYPE_F32, 4}};
       for (auto& c : cases) {
         shape.dims[0] = 1001;
         TensorPtr out = host.make_tensor(c.dtype, shape);
@@ -493,8 +517,8 @@ int run_conformance(const ConformanceOptions& opt) {
       bool same_file = fs::equivalent(path, opt.driver_module, ec);
       bool module_is_driver = module_offers_driver || same_file;
       if (!module_is_driver && !fs::exists(opt.driver_module)) {
-        throw Failure(UMLOS_MODULE_NOT_FOUND, "reference driver module '" + opt.driver_module +
-                                                  "' not found (give --driver-module PATH)");
+        throw Failure(UMLOS_MODULE_NOT_FOUND,
+                      "reference driver module '" + opt.driver_module + "' not found (give --driver-module PATH)");
       }
       for (uint32_t i = 0; i < m.desc->n_operators; ++i) {
         const umlos_operator_desc* op = m.desc->operators[i];
@@ -502,9 +526,14 @@ int run_conformance(const ConformanceOptions& opt) {
         if (op->n_test_vectors == 0) {
           bool ok = opt.allow_missing_vectors;
           all_ok = all_ok && ok;
-          rows.push_back({{"operator", op->name}, {"vector", "-"}, {"purity", purity_name(op->purity)},
-                          {"rng", decl + " / -"}, {"outputs", "-"}, {"repeat", "-"},
-                          {"result", ok ? "SKIP" : "FAIL"}, {"detail", "no test vectors"}});
+          rows.push_back({{"operator", op->name},
+                          {"vector", "-"},
+                          {"purity", purity_name(op->purity)},
+                          {"rng", decl + " / -"},
+                          {"outputs", "-"},
+                          {"repeat", "-"},
+                          {"result", ok ? "SKIP" : "FAIL"},
+                          {"detail", "no test vectors"}});
           continue;
         }
         for (uint32_t v = 0; v < op->n_test_vectors; ++v) {
@@ -517,11 +546,13 @@ int run_conformance(const ConformanceOptions& opt) {
           bool ok = a.ok && b.ok && repeat_same;
           all_ok = all_ok && ok;
           std::string detail = !a.ok ? a.error : !b.ok ? b.error : !repeat_same ? "second run differs" : "";
-          rows.push_back({{"operator", op->name}, {"vector", op->test_vectors[v].name},
+          rows.push_back({{"operator", op->name},
+                          {"vector", op->test_vectors[v].name},
                           {"purity", purity_name(op->purity)},
                           {"rng", decl + " / " + (a.ok ? draws_text(a.draws) : std::string("-"))},
                           {"outputs", a.outputs_check.empty() ? "-" : a.outputs_check},
-                          {"repeat", repeat_same ? "identical" : "-"}, {"result", ok ? "PASS" : "FAIL"},
+                          {"repeat", repeat_same ? "identical" : "-"},
+                          {"result", ok ? "PASS" : "FAIL"},
                           {"detail", detail}});
         }
       }
@@ -586,8 +617,11 @@ int inspect_module(const std::string& file, bool as_json) {
   Host host;
   const LoadedModule& m = host.load(file, std::nullopt);
   const umlos_module_desc* d = m.desc;
-  json j = {{"file", file}, {"sha256", to_hex(m.sha256)}, {"size_bytes", m.size_bytes},
-            {"name", d->name}, {"version", d->version ? d->version : ""},
+  json j = {{"file", file},
+            {"sha256", to_hex(m.sha256)},
+            {"size_bytes", m.size_bytes},
+            {"name", d->name},
+            {"version", d->version ? d->version : ""},
             {"abi_built", std::to_string(d->abi_major) + "." + std::to_string(d->abi_minor)},
             {"abi_kernel", std::to_string(UMLOS_ABI_MAJOR) + "." + std::to_string(UMLOS_ABI_MINOR)},
             {"abi_negotiated", std::to_string(UMLOS_ABI_MAJOR) + "." + std::to_string(m.negotiated_minor)}};
@@ -613,30 +647,36 @@ int inspect_module(const std::string& file, bool as_json) {
   json ops = json::array();
   for (uint32_t i = 0; i < d->n_operators; ++i) {
     const umlos_operator_desc* op = d->operators[i];
-    ops.push_back({{"name", op->name}, {"summary", op->summary ? op->summary : ""},
-                   {"purity", purity_name(op->purity)},
-                   {"rng", "exactly " + std::to_string(op->rng_draws) + " draws from stream " + stream_label(op->rng_stream)},
-                   {"inputs", decls(op->inputs, op->n_inputs)}, {"outputs", decls(op->outputs, op->n_outputs)},
-                   {"test_vectors", op->n_test_vectors}});
+    ops.push_back(
+        {{"name", op->name},
+         {"summary", op->summary ? op->summary : ""},
+         {"purity", purity_name(op->purity)},
+         {"rng", "exactly " + std::to_string(op->rng_draws) + " draws from stream " + stream_label(op->rng_stream)},
+         {"inputs", decls(op->inputs, op->n_inputs)},
+         {"outputs", decls(op->outputs, op->n_outputs)},
+         {"test_vectors", op->n_test_vectors}});
   }
   json drivers = json::array();
   for (uint32_t i = 0; i < d->n_drivers; ++i) {
     const umlos_driver_desc* dr = d->drivers[i];
-    json row = {{"name", dr->name}, {"device_kind", device_kind_name(dr->device_kind)},
-                {"capabilities", dr->capabilities}, {"primitives", dr->n_primitives}};
+    json row = {{"name", dr->name},
+                {"device_kind", device_kind_name(dr->device_kind)},
+                {"capabilities", dr->capabilities},
+                {"primitives", dr->n_primitives}};
     try {
       host.activate_driver(dr->name);
       row["status"] = "available";
       row["device"] = host.driver_description();
     } catch (const Failure& f) {
-      row["status"] = std::string(f.code() == UMLOS_UNAVAILABLE ? "UNAVAILABLE" : status_name(f.code())) + ": " + f.what();
+      row["status"] =
+          std::string(f.code() == UMLOS_UNAVAILABLE ? "UNAVAILABLE" : status_name(f.code())) + ": " + f.what();
     }
     drivers.push_back(row);
   }
   json strategies = json::array();
   for (uint32_t i = 0; i < d->n_strategies; ++i) {
-    strategies.push_back({{"name", d->strategies[i]->name},
-                          {"summary", d->strategies[i]->summary ? d->strategies[i]->summary : ""}});
+    strategies.push_back(
+        {{"name", d->strategies[i]->name}, {"summary", d->strategies[i]->summary ? d->strategies[i]->summary : ""}});
   }
   json invariants = json::array();
   for (uint32_t i = 0; i < d->n_invariants; ++i) invariants.push_back(d->invariants[i]->name);
@@ -648,15 +688,17 @@ int inspect_module(const std::string& file, bool as_json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("module     %s (%s)\nfile       %s\nsha256     %s\nsize       %llu bytes\n"
-              "ABI        built %s, kernel %s, negotiated %s\n",
-              d->name, j["version"].get<std::string>().c_str(), file.c_str(), to_hex(m.sha256).c_str(),
-              static_cast<unsigned long long>(m.size_bytes), j["abi_built"].get<std::string>().c_str(),
-              j["abi_kernel"].get<std::string>().c_str(), j["abi_negotiated"].get<std::string>().c_str());
+  std::printf(
+      "module     %s (%s)\nfile       %s\nsha256     %s\nsize       %llu bytes\n"
+      "ABI        built %s, kernel %s, negotiated %s\n",
+      d->name, j["version"].get<std::string>().c_str(), file.c_str(), to_hex(m.sha256).c_str(),
+      static_cast<unsigned long long>(m.size_bytes), j["abi_built"].get<std::string>().c_str(),
+      j["abi_kernel"].get<std::string>().c_str(), j["abi_negotiated"].get<std::string>().c_str());
   for (const json& op : ops) {
     std::printf("\noperator   %s\n  purity   %s\n  RNG      %s\n", op["name"].get<std::string>().c_str(),
                 op["purity"].get<std::string>().c_str(), op["rng"].get<std::string>().c_str());
-    if (!op["summary"].get<std::string>().empty()) std::printf("  summary  %s\n", op["summary"].get<std::string>().c_str());
+    if (!op["summary"].get<std::string>().empty())
+      std::printf("  summary  %s\n", op["summary"].get<std::string>().c_str());
     for (const json& v : op["inputs"]) std::printf("  input    %s\n", v.get<std::string>().c_str());
     for (const json& v : op["outputs"]) std::printf("  output   %s\n", v.get<std::string>().c_str());
     std::printf("  vectors  %d\n", op["test_vectors"].get<int>());
@@ -668,7 +710,8 @@ int inspect_module(const std::string& file, bool as_json) {
     if (dr.contains("device")) std::printf("  device   %s\n", dr["device"].get<std::string>().c_str());
   }
   for (const json& s : strategies) {
-    std::printf("\nstrategy   %s\n  summary  %s\n", s["name"].get<std::string>().c_str(), s["summary"].get<std::string>().c_str());
+    std::printf("\nstrategy   %s\n  summary  %s\n", s["name"].get<std::string>().c_str(),
+                s["summary"].get<std::string>().c_str());
   }
   for (const json& v : invariants) std::printf("\ninvariant  %s\n", v.get<std::string>().c_str());
   return 0;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "dataset_cmd.hpp"
 #include "dataset.hpp"
+#include "dataset_cmd.hpp"
 #include "error.hpp"
 #include "procedure.hpp"
 
@@ -45,8 +45,7 @@ void print_summary(const DatasetRecord& r) {
     std::printf("%-9s %-9s %6llu rows  sha256 %s\n", s == &r.train ? "train" : "val", s->file.c_str(),
                 static_cast<unsigned long long>(s->rows), to_hex(s->sha256).c_str());
   }
-  if (r.task == TaskType::Regression)
-    std::printf("target    mean %.17g  std %.17g\n", r.target_mean, r.target_std);
+  if (r.task == TaskType::Regression) std::printf("target    mean %.17g  std %.17g\n", r.target_mean, r.target_std);
 }
 
 void print_entries(const DatasetRecord& r) {
@@ -77,7 +76,8 @@ int cmd_import(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(args, desc, pos, vm)) return 0;
   auto t = parse_task(task);
-  if (!t) throw Failure(UMLOS_INVALID_ARGUMENT, "--task: expected multiclass, binary or regression, found '" + task + "'");
+  if (!t)
+    throw Failure(UMLOS_INVALID_ARGUMENT, "--task: expected multiclass, binary or regression, found '" + task + "'");
   o.task = *t;
   const DatasetRecord r = import_dataset(o);
   print_summary(r);

@@ -69,10 +69,14 @@ std::string hex_of(const HostTensor& h) {
 json cbor_json(const cbor::Value& v) {
   switch (v.kind()) {
     case cbor::Value::Kind::UInt:
-    case cbor::Value::Kind::NegInt: return v.as_int64();
-    case cbor::Value::Kind::Text: return v.as_text();
-    case cbor::Value::Kind::Bool: return v.as_bool();
-    case cbor::Value::Kind::Float: return v.as_double();
+    case cbor::Value::Kind::NegInt:
+      return v.as_int64();
+    case cbor::Value::Kind::Text:
+      return v.as_text();
+    case cbor::Value::Kind::Bool:
+      return v.as_bool();
+    case cbor::Value::Kind::Float:
+      return v.as_double();
     case cbor::Value::Kind::Array: {
       json a = json::array();
       for (const cbor::Value& e : v.as_array()) a.push_back(cbor_json(e));
@@ -83,7 +87,8 @@ json cbor_json(const cbor::Value& v) {
       for (const auto& [k, e] : v.as_map()) m[k.as_text()] = cbor_json(e);
       return m;
     }
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
@@ -109,11 +114,12 @@ json run(const ExecOptions& o) {
   std::vector<cbor::Value> offered;
   const umlos_driver_desc* d = host.driver();
   for (uint32_t i = 0; i < d->n_primitives; ++i) offered.push_back(cbor::Value::text(d->primitives[i]));
-  cbor::Value model = cbor::Value::map({{cbor::Value::text("ir"), ir},
-                                        {cbor::Value::text("mode"), cbor::Value::text(o.mode)},
-                                        {cbor::Value::text("placement"), cbor::Value::text(placed ? "tmmu" : "temps")},
-                                        {cbor::Value::text("driver_name"), cbor::Value::text(d->name)},
-                                        {cbor::Value::text("driver_primitives"), cbor::Value::array(std::move(offered))}});
+  cbor::Value model =
+      cbor::Value::map({{cbor::Value::text("ir"), ir},
+                        {cbor::Value::text("mode"), cbor::Value::text(o.mode)},
+                        {cbor::Value::text("placement"), cbor::Value::text(placed ? "tmmu" : "temps")},
+                        {cbor::Value::text("driver_name"), cbor::Value::text(d->name)},
+                        {cbor::Value::text("driver_primitives"), cbor::Value::array(std::move(offered))}});
   host.set_operator_config(cbor::Value::map({{cbor::Value::text("model"), model}}));
   Sha256 seed;
   seed.update(std::string_view("UML_OS.Exec.Seed"));
@@ -178,11 +184,13 @@ int run_exec(const ExecOptions& o) {
               m["peak_tmmu_usage"].dump().c_str(), m["placement"].get<std::string>().c_str());
   if (out.contains("loss_total")) std::printf("loss          %.17g\n", out["loss_total"].get<double>());
   for (auto& [k, v] : out["outputs"].items()) {
-    std::printf("output        %s %s %s\n", k.c_str(), v["dtype"].get<std::string>().c_str(), v["shape"].dump().c_str());
+    std::printf("output        %s %s %s\n", k.c_str(), v["dtype"].get<std::string>().c_str(),
+                v["shape"].dump().c_str());
   }
   if (out.contains("gradients")) {
     for (auto& [k, v] : out["gradients"].items()) {
-      std::printf("gradient      %s %s %s\n", k.c_str(), v["dtype"].get<std::string>().c_str(), v["shape"].dump().c_str());
+      std::printf("gradient      %s %s %s\n", k.c_str(), v["dtype"].get<std::string>().c_str(),
+                  v["shape"].dump().c_str());
     }
   }
   return 0;

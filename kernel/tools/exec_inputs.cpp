@@ -13,7 +13,6 @@
 #include "host.hpp"
 #include "manifest.hpp"
 #include "umlos_names.h"
-#include "umlos_names.h"
 
 namespace umlos {
 using json = nlohmann::json;
@@ -21,7 +20,7 @@ using json = nlohmann::json;
 namespace {
 
 int32_t dtype_of(const std::string& name, const std::string& where) {
-  const int32_t d = umlos_dtype_from_name(name.c_str());  // the one dtype table, abi/umlos_names.h
+  const int32_t d = umlos_dtype_from_name(name.c_str());          // the one dtype table, abi/umlos_names.h
   const bool whole_name = d >= 0 && name == umlos_dtype_name(d);  // no NUL inside the name
   if (whole_name && (d == UMLOS_DTYPE_F64 || d == UMLOS_DTYPE_F32 || d == UMLOS_DTYPE_I64 || d == UMLOS_DTYPE_I32))
     return d;
@@ -54,8 +53,8 @@ cbor::Value read_ir(const std::string& file) {
     msg = std::regex_replace(msg, std::regex("key 'config\\.value\\.?"), "key '");
     std::smatch m;
     if (std::regex_search(msg, m, std::regex("first at line (\\d+), column (\\d+)"))) {
-      msg = m.prefix().str() + "first at line " + std::to_string(std::max(1L, std::stol(m[1]) - kLines)) +
-            ", column " + std::to_string(std::max(1L, std::stol(m[2]) - kColumns)) + m.suffix().str();
+      msg = m.prefix().str() + "first at line " + std::to_string(std::max(1L, std::stol(m[1]) - kLines)) + ", column " +
+            std::to_string(std::max(1L, std::stol(m[2]) - kColumns)) + m.suffix().str();
     }
     throw Failure(f.code(), msg);
   }
@@ -110,20 +109,22 @@ void apply_inputs(Host& host, const cbor::Value& ir, const std::string& file) {
       for (const json& e : ok ? t["shape"] : json::array()) {
         ok = ok && e.is_number_integer() && (!e.is_number_unsigned() || e.get<uint64_t>() <= uint64_t{INT64_MAX});
       }
-      if (!ok) throw Failure(UMLOS_INVALID_ARGUMENT, where + ": shape " + t["shape"].dump() + ", expected an array of integers");
+      if (!ok)
+        throw Failure(UMLOS_INVALID_ARGUMENT,
+                      where + ": shape " + t["shape"].dump() + ", expected an array of integers");
     }
     if (t.contains("dtype")) {
       const int32_t given = dtype_of(t["dtype"].get<std::string>(), where);
       if (given != dtype) {
-        throw Failure(UMLOS_SHAPE_MISMATCH, where + ": dtype " + dtype_name(given) + ", the IR declares " +
-                                                dtype_name(dtype));
+        throw Failure(UMLOS_SHAPE_MISMATCH,
+                      where + ": dtype " + dtype_name(given) + ", the IR declares " + dtype_name(dtype));
       }
     }
     std::vector<int64_t> shape;
     for (const cbor::Value& e : decl->find("shape")->as_array()) shape.push_back(e.as_int64());
     if (t.contains("shape") && t["shape"].get<std::vector<int64_t>>() != shape) {
-      throw Failure(UMLOS_SHAPE_MISMATCH, where + ": shape " + t["shape"].dump() + ", the IR declares " +
-                                              json(shape).dump());
+      throw Failure(UMLOS_SHAPE_MISMATCH,
+                    where + ": shape " + t["shape"].dump() + ", the IR declares " + json(shape).dump());
     }
     HostTensor h;
     h.dtype = dtype;
@@ -158,8 +159,9 @@ void apply_inputs(Host& host, const cbor::Value& ir, const std::string& file) {
         // Integers only, in range: a fraction or 1e30 would be truncated or undefined.
         const bool i64 = dtype == UMLOS_DTYPE_I64;
         const int64_t lo = i64 ? INT64_MIN : INT32_MIN, hi = i64 ? INT64_MAX : INT32_MAX;
-        const bool ok = e.is_number_unsigned() ? e.get<uint64_t>() <= static_cast<uint64_t>(hi)
-                                               : e.is_number_integer() && e.get<int64_t>() >= lo && e.get<int64_t>() <= hi;
+        const bool ok = e.is_number_unsigned()
+                            ? e.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                            : e.is_number_integer() && e.get<int64_t>() >= lo && e.get<int64_t>() <= hi;
         if (!ok) throw Failure(UMLOS_INVALID_ARGUMENT, at + " is not an integer of " + dtype_name(dtype));
         if (i64) {
           const int64_t v = e.get<int64_t>();

@@ -32,14 +32,22 @@ namespace {
 
 const char* safetensors_dtype(int32_t dtype) {
   switch (dtype) {
-    case UMLOS_DTYPE_F32: return "F32";
-    case UMLOS_DTYPE_F64: return "F64";
-    case UMLOS_DTYPE_I32: return "I32";
-    case UMLOS_DTYPE_I64: return "I64";
-    case UMLOS_DTYPE_U8: return "U8";
-    case UMLOS_DTYPE_U32: return "U32";
-    case UMLOS_DTYPE_U64: return "U64";
-    default: return nullptr;
+    case UMLOS_DTYPE_F32:
+      return "F32";
+    case UMLOS_DTYPE_F64:
+      return "F64";
+    case UMLOS_DTYPE_I32:
+      return "I32";
+    case UMLOS_DTYPE_I64:
+      return "I64";
+    case UMLOS_DTYPE_U8:
+      return "U8";
+    case UMLOS_DTYPE_U32:
+      return "U32";
+    case UMLOS_DTYPE_U64:
+      return "U64";
+    default:
+      return nullptr;
   }
 }
 
@@ -67,7 +75,7 @@ std::string job_id_of(const std::string& run_dir) {
 }
 
 [[noreturn]] void fail_write(const std::string& what, const std::string& path, int err) {
-  throw Failure(err == EACCES || err == EPERM ? UMLOS_PERMISSION_DENIED
+  throw Failure(err == EACCES || err == EPERM    ? UMLOS_PERMISSION_DENIED
                 : err == ENOSPC || err == EDQUOT ? UMLOS_RESOURCE_EXHAUSTED
                                                  : UMLOS_IO_ERROR,
                 what + " '" + path + "': " + std::strerror(err));
@@ -131,8 +139,8 @@ std::vector<uint8_t> safetensors_bytes(const CheckpointData& ck, const std::vect
     }
     if (!v) throw Failure(UMLOS_NOT_FOUND, "checkpoint '" + ck.file + "' holds no value '" + name + "'");
     if (name == "__metadata__") {
-      throw Failure(UMLOS_INVALID_ARGUMENT, "checkpoint '" + ck.file +
-                                                "': a value named '__metadata__' cannot be a safetensors tensor");
+      throw Failure(UMLOS_INVALID_ARGUMENT,
+                    "checkpoint '" + ck.file + "': a value named '__metadata__' cannot be a safetensors tensor");
     }
     const char* dt = safetensors_dtype(v->tensor.dtype);
     if (!dt) {
@@ -185,8 +193,9 @@ ExportResult export_safetensors(const ExportOptions& options) {
     if (options.all_values || is_parameter(v.name)) names.push_back(v.name);
   }
   if (names.empty()) {
-    throw Failure(UMLOS_NOT_FOUND, "checkpoint '" + file +
-                                       "' holds no parameters (values theta.* or model.param.*); --all exports every value");
+    throw Failure(
+        UMLOS_NOT_FOUND,
+        "checkpoint '" + file + "' holds no parameters (values theta.* or model.param.*); --all exports every value");
   }
   std::map<std::string, std::string> meta = {
       {"format", "umlos"},

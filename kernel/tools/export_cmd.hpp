@@ -24,16 +24,16 @@ std::vector<uint8_t> safetensors_bytes(const CheckpointData& ck, const std::vect
 
 struct ExportOptions {
   std::string run_dir;
-  std::string output;      // the .safetensors file to write
-  std::string checkpoint;  // default: the one RUN_DIR/checkpoints/latest names
-  bool all_values = false; // every persistent value, not only the parameters
+  std::string output;       // the .safetensors file to write
+  std::string checkpoint;   // default: the one RUN_DIR/checkpoints/latest names
+  bool all_values = false;  // every persistent value, not only the parameters
 };
 
 struct ExportResult {
   std::string checkpoint;  // the file exported
   int64_t t = 0;
   size_t tensors = 0;
-  uint64_t bytes = 0;      // of the written file
+  uint64_t bytes = 0;  // of the written file
 };
 
 // Reads and validates the checkpoint (read_checkpoint), picks the

@@ -17,11 +17,11 @@
 // Exit statuses: 0 success, 2 usage error, otherwise exit_code_for(failure
 // code) as listed in docs/exit-codes.md.
 #include <boost/program_options.hpp>
-#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -81,7 +81,8 @@ std::string input_of(const std::vector<std::string>& args) {
 #define UMLOS_ABI_TEXT UMLOS_STR(UMLOS_ABI_MAJOR) "." UMLOS_STR(UMLOS_ABI_MINOR)
 
 const char* kTopHelp =
-    "umlos — deterministic ML training kernel (UML_OS " UMLOS_VERSION_STRING ", ABI " UMLOS_ABI_TEXT ")\n"
+    "umlos — deterministic ML training kernel (UML_OS " UMLOS_VERSION_STRING ", ABI " UMLOS_ABI_TEXT
+    ")\n"
     "\n"
     "usage: umlos <command> [options]   (umlos <command> --help for each)\n"
     "\n"
@@ -138,12 +139,15 @@ int cmd_run(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("manifest", 1);
   po::variables_map vm;
-  if (!parse(args, desc, pos, vm, "umlos run MANIFEST [--run-dir DIR] [--checkpoint-every N] [--quiet]\n"
-                                   "       umlos run --resume RUN_DIR [--resume-from CHECKPOINT]"))
+  if (!parse(args, desc, pos, vm,
+             "umlos run MANIFEST [--run-dir DIR] [--checkpoint-every N] [--quiet]\n"
+             "       umlos run --resume RUN_DIR [--resume-from CHECKPOINT]"))
     return 0;
   if (vm.count("checkpoint-every") && options.checkpoint_every < 0)
-    throw Failure(UMLOS_INVALID_ARGUMENT, "option --checkpoint-every: expected 0 (none) or a positive number of "
-                                          "iterations, found " + std::to_string(options.checkpoint_every));
+    throw Failure(UMLOS_INVALID_ARGUMENT,
+                  "option --checkpoint-every: expected 0 (none) or a positive number of "
+                  "iterations, found " +
+                      std::to_string(options.checkpoint_every));
   if (!vm.count("checkpoint-every")) options.checkpoint_every = -1;  // the manifest decides
   if (!resume_dir.empty()) {
     options.resume = true;
@@ -162,8 +166,9 @@ int cmd_run(const std::vector<std::string>& args) {
         manifest = text.substr(0, text.find('\n'));
       }
       if (manifest.empty()) {
-        std::fprintf(stderr, "umlos: NOT_FOUND: %s/manifest.path is missing or empty: is '%s' a run folder? "
-                             "(give the manifest as well: umlos run MANIFEST --resume RUN_DIR)\n",
+        std::fprintf(stderr,
+                     "umlos: NOT_FOUND: %s/manifest.path is missing or empty: is '%s' a run folder? "
+                     "(give the manifest as well: umlos run MANIFEST --resume RUN_DIR)\n",
                      resume_dir.c_str(), resume_dir.c_str());
         return exit_code_for(UMLOS_NOT_FOUND);
       }
@@ -189,9 +194,10 @@ int cmd_hash(const std::vector<std::string>& args) {
 
 int cmd_manifest(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::printf("usage: umlos manifest hash MANIFEST\n"
-                "       umlos manifest canonical MANIFEST [-o FILE] [--diag]\n"
-                "       umlos manifest pin MANIFEST -o OUT\n");
+    std::printf(
+        "usage: umlos manifest hash MANIFEST\n"
+        "       umlos manifest canonical MANIFEST [-o FILE] [--diag]\n"
+        "       umlos manifest pin MANIFEST -o OUT\n");
     return args.empty() ? kUsageExit : 0;
   }
   std::string sub = args[0];
@@ -213,11 +219,12 @@ int cmd_manifest(const std::vector<std::string>& args) {
   if (sub == "hash") {
     if (!parse(rest, desc, pos, vm, "umlos manifest hash MANIFEST")) return 0;
     Manifest m = load_manifest(manifest);
-    std::printf("manifest_hash      %s\npolicy_hash        %s\nenv_manifest_hash  %s\nreplay_token       %s\n"
-                "job_id             %s\nspec_version       %s\nseed               %llu\n",
-                to_hex(m.manifest_hash).c_str(), to_hex(m.policy_hash).c_str(), to_hex(m.env_manifest_hash).c_str(),
-                to_hex(m.replay_token).c_str(), job_id(m).c_str(), m.spec_version.c_str(),
-                static_cast<unsigned long long>(m.seed));
+    std::printf(
+        "manifest_hash      %s\npolicy_hash        %s\nenv_manifest_hash  %s\nreplay_token       %s\n"
+        "job_id             %s\nspec_version       %s\nseed               %llu\n",
+        to_hex(m.manifest_hash).c_str(), to_hex(m.policy_hash).c_str(), to_hex(m.env_manifest_hash).c_str(),
+        to_hex(m.replay_token).c_str(), job_id(m).c_str(), m.spec_version.c_str(),
+        static_cast<unsigned long long>(m.seed));
     return 0;
   }
   if (sub == "canonical") {
@@ -225,8 +232,10 @@ int cmd_manifest(const std::vector<std::string>& args) {
     Manifest m = load_manifest(manifest);
     if (diag) {
       std::string text = cbor::diagnostic(m.canonical) + "\n";
-      if (out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
-      else write_file_atomic(out, text);
+      if (out.empty())
+        std::fwrite(text.data(), 1, text.size(), stdout);
+      else
+        write_file_atomic(out, text);
     } else if (out.empty()) {
       std::fwrite(m.canonical_bytes.data(), 1, m.canonical_bytes.size(), stdout);
     } else {
@@ -254,8 +263,8 @@ int cmd_modules(const std::vector<std::string>& args) {
   po::options_description desc("umlos modules inspect options");
   std::string file;
   bool json = false;
-  desc.add_options()("file", po::value<std::string>(&file)->required(), "module file")(
-      "json", po::bool_switch(&json), "machine-readable output");
+  desc.add_options()("file", po::value<std::string>(&file)->required(), "module file")("json", po::bool_switch(&json),
+                                                                                       "machine-readable output");
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -269,17 +278,18 @@ int cmd_conformance(const std::vector<std::string>& args) {
   opt.driver_module = default_module_path("libumlos_cpu_driver.so");
   desc.add_options()("modules", po::value<std::vector<std::string>>(&opt.modules)->required(), "module files")(
       "driver-module", po::value<std::string>(&opt.driver_module),
-      "reference driver module (default: libumlos_cpu_driver.so in modules/ beside umlos, or in ../lib/umlos/modules/)")(
-      "driver", po::value<std::string>(&opt.driver_name), "driver name (default cpu_driver)")(
+      "reference driver module (default: libumlos_cpu_driver.so in modules/ beside umlos, or in "
+      "../lib/umlos/modules/)")("driver", po::value<std::string>(&opt.driver_name), "driver name (default cpu_driver)")(
       "allow-missing-vectors", po::bool_switch(&opt.allow_missing_vectors),
-      "report operators without test vectors as SKIP instead of FAIL")(
-      "json", po::bool_switch(&opt.json), "machine-readable report")(
+      "report operators without test vectors as SKIP instead of FAIL")("json", po::bool_switch(&opt.json),
+                                                                       "machine-readable report")(
       "case-timeout", po::value<double>(&opt.case_timeout_s),
       "seconds one test-vector case may run before it is stopped and fails with QUOTA_EXCEEDED (default 60; 0: none)");
   po::positional_options_description pos;
   pos.add("modules", -1);
   po::variables_map vm;
-  if (!parse(args, desc, pos, vm, "umlos conformance FILE... [--driver-module PATH] [--json] [--case-timeout S]")) return 0;
+  if (!parse(args, desc, pos, vm, "umlos conformance FILE... [--driver-module PATH] [--json] [--case-timeout S]"))
+    return 0;
   if (!(opt.case_timeout_s >= 0) || opt.case_timeout_s > 1e6) {
     throw Failure(UMLOS_INVALID_ARGUMENT, "--case-timeout " + std::to_string(opt.case_timeout_s) +
                                               ": expected seconds between 0 (no limit) and 1e6");
@@ -307,7 +317,9 @@ int cmd_exec(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("ir", 1);
   po::variables_map vm;
-  if (!parse(args, desc, pos, vm, "umlos exec IR [--mode forward|backward|inference] [--inputs FILE] [--seed S] [--json]")) return 0;
+  if (!parse(args, desc, pos, vm,
+             "umlos exec IR [--mode forward|backward|inference] [--inputs FILE] [--seed S] [--json]"))
+    return 0;
   return json_edge(o.inputs_file.empty() ? o.ir_file : o.inputs_file, [&] { return run_exec(o); });
 }
 

@@ -25,8 +25,8 @@ using json = nlohmann::json;
 const std::vector<std::string>& trace_fields_ignored() {
   // Wall-clock figures, and where the manifest and the run folder lie (a
   // replay reruns a copy of the manifest into another folder).
-  static const std::vector<std::string> fields = {"elapsed_s",     "steps_per_s", "wall_time_s",
-                                                  "timestamp",     "manifest_file", "run_dir"};
+  static const std::vector<std::string> fields = {"elapsed_s", "steps_per_s",   "wall_time_s",
+                                                  "timestamp", "manifest_file", "run_dir"};
   return fields;
 }
 
@@ -218,7 +218,8 @@ std::vector<std::string> files_in_modules_dir(const std::string& dir, const Mani
     const std::string name = fs::path(m.modules[i].path).filename().string();
     if (!names.insert(name).second) {
       throw Failure(UMLOS_INVALID_ARGUMENT, m.file + ": key 'modules[" + std::to_string(i) + "].path': file name '" +
-                                                name + "' is used by two modules, so --modules cannot tell them "
+                                                name +
+                                                "' is used by two modules, so --modules cannot tell them "
                                                 "apart; pass --manifest FILE instead");
     }
     files.push_back((fs::path(dir) / name).string());
@@ -268,8 +269,8 @@ std::vector<std::string> recorded_module_files(const ReplayOptions& options, con
                     "; pass --modules DIR (the folder holding your copies of the modules) or --manifest FILE");
 }
 
-std::vector<std::string> replay_module_files(const ReplayOptions& options, const fs::path& run_dir,
-                                             const json& header, std::string& manifest_file, Manifest& m) {
+std::vector<std::string> replay_module_files(const ReplayOptions& options, const fs::path& run_dir, const json& header,
+                                             std::string& manifest_file, Manifest& m) {
   std::vector<std::string> files;
   if (!options.modules_dir.empty()) {
     files = files_in_modules_dir(options.modules_dir, m);
@@ -303,15 +304,16 @@ int replay_verify(const ReplayOptions& options) {
   }
   const std::string trace = (run_dir / "trace.jsonl").string();
   if (!fs::is_regular_file(trace, ec)) {
-    throw Failure(UMLOS_NOT_FOUND, "run folder '" + options.run_dir + "' has no trace.jsonl (expected '" + trace +
-                                       "')");
+    throw Failure(UMLOS_NOT_FOUND,
+                  "run folder '" + options.run_dir + "' has no trace.jsonl (expected '" + trace + "')");
   }
   const bool given = !options.manifest_file.empty();
   std::string manifest_file = given ? options.manifest_file : (run_dir / "manifest.yaml").string();
   if (!fs::is_regular_file(manifest_file, ec)) {
     throw Failure(UMLOS_NOT_FOUND, given ? "manifest '" + manifest_file + "' does not exist"
                                          : "run folder '" + options.run_dir + "' has no manifest copy (expected '" +
-                                               manifest_file + "', the pinned manifest the run used; or pass --manifest)");
+                                               manifest_file +
+                                               "', the pinned manifest the run used; or pass --manifest)");
   }
   Manifest m = load_manifest(manifest_file);
   json header = first_record(trace);
@@ -423,8 +425,8 @@ int cmd_replay(const std::vector<std::string>& args) {
       "trust-run-folder-modules", po::bool_switch(&o.trust_run_folder_modules),
       "allow module files inside RUN_DIR (their code runs: only for a folder you trust)")(
       "work", po::value<std::string>(&o.work_dir), "rerun into DIR/run (default: a new folder under the temp dir)")(
-      "keep", po::bool_switch(&o.keep), "keep the rerun folder when the traces are identical")(
-      "help,h", "show this help");
+      "keep", po::bool_switch(&o.keep), "keep the rerun folder when the traces are identical")("help,h",
+                                                                                               "show this help");
   po::positional_options_description pos;
   pos.add("run-dir", 1);
   po::variables_map vm;

@@ -14,12 +14,12 @@ const std::vector<std::string>& trace_fields_ignored();
 
 struct TraceDiff {
   bool identical = true;
-  uint64_t records = 0;     // records compared (identical: records in each file)
-  uint64_t line = 0;        // 1-based line of the first difference
-  std::string record;       // its record kind ("iter", "run_end", ...; "" when one file ended)
-  int64_t t = -1;           // its t, -1 when the record has none
-  std::string field;        // the first differing field; "(record)" when one file has no record there
-  std::string a_value;      // JSON text in file a ("(absent)" when missing)
+  uint64_t records = 0;  // records compared (identical: records in each file)
+  uint64_t line = 0;     // 1-based line of the first difference
+  std::string record;    // its record kind ("iter", "run_end", ...; "" when one file ended)
+  int64_t t = -1;        // its t, -1 when the record has none
+  std::string field;     // the first differing field; "(record)" when one file has no record there
+  std::string a_value;   // JSON text in file a ("(absent)" when missing)
   std::string b_value;
   // "identical" or "line 12 (iter t=11): field 'loss_total': a 0.5, b 0.25".
   std::string describe() const;
@@ -39,11 +39,11 @@ TraceDiff compare_traces(const std::string& a, const std::string& b);
 inline constexpr int kReplayDiffersExit = 3;
 
 struct ReplayOptions {
-  std::string run_dir;        // the recorded run
-  std::string manifest_file;  // default RUN_DIR/manifest.yaml
-  std::string work_dir;       // where to rerun; default a fresh folder under the system temp dir
-  bool keep = false;          // keep work_dir even when identical
-  std::string modules_dir;    // --modules: load each module from DIR/<its file name>
+  std::string run_dir;                    // the recorded run
+  std::string manifest_file;              // default RUN_DIR/manifest.yaml
+  std::string work_dir;                   // where to rerun; default a fresh folder under the system temp dir
+  bool keep = false;                      // keep work_dir even when identical
+  std::string modules_dir;                // --modules: load each module from DIR/<its file name>
   bool trust_run_folder_modules = false;  // allow module files inside run_dir (their code runs)
 };
 

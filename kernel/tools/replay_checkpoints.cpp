@@ -57,7 +57,8 @@ std::string first_difference(const CheckpointData& a, const CheckpointData& b) {
     return "field '" + f + "': recorded " + x + ", rerun " + y;
   };
   if (a.t != b.t) return field("t", std::to_string(a.t), std::to_string(b.t));
-  if (a.manifest_hash != b.manifest_hash) return field("manifest_hash", to_hex(a.manifest_hash), to_hex(b.manifest_hash));
+  if (a.manifest_hash != b.manifest_hash)
+    return field("manifest_hash", to_hex(a.manifest_hash), to_hex(b.manifest_hash));
   if (a.modules.size() != b.modules.size()) {
     return field("modules", std::to_string(a.modules.size()), std::to_string(b.modules.size()));
   }
@@ -77,7 +78,8 @@ std::string first_difference(const CheckpointData& a, const CheckpointData& b) {
     }
     const HostTensor &x = a.values[i].tensor, &y = b.values[j].tensor;
     const std::string& name = a.values[i].name;
-    if (shape_text(x) != shape_text(y)) return "value '" + name + "': recorded " + shape_text(x) + ", rerun " + shape_text(y);
+    if (shape_text(x) != shape_text(y))
+      return "value '" + name + "': recorded " + shape_text(x) + ", rerun " + shape_text(y);
     if (x.data != y.data) {
       size_t k = 0;
       while (k < x.data.size() && x.data[k] == y.data[k]) ++k;

@@ -2,8 +2,8 @@
 #include "report.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -36,12 +36,23 @@ std::string esc(const std::string& s) {
   o.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -112,15 +123,16 @@ Run load_run(const std::string& run_dir) {
       throw Failure(UMLOS_DATA_LOSS, trace + ":" + std::to_string(n) + ": not a JSON record (" + e.what() + ")");
     }
     if (!r.is_object()) {
-      throw Failure(UMLOS_DATA_LOSS, trace + ":" + std::to_string(n) + ": expected a JSON object, found " +
-                                         std::string(r.type_name()));
+      throw Failure(UMLOS_DATA_LOSS,
+                    trace + ":" + std::to_string(n) + ": expected a JSON object, found " + std::string(r.type_name()));
     }
     const std::string kind = text_of(r, "record");
     if (kind == "run_header") {
       run.header = r;
     } else if (kind == "iter") {
       if (!r.contains("t") || !r["t"].is_number_integer()) {
-        throw Failure(UMLOS_DATA_LOSS, trace + ":" + std::to_string(n) + ": iter record: field 't': expected an integer, found " +
+        throw Failure(UMLOS_DATA_LOSS, trace + ":" + std::to_string(n) +
+                                           ": iter record: field 't': expected an integer, found " +
                                            (r.contains("t") ? r["t"].dump() : std::string("none")));
       }
       run.t.push_back(r["t"].get<int64_t>());
@@ -191,8 +203,8 @@ std::string x_axis(const Frame& f, double y_base) {
   for (int i = 0; i <= 4; ++i) {
     double t = f.t0 + (f.t1 - f.t0) * i / 4.0;
     if (f.t1 - f.t0 >= 4) t = std::round(t);
-    s += "<text class=\"tick\" x=\"" + coord(f.x(t)) + "\" y=\"" + coord(y_base + 16) +
-         "\" text-anchor=\"middle\">" + num(t) + "</text>\n";
+    s += "<text class=\"tick\" x=\"" + coord(f.x(t)) + "\" y=\"" + coord(y_base + 16) + "\" text-anchor=\"middle\">" +
+         num(t) + "</text>\n";
   }
   s += "<text class=\"tick\" x=\"" + coord(kLeft + kPlotW) + "\" y=\"" + coord(y_base + 28) +
        "\" text-anchor=\"end\">t</text>\n";
@@ -204,10 +216,10 @@ std::string y_axis(const Frame& f) {
                   "\" y2=\"" + coord(kTop + kPlotH) + "\"/>\n";
   for (int i = 0; i <= 4; ++i) {
     const double v = f.y0 + (f.y1 - f.y0) * i / 4.0;
-    s += "<line class=\"grid\" x1=\"" + coord(kLeft) + "\" y1=\"" + coord(f.y(v)) + "\" x2=\"" +
-         coord(kLeft + kPlotW) + "\" y2=\"" + coord(f.y(v)) + "\"/>\n";
-    s += "<text class=\"tick\" x=\"" + coord(kLeft - 6) + "\" y=\"" + coord(f.y(v) + 4) +
-         "\" text-anchor=\"end\">" + num(v) + "</text>\n";
+    s += "<line class=\"grid\" x1=\"" + coord(kLeft) + "\" y1=\"" + coord(f.y(v)) + "\" x2=\"" + coord(kLeft + kPlotW) +
+         "\" y2=\"" + coord(f.y(v)) + "\"/>\n";
+    s += "<text class=\"tick\" x=\"" + coord(kLeft - 6) + "\" y=\"" + coord(f.y(v) + 4) + "\" text-anchor=\"end\">" +
+         num(v) + "</text>\n";
   }
   return s;
 }
@@ -228,9 +240,9 @@ std::string stats(const std::vector<Point>& pts) {
     lo = std::min(lo, p.v);
     hi = std::max(hi, p.v);
   }
-  return "<p class=\"stats\">" + std::to_string(pts.size()) + " values; first " + num(pts.front().v) + " (t=" +
-         std::to_string(pts.front().t) + "), last " + num(pts.back().v) + " (t=" + std::to_string(pts.back().t) +
-         "), min " + num(lo) + ", max " + num(hi) + "</p>\n";
+  return "<p class=\"stats\">" + std::to_string(pts.size()) + " values; first " + num(pts.front().v) +
+         " (t=" + std::to_string(pts.front().t) + "), last " + num(pts.back().v) +
+         " (t=" + std::to_string(pts.back().t) + "), min " + num(lo) + ", max " + num(hi) + "</p>\n";
 }
 
 // A curve over t: one polyline per run of consecutive present values.
@@ -332,10 +344,9 @@ std::string timeline(const Run& run, const std::string& key, const std::vector<s
     // The class comes from the report's own list; a trace's label (any
     // text a run folder holds) is only ever shown, escaped, as text.
     const std::string cls = idx < labels.size() ? labels[idx] : "other";
-    s += "<rect class=\"mark " + cls + "\" x=\"" + coord(x) + "\" y=\"" + coord(kTop) + "\" width=\"" +
-         coord(w) + "\" height=\"" + coord(h - kTop - 14) + "\" fill=\"" + colour + "\"><title>t=" +
-         std::to_string(b.t0) + (b.t1 != b.t0 ? ".." + std::to_string(b.t1) : std::string()) + " " + esc(b.label) +
-         "</title></rect>\n";
+    s += "<rect class=\"mark " + cls + "\" x=\"" + coord(x) + "\" y=\"" + coord(kTop) + "\" width=\"" + coord(w) +
+         "\" height=\"" + coord(h - kTop - 14) + "\" fill=\"" + colour + "\"><title>t=" + std::to_string(b.t0) +
+         (b.t1 != b.t0 ? ".." + std::to_string(b.t1) : std::string()) + " " + esc(b.label) + "</title></rect>\n";
     counts[b.label] += static_cast<uint64_t>(b.t1 - b.t0 + 1);
   }
   s += "<line class=\"axis\" x1=\"" + coord(kLeft) + "\" y1=\"" + coord(h - 14) + "\" x2=\"" + coord(kLeft + kPlotW) +
@@ -349,9 +360,9 @@ std::string timeline(const Run& run, const std::string& key, const std::vector<s
   // Legend.
   double lx = kLeft;
   for (size_t i = 0; i < labels.size(); ++i) {
-    s += "<rect class=\"legend\" x=\"" + coord(lx) + "\" y=\"" + coord(h + 12) + "\" width=\"10\" height=\"10\" fill=\"" +
-         colours[i] + "\"/><text class=\"tick\" x=\"" + coord(lx + 14) + "\" y=\"" + coord(h + 21) + "\">" +
-         esc(labels[i]) + " (" + std::to_string(counts[labels[i]]) + ")</text>\n";
+    s += "<rect class=\"legend\" x=\"" + coord(lx) + "\" y=\"" + coord(h + 12) +
+         "\" width=\"10\" height=\"10\" fill=\"" + colours[i] + "\"/><text class=\"tick\" x=\"" + coord(lx + 14) +
+         "\" y=\"" + coord(h + 21) + "\">" + esc(labels[i]) + " (" + std::to_string(counts[labels[i]]) + ")</text>\n";
     lx += 150;
   }
   s += "</svg>\n";
@@ -492,8 +503,8 @@ std::string equations(const Run& run) {
     std::string l = "<ol class=\"eq\">\n";
     for (const json& e : eqs) {
       if (!e.is_string()) continue;
-      l += "<li><span class=\"math\">" + math_of(e.get<std::string>()) + "</span> <code>" +
-           esc(e.get<std::string>()) + "</code></li>\n";
+      l += "<li><span class=\"math\">" + math_of(e.get<std::string>()) + "</span> <code>" + esc(e.get<std::string>()) +
+           "</code></li>\n";
     }
     return l + "</ol>\n";
   };
@@ -530,7 +541,8 @@ std::string render_report(const std::string& run_dir) {
 
   std::string o;
   o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  o += "<title>UML_OS run report: " + esc(name) + "</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
+  o += "<title>UML_OS run report: " + esc(name) + "</title>\n<style>" + std::string(kStyle) +
+       "</style>\n</head>\n<body>\n";
   o += "<h1>UML_OS run <code>" + esc(name) + "</code></h1>\n";
 
   // ---- facts
@@ -538,10 +550,10 @@ std::string render_report(const std::string& run_dir) {
   if (status.empty()) status = "incomplete (no run_end record)";
   o += "<table class=\"facts\">\n";
   o += fact_row("status", status);
-  o += fact_row("iterations", std::to_string(run.iters.size()) +
-                                   (run.t.empty() ? std::string()
-                                                  : " (t " + std::to_string(run.t.front()) + ".." +
-                                                        std::to_string(run.t.back()) + ")"));
+  o += fact_row("iterations",
+                std::to_string(run.iters.size()) + (run.t.empty() ? std::string()
+                                                                  : " (t " + std::to_string(run.t.front()) + ".." +
+                                                                        std::to_string(run.t.back()) + ")"));
   o += fact_row("spec_version", text_of(h, "spec_version"));
   o += fact_row("task_type", text_of(h, "task_type"));
   o += fact_row("seed", text_of(h, "seed"));

@@ -52,14 +52,15 @@ sym::Expr parse_or_fail(const std::string& text, const char* where) {
 void differentiable_eval(sdk::Context& c) {
   const umlos_tensor* zt = c.input("symbolic.z");
   const sdk::Shape zs = c.shape(zt);
-  if (zs.size() != 2) throw sdk::Error(UMLOS_SHAPE_MISMATCH, "symbolic.z must be [N, p], found [", sdk::shape_string(zs), "]");
+  if (zs.size() != 2)
+    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "symbolic.z must be [N, p], found [", sdk::shape_string(zs), "]");
   const int64_t N = zs[0], p = zs[1];
   const std::string text = text_of(c, c.input("symbolic.equation"));
   const sym::Expr e = parse_or_fail(text, "symbolic.equation");
   const std::string name = sym::print(e);
   if (sym::arity(e) > p)
-    throw sdk::Error(UMLOS_EQUATION_INVALID, "equation '", name, "' uses z", sym::arity(e) - 1, " but symbolic.z has ", p,
-                     " columns");
+    throw sdk::Error(UMLOS_EQUATION_INVALID, "equation '", name, "' uses z", sym::arity(e) - 1, " but symbolic.z has ",
+                     p, " columns");
   const std::vector<double> zv = c.read_f64(zt);
   for (int64_t i = 0; i < N; ++i)
     for (int64_t k = 0; k < p; ++k)
@@ -106,7 +107,8 @@ void differentiable_eval(sdk::Context& c) {
   const std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, b, {{cp.output, 1.0}}, wrt);
   umlos_tensor* gz = c.output("symbolic.grad_z", g.dtype, {N, p});
   auto it = grads.find("z");
-  std::vector<double> gzv = it == grads.end() ? std::vector<double>(static_cast<size_t>(N * p), 0.0) : c.read_f64(it->second);
+  std::vector<double> gzv =
+      it == grads.end() ? std::vector<double>(static_cast<size_t>(N * p), 0.0) : c.read_f64(it->second);
   for (int64_t i = 0; i < N; ++i)
     for (int64_t k = 0; k < p; ++k)
       if (!std::isfinite(gzv[i * p + k]))
@@ -129,8 +131,9 @@ sym::SearchOptions search_options(const sdk::Context& c) {
   o.complexity_penalty = c.config<double>("symbolic.complexity_penalty", o.complexity_penalty);
   o.min_denominator = c.config<double>("symbolic.min_denominator", o.min_denominator);
   if (o.max_terms < 0 || !(o.complexity_penalty >= 0) || !(o.min_denominator > 0))
-    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config symbolic.max_terms must be >= 0, symbolic.complexity_penalty >= 0, "
-                                             "symbolic.min_denominator > 0");
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT,
+                     "config symbolic.max_terms must be >= 0, symbolic.complexity_penalty >= 0, "
+                     "symbolic.min_denominator > 0");
   return o;
 }
 
@@ -150,7 +153,8 @@ sym::SearchResult run_search(const std::vector<double>& z, int64_t p, const std:
 void equation_update(sdk::Context& c) {
   const umlos_tensor* zt = c.input("symbolic.z");
   const sdk::Shape zs = c.shape(zt);
-  if (zs.size() != 2) throw sdk::Error(UMLOS_SHAPE_MISMATCH, "symbolic.z must be [n, p], found [", sdk::shape_string(zs), "]");
+  if (zs.size() != 2)
+    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "symbolic.z must be [n, p], found [", sdk::shape_string(zs), "]");
   const std::vector<double> y = c.read_f64(c.input("symbolic.target"));
   if (static_cast<int64_t>(y.size()) != zs[0])
     throw sdk::Error(UMLOS_SHAPE_MISMATCH, "symbolic.target has ", y.size(), " values, symbolic.z ", zs[0], " rows");
@@ -224,13 +228,16 @@ void activate(sdk::Context& c) {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "ActivateNonParamModule_v1: ", e.what());
   }
   if (km.k == 0)
-    throw sdk::Error(UMLOS_FAILED_PRECONDITION, "ActivateNonParamModule_v1: the latent buffer holds no non-zero latent "
-                                                "(count ", count, "): nothing to cluster");
+    throw sdk::Error(UMLOS_FAILED_PRECONDITION,
+                     "ActivateNonParamModule_v1: the latent buffer holds no non-zero latent "
+                     "(count ",
+                     count, "): nothing to cluster");
 
   const std::string task = c.config("task_type", "multiclass");
   const bool multiclass = task == "multiclass", binary = task == "binary";
   if (!multiclass && !binary && task != "regression")
-    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config task_type is '", task, "', expected multiclass, binary or regression");
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config task_type is '", task,
+                     "', expected multiclass, binary or regression");
   // The members' raw z rows (not normalised), labels and head logits.
   const size_t n = km.n;
   std::vector<double> zm(n * static_cast<size_t>(p));
@@ -242,8 +249,10 @@ void activate(sdk::Context& c) {
   const int64_t ny = c.shape(yt).at(0);
   std::vector<int64_t> lab;
   std::vector<double> ycont;
-  if (multiclass) lab = c.read<int64_t>(yt);
-  else ycont = c.read_f64(yt);
+  if (multiclass)
+    lab = c.read<int64_t>(yt);
+  else
+    ycont = c.read_f64(yt);
   double mean = 0.0, sd = 1.0;
   if (task == "regression") {
     mean = c.read<double>(c.input("data.target.mean")).at(0);
@@ -255,7 +264,8 @@ void activate(sdk::Context& c) {
   std::vector<std::array<uint8_t, 32>> digests;
   for (size_t q = 0; q < km.k; ++q) {
     std::vector<size_t> members;
-    for (size_t i = 0; i < n; ++i) if (km.assignment[i] == static_cast<int64_t>(q)) members.push_back(i);
+    for (size_t i = 0; i < n; ++i)
+      if (km.assignment[i] == static_cast<int64_t>(q)) members.push_back(i);
     auto global = [&](size_t i) {
       const int64_t g = gidx[km.point_row[i]];
       if (g < 0 || g >= ny)
@@ -267,8 +277,13 @@ void activate(sdk::Context& c) {
       std::map<int64_t, int64_t> votes;
       for (size_t i : members) ++votes[lab[global(i)]];
       int64_t best = -1;
-      for (const auto& [k, v] : votes) if (v > best) { best = v; cls = k; }
-      if (cls < 0 || cls >= C) throw sdk::Error(UMLOS_OUT_OF_RANGE, "label ", cls, " outside the head's ", C, " classes");
+      for (const auto& [k, v] : votes)
+        if (v > best) {
+          best = v;
+          cls = k;
+        }
+      if (cls < 0 || cls >= C)
+        throw sdk::Error(UMLOS_OUT_OF_RANGE, "label ", cls, " outside the head's ", C, " classes");
     }
     std::vector<double> zq, target;
     for (size_t i : members) {
@@ -288,7 +303,8 @@ void activate(sdk::Context& c) {
       }
       target.push_back(r);
     }
-    const sym::SearchResult res = run_search(zq, p, target, so, "ActivateNonParamModule_v1 cluster " + std::to_string(q));
+    const sym::SearchResult res =
+        run_search(zq, p, target, so, "ActivateNonParamModule_v1 cluster " + std::to_string(q));
     const std::string line = sym::line_text(res.expr, cls, multiclass);
     if (q) joined += "\n";
     joined += line;
@@ -351,7 +367,8 @@ sdk::Module describe() {
   const std::vector<double> ring = {1, 0, 0, 1, 2, 0, 0, 2, 1.5, 0, 0, 1.5, 3, 0, 0, 3};
   return sdk::Module("umlos_symbolic", "0.1.0")
       .add(Operator("UML_OS.Symbolic.DifferentiableEval_v1")
-               .summary("one canonical equation over z [N, p] on the driver: value [N, 1], d value / d z, d sum / d constants")
+               .summary("one canonical equation over z [N, p] on the driver: value [N, 1], d value / d z, d sum / d "
+                        "constants")
                .pure()
                .input("symbolic.z", UMLOS_DTYPE_ANY, sdk::Dims{sdk::any, sdk::any})
                .input("symbolic.equation", UMLOS_DTYPE_U8, sdk::Dims{sdk::any})
@@ -369,9 +386,9 @@ sdk::Module describe() {
                .test(sdk::TestVector("clamped exp, log and division")
                          .input<double>("symbolic.z", {2, 1}, {100.0, -1.0})
                          .input<uint8_t>("symbolic.equation", {static_cast<int64_t>(clamped.size())}, bytes(clamped))
-                         .expect<double>("symbolic.value", {2, 1},
-                                         {(std::exp(80.0) + std::log(100.0)) + 0.01,
-                                          (std::exp(-1.0) + std::log(1e-12)) + 1e12})
+                         .expect<double>(
+                             "symbolic.value", {2, 1},
+                             {(std::exp(80.0) + std::log(100.0)) + 0.01, (std::exp(-1.0) + std::log(1e-12)) + 1e12})
                          .expect<double>("symbolic.grad_z", {2, 1}, {(0.0 + 0.01) + -1e-4, std::exp(-1.0)})
                          .tolerance(1e-15, 0)))
       .add(Operator("UML_OS.Symbolic.EquationUpdate_v2")

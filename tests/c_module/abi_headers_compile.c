@@ -38,8 +38,8 @@ uint32_t umlos_abi_headers_compile_probe(void) {
   double n = umlos_draw_element_normal_f64(key, UMLOS_STREAM_MISC, 0u, 1u);
   float f = umlos_draw_element_uniform_f32(key, UMLOS_STREAM_INIT, 0u, 0u);
   double u = umlos_draw_element_uniform_f64(key, UMLOS_STREAM_CLUSTER, 0u, 0u);
-  return umlos_draw_element_u32(key, UMLOS_STREAM_MISC, 0u, 0u) ^
-         (uint32_t)(n > 0.0) ^ (uint32_t)(f > 0.5f) ^ (uint32_t)(u > 0.5);
+  return umlos_draw_element_u32(key, UMLOS_STREAM_MISC, 0u, 0u) ^ (uint32_t)(n > 0.0) ^ (uint32_t)(f > 0.5f) ^
+         (uint32_t)(u > 0.5);
 }
 
 /* Uses the name tables and the canonical sum likewise. */
@@ -49,8 +49,7 @@ uint32_t umlos_abi_headers_compile_contracts_probe(void) {
   const char *spec = UMLOS_SPEC_VERSION;
   umlos_canonical_sum_add(&s, 0.5);
   return (uint32_t)(umlos_status_name(UMLOS_INVALID_IR) != NULL) ^
-         (uint32_t)(umlos_dtype_name(UMLOS_DTYPE_F64) != NULL) ^
-         (uint32_t)umlos_dtype_size(UMLOS_DTYPE_U32) ^
+         (uint32_t)(umlos_dtype_name(UMLOS_DTYPE_F64) != NULL) ^ (uint32_t)umlos_dtype_size(UMLOS_DTYPE_U32) ^
          (uint32_t)umlos_dtype_from_name("i64") ^ (uint32_t)(spec[0] == 'U') ^
          (uint32_t)(umlos_canonical_sum_result(&s) > 0.0);
 }

@@ -25,8 +25,7 @@
 
 /* ----------------------------------------------------------- Axpy */
 
-static umlos_status fail(const umlos_services *svc, umlos_ctx *ctx,
-                         umlos_status code, const char *what) {
+static umlos_status fail(const umlos_services *svc, umlos_ctx *ctx, umlos_status code, const char *what) {
   return svc->error(ctx, code, what);
 }
 
@@ -37,8 +36,7 @@ static uint64_t count_elements(const umlos_shape *s) {
   return n;
 }
 
-static umlos_status axpy_run(const umlos_services *svc, umlos_ctx *ctx,
-                             void *user_data) {
+static umlos_status axpy_run(const umlos_services *svc, umlos_ctx *ctx, void *user_data) {
   umlos_tensor *x = NULL, *y = NULL, *z = NULL;
   int32_t x_dtype = 0, y_dtype = 0;
   umlos_shape x_shape, y_shape;
@@ -129,10 +127,8 @@ static const umlos_tensor_data tv2_expected[] = {
 };
 
 static const umlos_test_vector axpy_tests[] = {
-    {sizeof(umlos_test_vector), "alpha 2.5", tv1_inputs, 2, 1, tv1_expected,
-     0.0, 0.0, tv1_config, 1, 0, 0},
-    {sizeof(umlos_test_vector), "default alpha, 2x3", tv2_inputs, 2, 1,
-     tv2_expected, 0.0, 0.0, NULL, 0, 0, 0},
+    {sizeof(umlos_test_vector), "alpha 2.5", tv1_inputs, 2, 1, tv1_expected, 0.0, 0.0, tv1_config, 1, 0, 0},
+    {sizeof(umlos_test_vector), "default alpha, 2x3", tv2_inputs, 2, 1, tv2_expected, 0.0, 0.0, NULL, 0, 0, 0},
 };
 
 static const umlos_operator_desc axpy_op = {
@@ -154,8 +150,7 @@ static const umlos_operator_desc axpy_op = {
 
 /* ---------------------------------------------------- UniformDraw */
 
-static umlos_status uniform_draw_run(const umlos_services *svc, umlos_ctx *ctx,
-                                     void *user_data) {
+static umlos_status uniform_draw_run(const umlos_services *svc, umlos_ctx *ctx, void *user_data) {
   int64_t count = 4, in_unit = 0;
   umlos_shape shape = {0};
   umlos_shape scalar = {0};
@@ -175,12 +170,10 @@ static umlos_status uniform_draw_run(const umlos_services *svc, umlos_ctx *ctx,
   shape.dims[0] = count;
   if ((st = svc->value_create(ctx, "u", UMLOS_DTYPE_F64, &shape, &u)) != UMLOS_OK) return st;
   /* The one declared draw, produced by the driver on its device. */
-  if ((st = svc->rng_draw(ctx, UMLOS_STREAM_MISC, UMLOS_DIST_UNIFORM_F64, u)) != UMLOS_OK)
-    return st;
+  if ((st = svc->rng_draw(ctx, UMLOS_STREAM_MISC, UMLOS_DIST_UNIFORM_F64, u)) != UMLOS_OK) return st;
 
   values = (double *)malloc((size_t)count * sizeof(double));
-  if (!values)
-    return fail(svc, ctx, UMLOS_RESOURCE_EXHAUSTED, "Test.C.UniformDraw_v1: out of memory");
+  if (!values) return fail(svc, ctx, UMLOS_RESOURCE_EXHAUSTED, "Test.C.UniformDraw_v1: out of memory");
   st = svc->tensor_read(ctx, u, 0, values, (uint64_t)count * sizeof(double));
   if (st == UMLOS_OK)
     for (i = 0; i < count; ++i)
@@ -189,8 +182,7 @@ static umlos_status uniform_draw_run(const umlos_services *svc, umlos_ctx *ctx,
   if (st != UMLOS_OK) return st;
 
   scalar.rank = 0;
-  if ((st = svc->value_create(ctx, "in_unit", UMLOS_DTYPE_I64, &scalar, &k)) != UMLOS_OK)
-    return st;
+  if ((st = svc->value_create(ctx, "in_unit", UMLOS_DTYPE_I64, &scalar, &k)) != UMLOS_OK) return st;
   return svc->tensor_write(ctx, k, 0, &in_unit, sizeof in_unit);
 }
 
@@ -207,8 +199,8 @@ static const umlos_attr tv3_config[] = {
     {"count", UMLOS_ATTR_INT, 0, 8, 0.0, NULL},
 };
 static const umlos_test_vector uniform_tests[] = {
-    {sizeof(umlos_test_vector), "8 uniforms from misc, seed 2026", NULL, 0, 1,
-     tv3_expected, 0.0, 0.0, tv3_config, 1, 0, 2026},
+    {sizeof(umlos_test_vector), "8 uniforms from misc, seed 2026", NULL, 0, 1, tv3_expected, 0.0, 0.0, tv3_config, 1, 0,
+     2026},
 };
 
 static const umlos_operator_desc uniform_op = {

@@ -2,8 +2,8 @@
 // catalogue of forward primitives with straightforward binary64 references
 // (only *.tests.cpp files are built, hence the name), plus the check that the
 // catalogue covers every primitive the driver publishes.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -55,11 +55,28 @@ TensorPtr upload(Host& host, int32_t dtype, const std::vector<int64_t>& dims, co
   std::vector<uint8_t> bytes(t->bytes);
   for (size_t i = 0; i < values.size(); ++i) {
     switch (dtype) {
-      case UMLOS_DTYPE_F32: { float v = static_cast<float>(values[i]); std::memcpy(&bytes[i * 4], &v, 4); break; }
-      case UMLOS_DTYPE_F64: { double v = values[i]; std::memcpy(&bytes[i * 8], &v, 8); break; }
-      case UMLOS_DTYPE_I32: { int32_t v = static_cast<int32_t>(values[i]); std::memcpy(&bytes[i * 4], &v, 4); break; }
-      case UMLOS_DTYPE_I64: { int64_t v = static_cast<int64_t>(values[i]); std::memcpy(&bytes[i * 8], &v, 8); break; }
-      default: FAIL("upload: unsupported dtype " << dtype);
+      case UMLOS_DTYPE_F32: {
+        float v = static_cast<float>(values[i]);
+        std::memcpy(&bytes[i * 4], &v, 4);
+        break;
+      }
+      case UMLOS_DTYPE_F64: {
+        double v = values[i];
+        std::memcpy(&bytes[i * 8], &v, 8);
+        break;
+      }
+      case UMLOS_DTYPE_I32: {
+        int32_t v = static_cast<int32_t>(values[i]);
+        std::memcpy(&bytes[i * 4], &v, 4);
+        break;
+      }
+      case UMLOS_DTYPE_I64: {
+        int64_t v = static_cast<int64_t>(values[i]);
+        std::memcpy(&bytes[i * 8], &v, 8);
+        break;
+      }
+      default:
+        FAIL("upload: unsupported dtype " << dtype);
     }
   }
   host.write(*t, bytes.data(), bytes.size());
@@ -78,11 +95,32 @@ std::vector<double> download(Host& host, const Tensor& t) {
   std::vector<double> v(n);
   for (size_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case UMLOS_DTYPE_F32: { float x; std::memcpy(&x, &bytes[i * 4], 4); v[i] = x; break; }
-      case UMLOS_DTYPE_F64: { double x; std::memcpy(&x, &bytes[i * 8], 8); v[i] = x; break; }
-      case UMLOS_DTYPE_I32: { int32_t x; std::memcpy(&x, &bytes[i * 4], 4); v[i] = static_cast<double>(x); break; }
-      case UMLOS_DTYPE_I64: { int64_t x; std::memcpy(&x, &bytes[i * 8], 8); v[i] = static_cast<double>(x); break; }
-      default: FAIL("download: unsupported dtype " << t.dtype);
+      case UMLOS_DTYPE_F32: {
+        float x;
+        std::memcpy(&x, &bytes[i * 4], 4);
+        v[i] = x;
+        break;
+      }
+      case UMLOS_DTYPE_F64: {
+        double x;
+        std::memcpy(&x, &bytes[i * 8], 8);
+        v[i] = x;
+        break;
+      }
+      case UMLOS_DTYPE_I32: {
+        int32_t x;
+        std::memcpy(&x, &bytes[i * 4], 4);
+        v[i] = static_cast<double>(x);
+        break;
+      }
+      case UMLOS_DTYPE_I64: {
+        int64_t x;
+        std::memcpy(&x, &bytes[i * 8], 8);
+        v[i] = static_cast<double>(x);
+        break;
+      }
+      default:
+        FAIL("download: unsupported dtype " << t.dtype);
     }
   }
   return v;
@@ -131,10 +169,18 @@ Values make_inputs(const Case& c, uint64_t seed) {
     std::vector<double> x(static_cast<size_t>(numel(in.dims)));
     for (double& e : x) {
       switch (in.init) {
-        case Init::Uniform: e = rng.uniform(-1.5, 1.5); break;
-        case Init::Positive: e = rng.uniform(0.5, 2.0); break;
-        case Init::Unit: e = rng.uniform(0.05, 0.95); break;
-        case Init::Index: e = static_cast<double>(rng.next() % static_cast<uint64_t>(in.index_range)); break;
+        case Init::Uniform:
+          e = rng.uniform(-1.5, 1.5);
+          break;
+        case Init::Positive:
+          e = rng.uniform(0.5, 2.0);
+          break;
+        case Init::Unit:
+          e = rng.uniform(0.05, 0.95);
+          break;
+        case Init::Index:
+          e = static_cast<double>(rng.next() % static_cast<uint64_t>(in.index_range));
+          break;
       }
     }
     v.push_back(std::move(x));
@@ -251,7 +297,8 @@ Values matmul_ref(const Values& in, int64_t batch, int64_t M, int64_t N, int64_t
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         long double s = 0;
-        for (int64_t k = 0; k < K; ++k) s += (long double)(ta ? a[k * M + i] : a[i * K + k]) * (tb ? b[j * K + k] : b[k * N + j]);
+        for (int64_t k = 0; k < K; ++k)
+          s += (long double)(ta ? a[k * M + i] : a[i * K + k]) * (tb ? b[j * K + k] : b[k * N + j]);
         c[bi * M * N + i * N + j] = static_cast<double>(s);
       }
   }
@@ -309,7 +356,11 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
   auto add = [&](Case c) { cs.push_back(std::move(c)); };
 
   // --- broadcasting binary ops: a [R,1,D] with b [2,D]
-  struct Bin { const char* name; double (*op)(double, double); Init b_init; };
+  struct Bin {
+    const char* name;
+    double (*op)(double, double);
+    Init b_init;
+  };
   static const Bin bins[] = {
       {"add", [](double a, double b) { return a + b; }, Init::Uniform},
       {"sub", [](double a, double b) { return a - b; }, Init::Uniform},
@@ -318,8 +369,9 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
   };
   for (const Bin& b : bins) {
     auto op = b.op;
-    add({b.name, b.name, {{{R, 1, D}}, {{2, D}, b.b_init}}, {{{R, 2, D}}}, {},
-         [=](const Values& in) { return broadcast_ref(in, R, D, op); }});
+    add({b.name, b.name, {{{R, 1, D}}, {{2, D}, b.b_init}}, {{{R, 2, D}}}, {}, [=](const Values& in) {
+           return broadcast_ref(in, R, D, op);
+         }});
   }
   add({"bias_add", "bias_add", {{{R, D}}, {{D}}}, {{{R, D}}}, {}, [=](const Values& in) {
          std::vector<double> y(in[0].size());
@@ -329,10 +381,16 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
        }});
 
   // --- unary
-  struct Un { const char* name; double (*f)(double); Init init; };
+  struct Un {
+    const char* name;
+    double (*f)(double);
+    Init init;
+  };
   static const Un uns[] = {
-      {"relu", relu_ref, Init::Uniform},       {"tanh", [](double x) { return std::tanh(x); }, Init::Uniform},
-      {"sigmoid", sigmoid_ref, Init::Uniform}, {"exp", [](double x) { return std::exp(x); }, Init::Uniform},
+      {"relu", relu_ref, Init::Uniform},
+      {"tanh", [](double x) { return std::tanh(x); }, Init::Uniform},
+      {"sigmoid", sigmoid_ref, Init::Uniform},
+      {"exp", [](double x) { return std::exp(x); }, Init::Uniform},
       {"log", [](double x) { return std::log(x); }, Init::Positive},
       {"sin", [](double x) { return std::sin(x); }, Init::Uniform},
       {"cos", [](double x) { return std::cos(x); }, Init::Uniform},
@@ -343,13 +401,20 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
     auto f = u.f;
     add({u.name, u.name, {{{R, D}, u.init}}, {{{R, D}}}, {}, [=](const Values& in) { return elementwise(in[0], f); }});
   }
-  add({"clamp", "clamp", {{{R, D}}}, {{{R, D}}}, {float_attr("lo", -0.5), float_attr("hi", 0.7)},
+  add({"clamp",
+       "clamp",
+       {{{R, D}}},
+       {{{R, D}}},
+       {float_attr("lo", -0.5), float_attr("hi", 0.7)},
        [=](const Values& in) { return elementwise(in[0], clamp_ref); }});
 
   // --- softmax family and losses
-  add({"softmax", "softmax", {{{R, D}}}, {{{R, D}}}, {}, [=](const Values& in) { return softmax_ref(in[0], R, D, false); }});
-  add({"log_softmax", "log_softmax", {{{R, D}}}, {{{R, D}}}, {},
-       [=](const Values& in) { return softmax_ref(in[0], R, D, true); }});
+  add({"softmax", "softmax", {{{R, D}}}, {{{R, D}}}, {}, [=](const Values& in) {
+         return softmax_ref(in[0], R, D, false);
+       }});
+  add({"log_softmax", "log_softmax", {{{R, D}}}, {{{R, D}}}, {}, [=](const Values& in) {
+         return softmax_ref(in[0], R, D, true);
+       }});
   add({"cross_entropy", "cross_entropy", {{{R, D}}, {{R}, Init::Index, D}}, {{{}}}, {}, [=](const Values& in) {
          Values ls = softmax_ref(in[0], R, D, true);
          long double s = 0;
@@ -369,7 +434,11 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
          for (size_t i = 0; i < in[0].size(); ++i) s += (long double)(in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
          return Values{{static_cast<double>(s / in[0].size())}};
        }});
-  add({"gaussian_kl batch_mean", "gaussian_kl", {{{R, D}}, {{R, D}}}, {{{}}}, {string_attr("reduction", "batch_mean")},
+  add({"gaussian_kl batch_mean",
+       "gaussian_kl",
+       {{{R, D}}, {{R, D}}},
+       {{{}}},
+       {string_attr("reduction", "batch_mean")},
        [=](const Values& in) {
          long double s = 0;
          for (size_t i = 0; i < in[0].size(); ++i) s += 1 + in[1][i] - in[0][i] * in[0][i] - std::exp(in[1][i]);
@@ -378,19 +447,33 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
 
   // --- statistics
   add({"sum all", "sum", {{{R, D}}}, {{{}}}, {}, [=](const Values& in) { return stat_ref(in[0], R, D, -1, 0, 0); }});
-  add({"sum axis 0", "sum", {{{R, D}}}, {{{D}}}, {int_attr("axis", 0)},
-       [=](const Values& in) { return stat_ref(in[0], R, D, 0, 0, 0); }});
+  add({"sum axis 0", "sum", {{{R, D}}}, {{{D}}}, {int_attr("axis", 0)}, [=](const Values& in) {
+         return stat_ref(in[0], R, D, 0, 0, 0);
+       }});
   add({"mean all", "mean", {{{R, D}}}, {{{}}}, {}, [=](const Values& in) { return stat_ref(in[0], R, D, -1, 1, 0); }});
-  add({"mean axis -1 keepdims", "mean", {{{R, D}}}, {{{R, 1}}}, {int_attr("axis", -1), int_attr("keepdims", 1)},
+  add({"mean axis -1 keepdims",
+       "mean",
+       {{{R, D}}},
+       {{{R, 1}}},
+       {int_attr("axis", -1), int_attr("keepdims", 1)},
        [=](const Values& in) { return stat_ref(in[0], R, D, 1, 1, 0); }});
-  add({"variance all", "variance", {{{R, D}}}, {{{}}}, {},
-       [=](const Values& in) { return stat_ref(in[0], R, D, -1, 2, 0); }});
-  add({"variance axis 0 unbiased", "variance", {{{R, D}}}, {{{D}}}, {int_attr("axis", 0), int_attr("correction", 1)},
+  add({"variance all", "variance", {{{R, D}}}, {{{}}}, {}, [=](const Values& in) {
+         return stat_ref(in[0], R, D, -1, 2, 0);
+       }});
+  add({"variance axis 0 unbiased",
+       "variance",
+       {{{R, D}}},
+       {{{D}}},
+       {int_attr("axis", 0), int_attr("correction", 1)},
        [=](const Values& in) { return stat_ref(in[0], R, D, 0, 2, 1); }});
 
   // --- shapes
   add({"reshape", "reshape", {{{R, D}}}, {{{D, R}}}, {}, [=](const Values& in) { return in; }});
-  add({"transpose perm 2,0,1", "transpose", {{{R, 2, D}}}, {{{D, R, 2}}}, {string_attr("perm", "2,0,1")},
+  add({"transpose perm 2,0,1",
+       "transpose",
+       {{{R, 2, D}}},
+       {{{D, R, 2}}},
+       {string_attr("perm", "2,0,1")},
        [=](const Values& in) {
          std::vector<double> y(in[0].size());
          for (int64_t r = 0; r < R; ++r)
@@ -406,7 +489,11 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
          }
          return Values{y};
        }});
-  add({"slice axis 1", "slice", {{{R, D}}}, {{{R, D - 2}}}, {int_attr("axis", 1), int_attr("start", 1), int_attr("length", D - 2)},
+  add({"slice axis 1",
+       "slice",
+       {{{R, D}}},
+       {{{R, D - 2}}},
+       {int_attr("axis", 1), int_attr("start", 1), int_attr("length", D - 2)},
        [=](const Values& in) {
          std::vector<double> y;
          for (int64_t r = 0; r < R; ++r)
@@ -437,25 +524,43 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
     }
     return Values{y, idx};
   };
-  add({"sort last axis", "sort", {{{R, D}}}, {{{R, D}}}, {}, [=](const Values& in) { return Values{sort_ref(in, false, false)[0]}; }});
-  add({"sort axis 0 descending with indices", "sort", {{{R, D}}}, {{{R, D}}, {{R, D}, UMLOS_DTYPE_I64}},
-       {int_attr("axis", 0), int_attr("descending", 1)}, [=](const Values& in) { return sort_ref(in, true, true); }});
+  add({"sort last axis", "sort", {{{R, D}}}, {{{R, D}}}, {}, [=](const Values& in) {
+         return Values{sort_ref(in, false, false)[0]};
+       }});
+  add({"sort axis 0 descending with indices",
+       "sort",
+       {{{R, D}}},
+       {{{R, D}}, {{R, D}, UMLOS_DTYPE_I64}},
+       {int_attr("axis", 0), int_attr("descending", 1)},
+       [=](const Values& in) { return sort_ref(in, true, true); }});
 
   // --- linear algebra
   const int64_t N = 5;
-  add({"matmul", "matmul", {{{R, D}}, {{D, N}}}, {{{R, N}}}, {},
-       [=](const Values& in) { return matmul_ref(in, 1, R, N, D, false, false, false); }});
-  add({"matmul trans_a", "matmul", {{{D, R}}, {{D, N}}}, {{{R, N}}}, {int_attr("trans_a", 1)},
-       [=](const Values& in) { return matmul_ref(in, 1, R, N, D, true, false, false); }});
-  add({"matmul trans_b", "matmul", {{{R, D}}, {{N, D}}}, {{{R, N}}}, {int_attr("trans_b", 1)},
-       [=](const Values& in) { return matmul_ref(in, 1, R, N, D, false, true, false); }});
-  add({"matmul trans_a trans_b", "matmul", {{{D, R}}, {{N, D}}}, {{{R, N}}}, {int_attr("trans_a", 1), int_attr("trans_b", 1)},
+  add({"matmul", "matmul", {{{R, D}}, {{D, N}}}, {{{R, N}}}, {}, [=](const Values& in) {
+         return matmul_ref(in, 1, R, N, D, false, false, false);
+       }});
+  add({"matmul trans_a", "matmul", {{{D, R}}, {{D, N}}}, {{{R, N}}}, {int_attr("trans_a", 1)}, [=](const Values& in) {
+         return matmul_ref(in, 1, R, N, D, true, false, false);
+       }});
+  add({"matmul trans_b", "matmul", {{{R, D}}, {{N, D}}}, {{{R, N}}}, {int_attr("trans_b", 1)}, [=](const Values& in) {
+         return matmul_ref(in, 1, R, N, D, false, true, false);
+       }});
+  add({"matmul trans_a trans_b",
+       "matmul",
+       {{{D, R}}, {{N, D}}},
+       {{{R, N}}},
+       {int_attr("trans_a", 1), int_attr("trans_b", 1)},
        [=](const Values& in) { return matmul_ref(in, 1, R, N, D, true, true, false); }});
-  add({"matmul batched", "matmul", {{{2, R, D}}, {{2, D, N}}}, {{{2, R, N}}}, {},
-       [=](const Values& in) { return matmul_ref(in, 2, R, N, D, false, false, false); }});
-  add({"matmul batched shared b", "matmul", {{{2, R, D}}, {{D, N}}}, {{{2, R, N}}}, {},
-       [=](const Values& in) { return matmul_ref(in, 2, R, N, D, false, false, true); }});
-  add({"matmul batched shared b trans_a trans_b", "matmul", {{{2, D, R}}, {{N, D}}}, {{{2, R, N}}},
+  add({"matmul batched", "matmul", {{{2, R, D}}, {{2, D, N}}}, {{{2, R, N}}}, {}, [=](const Values& in) {
+         return matmul_ref(in, 2, R, N, D, false, false, false);
+       }});
+  add({"matmul batched shared b", "matmul", {{{2, R, D}}, {{D, N}}}, {{{2, R, N}}}, {}, [=](const Values& in) {
+         return matmul_ref(in, 2, R, N, D, false, false, true);
+       }});
+  add({"matmul batched shared b trans_a trans_b",
+       "matmul",
+       {{{2, D, R}}, {{N, D}}},
+       {{{2, R, N}}},
        {int_attr("trans_a", 1), int_attr("trans_b", 1)},
        [=](const Values& in) { return matmul_ref(in, 2, R, N, D, true, true, true); }});
   add({"cosine_similarity", "cosine_similarity", {{{R, D}}, {{R + 1, D}}}, {{{R, R + 1}}}, {}, [=](const Values& in) {
@@ -493,7 +598,8 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
          for (int64_t a = 0; a < D; ++a)
            for (int64_t b = 0; b < D; ++b) {
              long double s = 0;
-             for (int64_t i = 0; i < n; ++i) s += (long double)(in[0][i * D + a] - mean[a]) * (in[0][i * D + b] - mean[b]);
+             for (int64_t i = 0; i < n; ++i)
+               s += (long double)(in[0][i * D + a] - mean[a]) * (in[0][i * D + b] - mean[b]);
              c[a * D + b] = static_cast<double>(s / (n - 1));
            }
          return Values{c};

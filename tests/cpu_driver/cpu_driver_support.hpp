@@ -89,8 +89,8 @@ Values run_grad(umlos::Host& host, const Case& c, int32_t dtype, const Values& i
 // The same, returning raw output bytes (for bitwise comparisons).
 std::vector<std::vector<uint8_t>> run_forward_bytes(umlos::Host& host, const Case& c, int32_t dtype,
                                                     const Values& inputs);
-std::vector<std::vector<uint8_t>> run_grad_bytes(umlos::Host& host, const Case& c, int32_t dtype,
-                                                 const Values& inputs, const std::vector<double>& upstream);
+std::vector<std::vector<uint8_t>> run_grad_bytes(umlos::Host& host, const Case& c, int32_t dtype, const Values& inputs,
+                                                 const std::vector<double>& upstream);
 
 // Rounds every non-index input to binary32 (so f32 and f64 runs see the same values).
 Values round_to_f32(const Case& c, Values v);

@@ -35,8 +35,8 @@ TEST_CASE("cpu_driver describes itself, and its fingerprint ignores the thread c
   const umlos_driver_desc* d = one->driver();
   CHECK(std::string(d->name) == "cpu_driver");
   CHECK(d->device_kind == UMLOS_DEVICE_CPU);
-  CHECK(d->capabilities == (UMLOS_CAP_F32 | UMLOS_CAP_F64 | UMLOS_CAP_RNG_FILL | UMLOS_CAP_BITWISE_F64 |
-                            UMLOS_CAP_MULTITHREADED));
+  CHECK(d->capabilities ==
+        (UMLOS_CAP_F32 | UMLOS_CAP_F64 | UMLOS_CAP_RNG_FILL | UMLOS_CAP_BITWISE_F64 | UMLOS_CAP_MULTITHREADED));
   CHECK(one->driver_description().find("1 thread") != std::string::npos);
   CHECK(four->driver_description().find("4 threads") != std::string::npos);
   umlos::Digest zero{};
@@ -80,7 +80,10 @@ TEST_CASE("rng_fill equals the abi/umlos_philox.h reference and the kernel's hos
           "[cpu_driver][rng]") {
   const uint32_t key[2] = {0x12345678u, 0x9abcdef0u};
   const int64_t n = 20001;  // odd: the last Box-Muller pair is split
-  struct Dist { int32_t dist; int32_t dtype; };
+  struct Dist {
+    int32_t dist;
+    int32_t dtype;
+  };
   const Dist dists[] = {{UMLOS_DIST_U32, UMLOS_DTYPE_U32},
                         {UMLOS_DIST_UNIFORM_F64, UMLOS_DTYPE_F64},
                         {UMLOS_DIST_UNIFORM_F32, UMLOS_DTYPE_F32},
@@ -107,11 +110,31 @@ TEST_CASE("rng_fill equals the abi/umlos_philox.h reference and the kernel's hos
       for (int64_t i = 0; i < n; ++i) {
         uint64_t ui = static_cast<uint64_t>(i);
         switch (dd.dist) {
-          case UMLOS_DIST_U32: { uint32_t x = umlos_draw_element_u32(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 4], &x, 4); break; }
-          case UMLOS_DIST_UNIFORM_F64: { double x = umlos_draw_element_uniform_f64(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 8], &x, 8); break; }
-          case UMLOS_DIST_UNIFORM_F32: { float x = umlos_draw_element_uniform_f32(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 4], &x, 4); break; }
-          case UMLOS_DIST_NORMAL_F64: { double x = umlos_draw_element_normal_f64(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 8], &x, 8); break; }
-          case UMLOS_DIST_NORMAL_F32: { float x = umlos_draw_element_normal_f32(key, req.stream, req.draw_index, ui); std::memcpy(&expected[i * 4], &x, 4); break; }
+          case UMLOS_DIST_U32: {
+            uint32_t x = umlos_draw_element_u32(key, req.stream, req.draw_index, ui);
+            std::memcpy(&expected[i * 4], &x, 4);
+            break;
+          }
+          case UMLOS_DIST_UNIFORM_F64: {
+            double x = umlos_draw_element_uniform_f64(key, req.stream, req.draw_index, ui);
+            std::memcpy(&expected[i * 8], &x, 8);
+            break;
+          }
+          case UMLOS_DIST_UNIFORM_F32: {
+            float x = umlos_draw_element_uniform_f32(key, req.stream, req.draw_index, ui);
+            std::memcpy(&expected[i * 4], &x, 4);
+            break;
+          }
+          case UMLOS_DIST_NORMAL_F64: {
+            double x = umlos_draw_element_normal_f64(key, req.stream, req.draw_index, ui);
+            std::memcpy(&expected[i * 8], &x, 8);
+            break;
+          }
+          case UMLOS_DIST_NORMAL_F32: {
+            float x = umlos_draw_element_normal_f32(key, req.stream, req.draw_index, ui);
+            std::memcpy(&expected[i * 4], &x, 4);
+            break;
+          }
         }
       }
       CHECK(got == expected);
@@ -184,7 +207,8 @@ TEST_CASE("cpu_driver reports shape errors as SHAPE_MISMATCH naming primitive, o
   auto logits = upload(*host, UMLOS_DTYPE_F64, {2, 3}, {1, 2, 3, 4, 5, 6});
   auto labels = upload(*host, UMLOS_DTYPE_I64, {2}, {0, 3});
   auto loss = empty(*host, UMLOS_DTYPE_F64, {});
-  CHECK(dispatch_error(*host, "cross_entropy", {logits.get(), labels.get()}, {loss.get()}, {}, msg) == UMLOS_OUT_OF_RANGE);
+  CHECK(dispatch_error(*host, "cross_entropy", {logits.get(), labels.get()}, {loss.get()}, {}, msg) ==
+        UMLOS_OUT_OF_RANGE);
   CHECK(msg.find("labels[1] = 3") != std::string::npos);
 
   umlos_attr bad_axis = int_attr("axis", 2);

@@ -121,7 +121,7 @@ TEST_CASE("f32 and f64 runs of every primitive and gradient agree within f32 tol
 
 TEST_CASE("every primitive and gradient gives bit-identical results with 1 and 4 threads, any block and vector width",
           "[cpu_driver][determinism]") {
-  auto one = make_host(1);  // default block, widest vector kernel the CPU offers
+  auto one = make_host(1);         // default block, widest vector kernel the CPU offers
   auto four = make_host(4, 4, 0);  // smallest matmul block, baseline SSE2 kernel
 #if defined(__x86_64__)
   // On an AVX2 machine the two hosts really run different matmul kernels.

@@ -114,8 +114,8 @@ TEST_CASE("a manifest that selects cuda_driver fails at bootstrap with UNAVAILAB
     UMLOS_SKIP("cuda_driver was not built (no CUDA toolkit)");
   }
   std::string dir = umlos_test::temp_dir("cuda-manifest");
-  std::string m = umlos_test::walk_manifest({module_file(), umlos_test::module_path("umlos_core")},
-                                            umlos_test::kWalkOperators, 5);
+  std::string m =
+      umlos_test::walk_manifest({module_file(), umlos_test::module_path("umlos_core")}, umlos_test::kWalkOperators, 5);
   const std::string from = "name: cpu_driver", to = "name: cuda_driver";
   size_t at = m.find(from);
   REQUIRE(at != std::string::npos);

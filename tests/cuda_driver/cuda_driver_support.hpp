@@ -48,10 +48,9 @@ inline std::unique_ptr<umlos::Host> start_cuda(std::string* why) {
 // where cpu_driver calls glibc's: equal within tolerance, not bitwise. Every
 // other primitive is bitwise equal to cpu_driver (docs/cuda_driver.md).
 inline const std::set<std::string>& tolerance_primitives() {
-  static const std::set<std::string> s = {
-      "tanh", "sigmoid", "exp", "log", "sin", "cos", "gelu",
-      "tanh_grad", "sigmoid_grad", "exp_grad", "sin_grad", "cos_grad", "gelu_grad",
-      "softmax", "log_softmax"};
+  static const std::set<std::string> s = {"tanh",     "sigmoid",  "exp",       "log",          "sin",
+                                          "cos",      "gelu",     "tanh_grad", "sigmoid_grad", "exp_grad",
+                                          "sin_grad", "cos_grad", "gelu_grad", "softmax",      "log_softmax"};
   return s;
 }
 

@@ -82,7 +82,8 @@ void run_catalogue(int64_t rows, int64_t cols, uint64_t seed0) {
       compare(c.primitive, dtype, run_forward_bytes(*gpu, c, dtype, x), run_forward_bytes(*cpu, c, dtype, x));
       if (c.has_grad) {
         std::vector<double> w = upstream_for(*cpu, c, dtype, x, seed);
-        compare(c.primitive + "_grad", dtype, run_grad_bytes(*gpu, c, dtype, x, w), run_grad_bytes(*cpu, c, dtype, x, w));
+        compare(c.primitive + "_grad", dtype, run_grad_bytes(*gpu, c, dtype, x, w),
+                run_grad_bytes(*cpu, c, dtype, x, w));
       }
     }
   }
@@ -129,10 +130,14 @@ TEST_CASE("GPU rng_fill is bit-equal to the published counter mapping for every 
     UMLOS_SKIP(why);
   }
   gpu->rng().set_key(0x243f6a88u, 0x85a308d3u);
-  struct { int32_t dist, dtype; uint64_t size; } cases[] = {
-      {UMLOS_DIST_U32, UMLOS_DTYPE_U32, 4}, {UMLOS_DIST_UNIFORM_F32, UMLOS_DTYPE_F32, 4},
-      {UMLOS_DIST_UNIFORM_F64, UMLOS_DTYPE_F64, 8}, {UMLOS_DIST_NORMAL_F64, UMLOS_DTYPE_F64, 8},
-      {UMLOS_DIST_NORMAL_F32, UMLOS_DTYPE_F32, 4}};
+  struct {
+    int32_t dist, dtype;
+    uint64_t size;
+  } cases[] = {{UMLOS_DIST_U32, UMLOS_DTYPE_U32, 4},
+               {UMLOS_DIST_UNIFORM_F32, UMLOS_DTYPE_F32, 4},
+               {UMLOS_DIST_UNIFORM_F64, UMLOS_DTYPE_F64, 8},
+               {UMLOS_DIST_NORMAL_F64, UMLOS_DTYPE_F64, 8},
+               {UMLOS_DIST_NORMAL_F32, UMLOS_DTYPE_F32, 4}};
   const uint64_t n = 1000003;  // odd: partial Philox blocks at the end
   for (auto& c : cases) {
     for (uint64_t d : {uint64_t(0), uint64_t(12345), (uint64_t(1) << 40) + 7}) {

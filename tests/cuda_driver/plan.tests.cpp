@@ -100,7 +100,8 @@ std::vector<T> to_dtype(const std::vector<double>& v) {
 }
 
 template <class T>
-std::vector<uint8_t> emulate(const cd::GemmDesc& g, const std::vector<T>& a, const std::vector<T>& b, size_t out_numel) {
+std::vector<uint8_t> emulate(const cd::GemmDesc& g, const std::vector<T>& a, const std::vector<T>& b,
+                             size_t out_numel) {
   std::vector<T> c(out_numel, T(-7));  // every element must be written
   for (int64_t bi = 0; bi < g.batch; ++bi)
     for (int64_t i = 0; i < g.M; ++i)

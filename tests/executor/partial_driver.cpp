@@ -74,7 +74,8 @@ umlos_status dispatch(void*, umlos_ctx* ctx, const char* primitive, const umlos_
   if (p == "fill" || p == "zero") {
     double v = 0;
     for (uint32_t a = 0; a < n_attrs; ++a)
-      if (p == "fill" && std::strcmp(attrs[a].key, "value") == 0) v = attrs[a].kind == UMLOS_ATTR_INT ? double(attrs[a].i) : attrs[a].f;
+      if (p == "fill" && std::strcmp(attrs[a].key, "value") == 0)
+        v = attrs[a].kind == UMLOS_ATTR_INT ? double(attrs[a].i) : attrs[a].f;
     for (uint64_t i = 0; i < count(out[0]); ++i) f64(out[0])[i] = v;
   } else if (p == "copy") {
     std::memcpy(f64(out[0]), f64(in[0]), 8 * count(in[0]));

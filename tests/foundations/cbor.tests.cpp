@@ -94,8 +94,7 @@ TEST_CASE("Every deterministic RFC 8949 Appendix A example round-trips byte for 
   CHECK(round_tripped == 65);
 }
 
-TEST_CASE("Every non-deterministic RFC 8949 Appendix A example is refused by the decoder",
-          "[cbor]") {
+TEST_CASE("Every non-deterministic RFC 8949 Appendix A example is refused by the decoder", "[cbor]") {
   const nlohmann::json vectors = load_vectors();
   int count = 0;
   for (const auto& row : vectors.at("cases")) {
@@ -114,8 +113,7 @@ TEST_CASE("The encoder emits map keys in RFC 8949 bytewise order, not length-fir
   const nlohmann::json vectors = load_vectors();
   const auto& order = vectors.at("map_key_order");
   std::vector<std::string> expected;
-  for (const auto& key : order.at("core_bytewise_lexicographic").at("keys"))
-    expected.push_back(key.at("hex"));
+  for (const auto& key : order.at("core_bytewise_lexicographic").at("keys")) expected.push_back(key.at("hex"));
   // Insert in the length-first order (the wrong one), expect bytewise order.
   Value m = Value::map();
   for (const auto& key : order.at("length_first_rfc7049_canonical").at("keys"))
@@ -161,8 +159,7 @@ TEST_CASE("Truncated input and trailing bytes are refused with the byte offset",
   const auto whole = from_hex("a26161016162820203");  // {"a": 1, "b": [2, 3]}
   for (size_t n = 1; n < whole.size(); ++n) {
     INFO("prefix of " << n << " bytes");
-    CHECK_THAT(refusal(std::vector<uint8_t>(whole.begin(), whole.begin() + n)),
-               Catch::Contains("truncated"));
+    CHECK_THAT(refusal(std::vector<uint8_t>(whole.begin(), whole.begin() + n)), Catch::Contains("truncated"));
   }
   CHECK_THAT(refusal(from_hex("1a0001")), Catch::Contains("truncated"));
   CHECK_THAT(refusal(from_hex("5a7fffffff00")), Catch::Contains("truncated"));  // huge length
@@ -173,24 +170,24 @@ TEST_CASE("Truncated input and trailing bytes are refused with the byte offset",
 }
 
 TEST_CASE("Non-shortest integers, lengths and floats are refused", "[cbor]") {
-  CHECK_THAT(refusal(from_hex("1817")), Catch::Contains("shortest"));          // 23 in 1 byte
-  CHECK_THAT(refusal(from_hex("1900ff")), Catch::Contains("shortest"));        // 255 in 2
-  CHECK_THAT(refusal(from_hex("1a0000ffff")), Catch::Contains("shortest"));    // in 4
+  CHECK_THAT(refusal(from_hex("1817")), Catch::Contains("shortest"));        // 23 in 1 byte
+  CHECK_THAT(refusal(from_hex("1900ff")), Catch::Contains("shortest"));      // 255 in 2
+  CHECK_THAT(refusal(from_hex("1a0000ffff")), Catch::Contains("shortest"));  // in 4
   CHECK_THAT(refusal(from_hex("1b00000000ffffffff")), Catch::Contains("shortest"));
-  CHECK_THAT(refusal(from_hex("3817")), Catch::Contains("shortest"));          // -24
-  CHECK_THAT(refusal(from_hex("5800")), Catch::Contains("shortest"));          // h'' long form
-  CHECK_THAT(refusal(from_hex("d81700")), Catch::Contains("shortest"));        // tag 23 long form
-  CHECK_THAT(refusal(from_hex("fa3fc00000")), Catch::Contains("half"));        // 1.5 as single
+  CHECK_THAT(refusal(from_hex("3817")), Catch::Contains("shortest"));    // -24
+  CHECK_THAT(refusal(from_hex("5800")), Catch::Contains("shortest"));    // h'' long form
+  CHECK_THAT(refusal(from_hex("d81700")), Catch::Contains("shortest"));  // tag 23 long form
+  CHECK_THAT(refusal(from_hex("fa3fc00000")), Catch::Contains("half"));  // 1.5 as single
   CHECK_THAT(refusal(from_hex("fb3ff8000000000000")), Catch::Contains("shorter"));
   CHECK_THAT(refusal(from_hex("fb4059000000000000")), Catch::Contains("shorter"));  // 100.0
-  CHECK_THAT(refusal(from_hex("f97e01")), Catch::Contains("f97e00"));          // NaN payload
-  CHECK_THAT(refusal(from_hex("f9fe00")), Catch::Contains("f97e00"));          // negative NaN
+  CHECK_THAT(refusal(from_hex("f97e01")), Catch::Contains("f97e00"));               // NaN payload
+  CHECK_THAT(refusal(from_hex("f9fe00")), Catch::Contains("f97e00"));               // negative NaN
   CHECK_THAT(refusal(from_hex("1c")), Catch::Contains("reserved"));
   CHECK_THAT(refusal(from_hex("ff")), Catch::Contains("break"));
   CHECK_THAT(refusal(from_hex("f810")), Catch::Contains("not well-formed"));
-  CHECK_THAT(refusal(from_hex("62c328")), Catch::Contains("UTF-8"));           // bad sequence
-  CHECK_THAT(refusal(from_hex("62c0af")), Catch::Contains("UTF-8"));           // overlong '/'
-  CHECK_THAT(refusal(from_hex("63eda080")), Catch::Contains("UTF-8"));         // surrogate
+  CHECK_THAT(refusal(from_hex("62c328")), Catch::Contains("UTF-8"));    // bad sequence
+  CHECK_THAT(refusal(from_hex("62c0af")), Catch::Contains("UTF-8"));    // overlong '/'
+  CHECK_THAT(refusal(from_hex("63eda080")), Catch::Contains("UTF-8"));  // surrogate
 }
 
 TEST_CASE("Bignums must be in preferred serialization", "[cbor]") {
@@ -213,10 +210,10 @@ TEST_CASE("Floats encode in the shortest exact width", "[cbor]") {
       {-2.0, "f9c000"},
       {65504.0, "f97bff"},
       {65505.0, "fa477fe100"},
-      {std::ldexp(1.0, -24), "f90001"},       // smallest half subnormal
-      {std::ldexp(1.0, -25), "fa33000000"},   // below it: single
-      {std::ldexp(1023.0, -24), "f903ff"},    // largest half subnormal
-      {std::ldexp(1.0, -14), "f90400"},       // smallest half normal
+      {std::ldexp(1.0, -24), "f90001"},      // smallest half subnormal
+      {std::ldexp(1.0, -25), "fa33000000"},  // below it: single
+      {std::ldexp(1023.0, -24), "f903ff"},   // largest half subnormal
+      {std::ldexp(1.0, -14), "f90400"},      // smallest half normal
       {0.1, "fb3fb999999999999a"},
       {static_cast<double>(0.1f), "fa3dcccccd"},
       {std::numeric_limits<double>::infinity(), "f97c00"},
@@ -243,8 +240,7 @@ TEST_CASE("Integers cover the full unsigned and negative 64-bit ranges", "[cbor]
   CHECK(hex(umlos::cbor::encode(Value::integer(-1))) == "20");
   CHECK(hex(umlos::cbor::encode(Value::integer(-24))) == "37");
   CHECK(hex(umlos::cbor::encode(Value::integer(-25))) == "3818");
-  CHECK(hex(umlos::cbor::encode(Value::integer(std::numeric_limits<int64_t>::min()))) ==
-        "3b7fffffffffffffff");
+  CHECK(hex(umlos::cbor::encode(Value::integer(std::numeric_limits<int64_t>::min()))) == "3b7fffffffffffffff");
   CHECK(hex(umlos::cbor::encode(Value::uinteger(65536))) == "1a00010000");
   CHECK(hex(umlos::cbor::encode(Value::uinteger(4294967296ull))) == "1b0000000100000000");
 
@@ -255,8 +251,7 @@ TEST_CASE("Integers cover the full unsigned and negative 64-bit ranges", "[cbor]
   CHECK_FALSE(too_small.fits_int64());
   CHECK_THROWS_AS(too_small.as_int64(), umlos::Failure);
   CHECK(too_small.neg_magnitude() == 0x8000000000000000ull);
-  CHECK(umlos::cbor::decode(from_hex("1bffffffffffffffff")).as_uint() ==
-        std::numeric_limits<uint64_t>::max());
+  CHECK(umlos::cbor::decode(from_hex("1bffffffffffffffff")).as_uint() == std::numeric_limits<uint64_t>::max());
   CHECK(Value::integer(-5).as_double() == -5.0);
 }
 
@@ -296,8 +291,7 @@ TEST_CASE("Encoding refuses text that is not UTF-8 and the decoder limits nestin
   CHECK_THAT(refusal(deep), Catch::Contains("nesting"));
 }
 
-TEST_CASE("Diagnostic notation escapes text and shows tags, bytes and special floats",
-          "[cbor]") {
+TEST_CASE("Diagnostic notation escapes text and shows tags, bytes and special floats", "[cbor]") {
   using umlos::cbor::diagnostic;
   CHECK(diagnostic(Value::text("a\"b\\c\n")) == "\"a\\\"b\\\\c\\n\"");
   CHECK(diagnostic(Value::text("\xc3\xbc")) == "\"\\u00fc\"");
@@ -310,8 +304,7 @@ TEST_CASE("Diagnostic notation escapes text and shows tags, bytes and special fl
   CHECK(diagnostic(Value::floating(1e20)) == "100000000000000000000.0");
   CHECK(diagnostic(Value::floating(1.5e-7)) == "1.5e-7");
   CHECK(diagnostic(Value::floating(-0.25)) == "-0.25");
-  CHECK(diagnostic(Value::neg_integer(std::numeric_limits<uint64_t>::max())) ==
-        "-18446744073709551616");
+  CHECK(diagnostic(Value::neg_integer(std::numeric_limits<uint64_t>::max())) == "-18446744073709551616");
   Value m = Value::map();
   m.set("b", Value::array({Value::integer(1), Value::boolean(true)}));
   m.set("a", Value::null());

@@ -90,11 +90,16 @@ TEST_CASE("Every failure code has its own exit status in its group's block", "[e
     CHECK(status != 2);                 // reserved for usage errors
     CHECK(status > 2);
     CHECK(status < 99);
-    if (code <= 12) CHECK(status == 10 + code);
-    else if (code < 200) CHECK(status == 30 + code - 100);
-    else if (code < 300) CHECK(status == 50 + code - 200);
-    else if (code < 400) CHECK(status == 70 + code - 300);
-    else CHECK(status == 80 + code - 400);
+    if (code <= 12)
+      CHECK(status == 10 + code);
+    else if (code < 200)
+      CHECK(status == 30 + code - 100);
+    else if (code < 300)
+      CHECK(status == 50 + code - 200);
+    else if (code < 400)
+      CHECK(status == 70 + code - 300);
+    else
+      CHECK(status == 80 + code - 400);
   }
   CHECK(umlos::exit_code_for(13) == 99);
   CHECK(umlos::exit_code_for(109) == 99);

@@ -33,9 +33,11 @@ name: demo
 seed: 42
 modules:
   - path: mods/core.so   # the operators
-    sha256: )" + kDigestA + R"(
+    sha256: )" +
+         kDigestA + R"(
   - path: "mods/cpu driver.so"
-    sha256: ")" + kDigestB + R"("
+    sha256: ")" +
+         kDigestB + R"("
 driver:
   name: cpu_driver
   config: {threads: 1}
@@ -52,7 +54,8 @@ policy:
   rules:
     - {cond: "t mod 10 == 0", action: probe, priority: 1}
 datasets:
-  - {id: mnist, version: "1", hash: )" + kDigestB + R"(, split: train}
+  - {id: mnist, version: "1", hash: )" +
+         kDigestB + R"(, split: train}
 namespace: {org: o, unit: u, project: p, experiment: e}
 budgets: {disk_bytes: 0, memory_bytes: 1048576}
 trace: {path: trace.jsonl}
@@ -120,8 +123,7 @@ Value bytes_of(const std::string& hex) {
 
 }  // namespace
 
-TEST_CASE("A valid manifest gives its fields, positions and the documented canonical form",
-          "[manifest]") {
+TEST_CASE("A valid manifest gives its fields, positions and the documented canonical form", "[manifest]") {
   const umlos::Manifest m = parse(valid_manifest());
   CHECK(m.file == "demo.yaml");
   CHECK(m.name == "demo");
@@ -148,8 +150,7 @@ TEST_CASE("A valid manifest gives its fields, positions and the documented canon
   CHECK(umlos::lookup(m.config, "max_steps.deeper") == nullptr);
   CHECK(m.where("modules[0].sha256") == "demo.yaml:" + position_of(valid_manifest(), kDigestA));
   CHECK(m.where("config.optimizer.lr") == "demo.yaml:" + position_of(valid_manifest(), "0.5"));
-  CHECK(m.where("operators.loss_op") ==
-        "demo.yaml:" + position_of(valid_manifest(), "UML_OS.Objective"));
+  CHECK(m.where("operators.loss_op") == "demo.yaml:" + position_of(valid_manifest(), "UML_OS.Objective"));
   CHECK(m.where("policy.rules[0].action") == "demo.yaml:" + position_of(valid_manifest(), "probe"));
   CHECK(m.where("no.such.key") == "demo.yaml");
 
@@ -187,8 +188,7 @@ TEST_CASE("A valid manifest gives its fields, positions and the documented canon
   dataset.set("hash", Value::text(kDigestB));
   dataset.set("split", Value::text("train"));
   Value name_space = Value::map();
-  for (const char* k : {"org", "unit", "project", "experiment"})
-    name_space.set(k, Value::text(std::string(1, k[0])));
+  for (const char* k : {"org", "unit", "project", "experiment"}) name_space.set(k, Value::text(std::string(1, k[0])));
   Value budgets = Value::map();
   budgets.set("disk_bytes", Value::integer(0));
   budgets.set("memory_bytes", Value::integer(1048576));
@@ -239,10 +239,9 @@ TEST_CASE("A valid manifest gives its fields, positions and the documented canon
   CHECK(m.replay_token == umlos::sha256(token_input));
 }
 
-TEST_CASE("A minimal manifest gets the default spec_version and seed, and an empty policy",
-          "[manifest]") {
-  const std::string text = "umlos_manifest: 1\nname: tiny\nmodules:\n  - {path: /abs/m.so, sha256: " +
-                           kDigestA + "}\ndriver: {name: cpu_driver}\noperators: {}\n";
+TEST_CASE("A minimal manifest gets the default spec_version and seed, and an empty policy", "[manifest]") {
+  const std::string text = "umlos_manifest: 1\nname: tiny\nmodules:\n  - {path: /abs/m.so, sha256: " + kDigestA +
+                           "}\ndriver: {name: cpu_driver}\noperators: {}\n";
   const umlos::Manifest m = parse(text);
   CHECK(m.spec_version == umlos::kDefaultSpecVersion);
   CHECK(m.seed == 0);
@@ -257,8 +256,7 @@ TEST_CASE("A minimal manifest gets the default spec_version and seed, and an emp
   CHECK(m.tmmu_strategy.empty());
   CHECK(m.operators.empty());
   // Writing the defaults out changes nothing.
-  const umlos::Manifest explicit_defaults =
-      parse(text + "spec_version: UML_OS-v3.8-OS\nseed: 0\n");
+  const umlos::Manifest explicit_defaults = parse(text + "spec_version: UML_OS-v3.8-OS\nseed: 0\n");
   CHECK(explicit_defaults.manifest_hash == m.manifest_hash);
   CHECK(explicit_defaults.replay_token == m.replay_token);
 }
@@ -319,8 +317,7 @@ umlos_manifest: 1
     CHECK(other.env_manifest_hash == base.env_manifest_hash);
   }
   SECTION("moving a module file changes no hash") {
-    const umlos::Manifest other =
-        parse(replace_once(text, "path: mods/core.so", "path: /opt/umlos/modules/core.so"));
+    const umlos::Manifest other = parse(replace_once(text, "path: mods/core.so", "path: /opt/umlos/modules/core.so"));
     CHECK(other.modules[0].resolved_path == "/opt/umlos/modules/core.so");
     CHECK(other.manifest_hash == base.manifest_hash);
     CHECK(other.env_manifest_hash == base.env_manifest_hash);
@@ -422,8 +419,8 @@ TEST_CASE("Each schema violation names the file, line, column and key", "[manife
   const std::string v = valid_manifest();
   const std::vector<Case> cases = {
       {"unknown top-level key", v + "colour: red\n", "colour", "colour", "unknown key"},
-      {"unknown key in driver", replace_once(v, "  name: cpu_driver", "  name: cpu_driver\n  nmae: x"),
-       "driver.nmae", "nmae", "unknown key (expected one of: name, config)"},
+      {"unknown key in driver", replace_once(v, "  name: cpu_driver", "  name: cpu_driver\n  nmae: x"), "driver.nmae",
+       "nmae", "unknown key (expected one of: name, config)"},
       {"unknown key in a module", replace_once(v, "  - path: mods/core.so", "  - pth: x\n    path: mods/core.so"),
        "modules[0].pth", "pth", "unknown key"},
       {"unknown key in a policy rule", replace_once(v, "priority: 1}", "priority: 1, when: now}"),
@@ -436,12 +433,13 @@ TEST_CASE("Each schema violation names the file, line, column and key", "[manife
        "expected a string, found a list"},
       {"number as name", replace_once(v, "name: demo", "name: 12"), "name", "12\nseed",
        "expected a string, found integer 12"},
-      {"wrong type for driver", replace_once(v, "driver:\n  name: cpu_driver\n  config: {threads: 1}\n", "driver: cpu\n"),
-       "driver", "cpu\n", "expected a map, found 'cpu'"},
-      {"driver config not a map", replace_once(v, "config: {threads: 1}", "config: [1]"), "driver.config",
-       "[1]", "expected a map, found a list"},
-      {"wrong format version", replace_once(v, "umlos_manifest: 1", "umlos_manifest: 2"), "umlos_manifest",
-       "2\nname", "expected the format version 1, found integer 2"},
+      {"wrong type for driver",
+       replace_once(v, "driver:\n  name: cpu_driver\n  config: {threads: 1}\n", "driver: cpu\n"), "driver", "cpu\n",
+       "expected a map, found 'cpu'"},
+      {"driver config not a map", replace_once(v, "config: {threads: 1}", "config: [1]"), "driver.config", "[1]",
+       "expected a map, found a list"},
+      {"wrong format version", replace_once(v, "umlos_manifest: 1", "umlos_manifest: 2"), "umlos_manifest", "2\nname",
+       "expected the format version 1, found integer 2"},
       {"missing driver", replace_once(v, "driver:\n  name: cpu_driver\n  config: {threads: 1}\n", ""), "driver",
        "umlos_manifest: 1", "missing required key"},  // the root map starts at its first key
       {"missing module digest", replace_once(v, "    sha256: " + kDigestA + "\n", ""), "modules[0].sha256",
@@ -449,11 +447,11 @@ TEST_CASE("Each schema violation names the file, line, column and key", "[manife
       {"missing tmmu strategy", replace_once(v, "  strategy: UML_OS.TMMU.PlanMemory_v2", "  config: {}"),
        "tmmu.strategy", "config: {}", "missing required key"},
       {"empty module list",
-       replace_once(v, "modules:\n  - path: mods/core.so   # the operators\n    sha256: " + kDigestA +
-                           "\n  - path: \"mods/cpu driver.so\"\n    sha256: \"" + kDigestB + "\"\n",
+       replace_once(v,
+                    "modules:\n  - path: mods/core.so   # the operators\n    sha256: " + kDigestA +
+                        "\n  - path: \"mods/cpu driver.so\"\n    sha256: \"" + kDigestB + "\"\n",
                     "modules: []\n"),
-       "modules", "[]",
-       "expected a non-empty list of modules, found []"},
+       "modules", "[]", "expected a non-empty list of modules, found []"},
       {"short digest", replace_once(v, kDigestA, "abc"), "modules[0].sha256", "abc",
        "expected 64 hexadecimal digits, found 'abc'"},
       {"non-hex digest", replace_once(v, kDigestA, std::string(63, 'a') + "g"), "modules[0].sha256", "aaaa",
@@ -464,20 +462,20 @@ TEST_CASE("Each schema violation names the file, line, column and key", "[manife
        "expected 64 hexadecimal digits, found '12'"},
       {"unknown role", replace_once(v, "  loss_op:", "  los_op:"), "operators.los_op", "los_op",
        "unknown role (expected one of: bootstrap_op, "},
-      {"operator name without namespace", replace_once(v, "Demo.Walk.Step_v1", "Step_v1"),
-       "operators.next_batch_op", "Step_v1", "expected a fully-qualified operator name"},
+      {"operator name without namespace", replace_once(v, "Demo.Walk.Step_v1", "Step_v1"), "operators.next_batch_op",
+       "Step_v1", "expected a fully-qualified operator name"},
       {"operator name without version", replace_once(v, "Demo.Walk.Step_v1", "Demo.Walk.Step"),
        "operators.next_batch_op", "Demo.Walk.Step", "found 'Demo.Walk.Step'"},
       {"operator name as a list", replace_once(v, "Demo.Walk.Step_v1", "[a]"), "operators.next_batch_op", "[a]",
        "expected a fully-qualified operator name or null, found a list"},
-      {"bad policy action", replace_once(v, "action: probe", "action: explode"), "policy.rules[0].action",
-       "explode", "expected one of optimize, probe, switch, augment, found 'explode'"},
-      {"priority not an integer", replace_once(v, "priority: 1", "priority: high"), "policy.rules[0].priority",
-       "high", "expected a 64-bit integer, found 'high'"},
+      {"bad policy action", replace_once(v, "action: probe", "action: explode"), "policy.rules[0].action", "explode",
+       "expected one of optimize, probe, switch, augment, found 'explode'"},
+      {"priority not an integer", replace_once(v, "priority: 1", "priority: high"), "policy.rules[0].priority", "high",
+       "expected a 64-bit integer, found 'high'"},
       {"bad split", replace_once(v, "split: train", "split: test"), "datasets[0].split", "test}",
        "expected one of train, val, found 'test'"},
-      {"namespace escaping the root", replace_once(v, "project: p", "project: .."), "namespace.project", ".., experiment",
-       "expected a folder name"},
+      {"namespace escaping the root", replace_once(v, "project: p", "project: .."), "namespace.project",
+       ".., experiment", "expected a folder name"},
       {"negative budget", replace_once(v, "disk_bytes: 0", "disk_bytes: -5"), "budgets.disk_bytes", "-5",
        "expected an unsigned 64-bit integer, found integer -5"},
       {"duplicate key", replace_once(v, "seed: 42\n", "seed: 42\nname: again\n"), "name", "name: again",
@@ -506,14 +504,14 @@ TEST_CASE("Malformed YAML is refused with yaml-cpp's position", "[manifest]") {
   CHECK_THAT(message, Catch::Contains("malformed YAML"));
   CHECK_THAT(message, Catch::Matches(R"(demo\.yaml:[2-4]:\d+: malformed YAML: .+)"));
   CHECK_THAT(refusal("name: a: b\n"), Catch::StartsWith("demo.yaml:1:8: malformed YAML: "));
-  CHECK_THAT(refusal("name: \"unterminated\n"), Catch::StartsWith("demo.yaml:1:7: malformed YAML: quoted string is not closed"));
+  CHECK_THAT(refusal("name: \"unterminated\n"),
+             Catch::StartsWith("demo.yaml:1:7: malformed YAML: quoted string is not closed"));
   CHECK_THAT(refusal("name: 'unterminated\n"), Catch::StartsWith("demo.yaml:1:7: malformed YAML: "));
   CHECK_THAT(refusal(""), Catch::Contains("empty file"));
   CHECK_THAT(refusal("a: 1\n---\nb: 2\n"), Catch::Contains("expected one YAML document, found more than one"));
 }
 
-TEST_CASE("A stream on which yaml-cpp repeats a document forever is refused, not looped on",
-          "[manifest][security]") {
+TEST_CASE("A stream on which yaml-cpp repeats a document forever is refused, not looped on", "[manifest][security]") {
   // Found by the manifest fuzz target: yaml-cpp's LoadAll never returns on
   // these four bytes (each call yields the document again, memory grows).
   // The test would hang on the old parser; ctest's timeout fails it then.
@@ -554,8 +552,7 @@ TEST_CASE("Loading a manifest file resolves module paths against its folder", "[
   }
 }
 
-TEST_CASE("Pinning writes each module's digest and a path relative to the output, keeping comments",
-          "[manifest]") {
+TEST_CASE("Pinning writes each module's digest and a path relative to the output, keeping comments", "[manifest]") {
   TempFolder dir;
   const std::string core_bytes = "not really an ELF file, but bytes to hash\n";
   const std::string driver_bytes(100000, '\x7f');
@@ -568,7 +565,8 @@ modules:
   - path: ../build/modules/libcore.so   # core operators
     sha256: unpinned
   - path: "../build/modules/libcpu driver.so"
-    sha256: ")" + std::string(64, '0') + R"("   # stale pin, replaced
+    sha256: ")" + std::string(64, '0') +
+                             R"("   # stale pin, replaced
 driver: {name: cpu_driver}
 operators: {next_batch_op: Demo.Walk.Step_v1}
 )";
@@ -617,9 +615,9 @@ operators: {next_batch_op: Demo.Walk.Step_v1}
   }
   SECTION("a schema error in the source is reported before anything is written") {
     dir.write("manifests/bad.yaml", replace_once(source, "name: pinned-demo", "name: [x]"));
-    CHECK_THROWS_AS(umlos::pin_manifest((dir.path / "manifests/bad.yaml").string(),
-                                        (dir.path / "bad-out.yaml").string()),
-                    umlos::Failure);
+    CHECK_THROWS_AS(
+        umlos::pin_manifest((dir.path / "manifests/bad.yaml").string(), (dir.path / "bad-out.yaml").string()),
+        umlos::Failure);
     CHECK_FALSE(fs::exists(dir.path / "bad-out.yaml"));
   }
 }
@@ -644,8 +642,7 @@ TEST_CASE("The annotated example in docs/manifest.md is a valid manifest", "[man
   CHECK(m.operator_for("loss_op") == "UML_OS.Objective.TotalLoss_v1");
   // Every key in the example is documented in the schema table.
   for (const auto& [path, mark] : m.marks) {
-    if (path.rfind("config.", 0) == 0 || path.rfind("driver.config.", 0) == 0 ||
-        path.rfind("operators.", 0) == 0)
+    if (path.rfind("config.", 0) == 0 || path.rfind("driver.config.", 0) == 0 || path.rfind("operators.", 0) == 0)
       continue;  // free-form or roles (listed separately)
     std::string documented = path;
     // modules[1].path -> modules[i].path
@@ -659,10 +656,9 @@ TEST_CASE("The annotated example in docs/manifest.md is a valid manifest", "[man
   }
 }
 
-TEST_CASE("The procedure's settings are typed when the manifest is read, with their defaults",
-          "[manifest]") {
-  const std::string tiny = "umlos_manifest: 1\nname: tiny\nmodules:\n  - {path: /abs/m.so, sha256: " +
-                           kDigestA + "}\ndriver: {name: cpu_driver}\noperators: {}\n";
+TEST_CASE("The procedure's settings are typed when the manifest is read, with their defaults", "[manifest]") {
+  const std::string tiny = "umlos_manifest: 1\nname: tiny\nmodules:\n  - {path: /abs/m.so, sha256: " + kDigestA +
+                           "}\ndriver: {name: cpu_driver}\noperators: {}\n";
   const umlos::RunSettings d = parse(tiny).settings;
   CHECK(d.max_steps == 100);
   CHECK(d.checkpoint_every == 0);
@@ -676,9 +672,10 @@ TEST_CASE("The procedure's settings are typed when the manifest is read, with th
   CHECK_FALSE(d.trace_path);
 
   const umlos::RunSettings s =
-      parse(tiny + "config: {max_steps: 7, checkpoint_every: 3, functional_fp_every: 0, checkpoint_keep: 2, "
-                   "task_type: regression}\nbudgets: {disk_bytes: 5, memory_bytes: 0, op_timeout_s: 9}\n"
-                   "trace: {path: t.jsonl}\n")
+      parse(tiny +
+            "config: {max_steps: 7, checkpoint_every: 3, functional_fp_every: 0, checkpoint_keep: 2, "
+            "task_type: regression}\nbudgets: {disk_bytes: 5, memory_bytes: 0, op_timeout_s: 9}\n"
+            "trace: {path: t.jsonl}\n")
           .settings;
   CHECK(s.max_steps == 7);
   CHECK(s.checkpoint_every == 3);

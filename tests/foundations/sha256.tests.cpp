@@ -48,8 +48,7 @@ TEST_CASE("Hashing in pieces gives the same digest as hashing at once", "[sha256
     const Digest first = h.finish();
     h.update("abc");
     CHECK(h.finish() == first);
-    CHECK(umlos::to_hex(h.finish()) ==
-          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(umlos::to_hex(h.finish()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   }
 }
 

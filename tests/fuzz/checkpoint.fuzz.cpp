@@ -2,8 +2,8 @@
 // --resume`, replay and report; docs/checkpoint.md): the protobuf decoding
 // and field checks of decode_checkpoint, then the embedded manifest's
 // canonical CBOR.
-#include "cbor.hpp"
 #include "checkpoint.hpp"
+#include "cbor.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -113,8 +113,9 @@ void require_failure(Fn&& fn, umlos_status code, const std::vector<std::string>&
 
 }  // namespace
 
-TEST_CASE("Two hosts holding the same run state write byte-identical checkpoints, whatever order the values were set in",
-          "[checkpoint]") {
+TEST_CASE(
+    "Two hosts holding the same run state write byte-identical checkpoints, whatever order the values were set in",
+    "[checkpoint]") {
   Manifest m = walk();
   Host a, b;
   load(a, m);
@@ -617,15 +618,14 @@ struct MiniRun {
       write_checkpoint(dir, m, host, x);
     }
   }
-  void finish() {
-    write_line("{\"record\":\"run_end\",\"tape_digest\":\"" + to_hex(tape.close()) + "\"}\n");
-  }
+  void finish() { write_line("{\"record\":\"run_end\",\"tape_digest\":\"" + to_hex(tape.close()) + "\"}\n"); }
 };
 
 }  // namespace
 
-TEST_CASE("A run resumed from its latest checkpoint writes the same trace, tape and checkpoints as an uninterrupted run",
-          "[checkpoint]") {
+TEST_CASE(
+    "A run resumed from its latest checkpoint writes the same trace, tape and checkpoints as an uninterrupted run",
+    "[checkpoint]") {
   std::string da = temp_dir("mini-a"), db = temp_dir("mini-b");
   {
     MiniRun a(da);

@@ -82,9 +82,10 @@ TEST_CASE("A checkpoint whose extents multiply past 64 bits is refused by the de
   }
 }
 
-TEST_CASE("Resume refuses a forged checkpoint (content hash recomputed) whose Adam moment or parameter has another "
-          "shape, naming the file, the value and both shapes, and changes nothing",
-          "[checkpoint][security]") {
+TEST_CASE(
+    "Resume refuses a forged checkpoint (content hash recomputed) whose Adam moment or parameter has another "
+    "shape, naming the file, the value and both shapes, and changes nothing",
+    "[checkpoint][security]") {
   ShortRun s = short_run("ckpt-forge");
   const std::string file = s.ckpt(4);
   const std::vector<uint8_t> original = read_file(file);
@@ -111,9 +112,15 @@ TEST_CASE("Resume refuses a forged checkpoint (content hash recomputed) whose Ad
       {"empty rows", "opt.m.enc.W1", {0, b}, 0, "f64[0," + std::to_string(b) + "]"},
       {"transposed", "opt.m.enc.W1", {b, a}, bytes, "f64[" + std::to_string(b) + "," + std::to_string(a) + "]"},
       {"padded rank", "opt.v.enc.W1", {1, a, b}, bytes, "f64[1," + ab + "]"},
-      {"padded extent", "opt.m.enc.W1", {a + 1, b}, bytes + 8 * static_cast<size_t>(b),
+      {"padded extent",
+       "opt.m.enc.W1",
+       {a + 1, b},
+       bytes + 8 * static_cast<size_t>(b),
        "f64[" + std::to_string(a + 1) + "," + std::to_string(b) + "]"},
-      {"wrapping", "opt.m.enc.W1", {int64_t{1} << 62, int64_t{1} << 62, 16}, 0,
+      {"wrapping",
+       "opt.m.enc.W1",
+       {int64_t{1} << 62, int64_t{1} << 62, 16},
+       0,
        "f64[4611686018427387904,4611686018427387904,16]"},
   };
   for (const Case& c : cases) {
@@ -161,9 +168,10 @@ TEST_CASE("Resume refuses a forged checkpoint (content hash recomputed) whose Ad
   CHECK(ok.exit_status == 0);
 }
 
-TEST_CASE("Resuming from a corrupted latest checkpoint names the previous valid one and the command that resumes "
-          "from it, and that command continues the run to the same states",
-          "[checkpoint][security][resume]") {
+TEST_CASE(
+    "Resuming from a corrupted latest checkpoint names the previous valid one and the command that resumes "
+    "from it, and that command continues the run to the same states",
+    "[checkpoint][security][resume]") {
   ShortRun s = short_run("ckpt-prev");
   const std::vector<json> before = records(s.dir + "/trace.jsonl");
   const std::optional<Digest> final_state_fp = read_checkpoint(s.ckpt(4)).state_fp;

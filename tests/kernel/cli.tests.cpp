@@ -1,6 +1,6 @@
 // The `umlos` command itself: subcommands, messages and exit statuses.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "error.hpp"
@@ -28,9 +28,9 @@ TEST_CASE("umlos hash prints the digest and the manifest lines that pin the modu
 }
 
 TEST_CASE("Every subcommand answers --help with exit status 0", "[cli]") {
-  for (const char* cmd : {"run --help", "hash --help", "manifest hash --help", "manifest canonical --help",
-                          "manifest pin --help", "modules inspect --help", "conformance --help", "rng philox --help",
-                          "--help"}) {
+  for (const char* cmd :
+       {"run --help", "hash --help", "manifest hash --help", "manifest canonical --help", "manifest pin --help",
+        "modules inspect --help", "conformance --help", "rng philox --help", "--help"}) {
     CommandResult r = run_umlos(cmd);
     INFO(cmd << "\n" << r.output);
     CHECK(r.exit_status == 0);

@@ -310,7 +310,8 @@ TEST_CASE("verify detects a changed split file, a changed record and a renamed f
       FAIL("accepted");
     } catch (const Failure& f) {
       CHECK(f.code() == UMLOS_DATA_HASH_MISMATCH);
-      CHECK_THAT(f.what(), Catch::Contains("val.csv: SHA-256") && Catch::Contains("differs from the one in dataset.json"));
+      CHECK_THAT(f.what(),
+                 Catch::Contains("val.csv: SHA-256") && Catch::Contains("differs from the one in dataset.json"));
     }
   }
   {
@@ -343,14 +344,15 @@ TEST_CASE("verify detects a changed split file, a changed record and a renamed f
   }
 }
 
-TEST_CASE("load_datasets finds the data set, verifies it and creates the values of docs/training.md", "[dataset][bootstrap]") {
+TEST_CASE("load_datasets finds the data set, verifies it and creates the values of docs/training.md",
+          "[dataset][bootstrap]") {
   const std::string root = temp_dir("ds-load");
   const DatasetRecord r = import_dataset(digits_options(root));
   const std::string dir = temp_dir("ds-load-m");
-  const std::string text = manifest_with("  - {id: digits, version: \"1\", hash: " + to_hex(r.train.sha256) +
-                                             ", split: train}\n  - {id: digits, version: \"1\", hash: " +
-                                             to_hex(r.val.sha256) + ", split: val}\n",
-                                         "  task_type: multiclass\n");
+  const std::string text = manifest_with(
+      "  - {id: digits, version: \"1\", hash: " + to_hex(r.train.sha256) +
+          ", split: train}\n  - {id: digits, version: \"1\", hash: " + to_hex(r.val.sha256) + ", split: val}\n",
+      "  task_type: multiclass\n");
   write_text(dir + "/m.yaml", text);
   const Manifest m = load_manifest(dir + "/m.yaml");
   std::optional<Dataset> d = resolve_manifest_datasets(m, root);
@@ -394,7 +396,8 @@ TEST_CASE("Regression data sets also give data.target.mean and data.target.std",
   CHECK(dtype_name(host.values().at("data.train.y")->dtype) == std::string("f64"));
 }
 
-TEST_CASE("A manifest entry with a path imports the raw file on first use, with config.data options", "[dataset][bootstrap]") {
+TEST_CASE("A manifest entry with a path imports the raw file on first use, with config.data options",
+          "[dataset][bootstrap]") {
   const std::string root = temp_dir("ds-path-root");
   const DatasetRecord ref = import_dataset(diabetes_options(temp_dir("ds-path-ref")));
   const std::string dir = temp_dir("ds-path");
@@ -414,7 +417,8 @@ TEST_CASE("A manifest entry with a path imports the raw file on first use, with 
   CHECK(resolve_manifest_datasets(m, root)->record.dir == d->record.dir);
 }
 
-TEST_CASE("Manifest data set errors: absent, pinned hash differs, task mismatch, unknown task", "[dataset][bootstrap][errors]") {
+TEST_CASE("Manifest data set errors: absent, pinned hash differs, task mismatch, unknown task",
+          "[dataset][bootstrap][errors]") {
   const std::string root = temp_dir("ds-merr");
   const DatasetRecord r = import_dataset(cancer_options(root));
   const std::string dir = temp_dir("ds-merr-m");
@@ -429,7 +433,8 @@ TEST_CASE("Manifest data set errors: absent, pinned hash differs, task mismatch,
     return Failure(UMLOS_OK, "");
   };
   const std::string zero(64, '0');
-  Failure f = fails("  - {id: breast_cancer, version: \"1\", hash: " + zero + ", split: train}\n", "  task_type: binary\n");
+  Failure f =
+      fails("  - {id: breast_cancer, version: \"1\", hash: " + zero + ", split: train}\n", "  task_type: binary\n");
   CHECK(f.code() == UMLOS_NOT_FOUND);
   CHECK_THAT(f.what(), Catch::Contains("m.yaml:") && Catch::Contains("is not under"));
 
@@ -439,7 +444,8 @@ TEST_CASE("Manifest data set errors: absent, pinned hash differs, task mismatch,
   CHECK(f.code() == UMLOS_DATA_HASH_MISMATCH);
   CHECK_THAT(f.what(), Catch::Contains("the manifest pins " + zero));
 
-  const std::string ok = "  - {id: breast_cancer, version: \"1\", hash: " + to_hex(r.train.sha256) + ", split: train}\n";
+  const std::string ok =
+      "  - {id: breast_cancer, version: \"1\", hash: " + to_hex(r.train.sha256) + ", split: train}\n";
   f = fails(ok, "  task_type: multiclass\n");
   CHECK(f.code() == UMLOS_DATA_MANIFEST_INVALID);
   CHECK_THAT(f.what(), Catch::Contains("key 'config.task_type' is multiclass but the data set"));
@@ -471,10 +477,12 @@ TEST_CASE("umlos dataset import prints the folder and the manifest lines; verify
   CHECK_THAT(v.output, Catch::Contains("1438 + 359 rows re-parsed"));
 }
 
-TEST_CASE("umlos dataset import exits with the code's status for bad data and 2 for bad usage", "[dataset][cli][errors]") {
+TEST_CASE("umlos dataset import exits with the code's status for bad data and 2 for bad usage",
+          "[dataset][cli][errors]") {
   const std::string dir = temp_dir("ds-cli-err");
   write_text(dir + "/in.csv", "1,2,0\n3,4,7\n");
-  CommandResult r = run_umlos("dataset import '" + dir + "/in.csv' --id t --version 1 --task binary --root '" + dir + "/root'");
+  CommandResult r =
+      run_umlos("dataset import '" + dir + "/in.csv' --id t --version 1 --task binary --root '" + dir + "/root'");
   CHECK(r.exit_status == exit_code_for(UMLOS_DATA_MANIFEST_INVALID));
   CHECK(r.exit_status == 55);
   CHECK_THAT(r.output, Catch::Contains("umlos: DATA_MANIFEST_INVALID:") && Catch::Contains("in.csv:2:5: label"));
@@ -486,7 +494,8 @@ TEST_CASE("umlos dataset import exits with the code's status for bad data and 2 
   CHECK(r.exit_status == exit_code_for(UMLOS_NOT_FOUND));
 }
 
-TEST_CASE("Re-importing over a placed folder whose files were altered is refused, not silently reused", "[dataset][errors]") {
+TEST_CASE("Re-importing over a placed folder whose files were altered is refused, not silently reused",
+          "[dataset][errors]") {
   const std::string root = temp_dir("ds-reimport");
   const DatasetRecord r = import_dataset(cancer_options(root));
   const std::string val = r.dir + "/val.csv";
@@ -503,7 +512,8 @@ TEST_CASE("Re-importing over a placed folder whose files were altered is refused
   }
 }
 
-TEST_CASE("umlos dataset verify exits 56 for a damaged split file; list names the placed folders", "[dataset][cli][errors]") {
+TEST_CASE("umlos dataset verify exits 56 for a damaged split file; list names the placed folders",
+          "[dataset][cli][errors]") {
   const std::string root = temp_dir("ds-cli-verify");
   const DatasetRecord r = import_dataset(cancer_options(root));
   CommandResult l = run_umlos("dataset list --root '" + root + "'");

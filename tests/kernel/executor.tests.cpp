@@ -6,11 +6,11 @@
 #include <cstring>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include "error.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
 #include "test_support.hpp"
-#include <nlohmann/json.hpp>
 
 using namespace umlos;
 using namespace umlos_test;
@@ -37,8 +37,10 @@ const char* kGraph = R"(
 )";
 
 cbor::Value config_for(const std::string& mode, const std::string& graph = kGraph) {
-  std::string text = "umlos_manifest: 1\nname: exec\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
-                     "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: " + mode + "\n" + graph;
+  std::string text =
+      "umlos_manifest: 1\nname: exec\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
+      "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: " +
+      mode + "\n" + graph;
   return parse_manifest(text, "exec.yaml", "/tmp", true).config;
 }
 
@@ -108,7 +110,8 @@ TEST_CASE("The executor's forward pass equals a direct binary64 computation", "[
   CHECK(e.get("model.out.loss")[0] == Approx(loss / 8).epsilon(1e-14));
 }
 
-TEST_CASE("Executor gradients match binary64 central finite differences, through a two-consumer tensor", "[executor][grad]") {
+TEST_CASE("Executor gradients match binary64 central finite differences, through a two-consumer tensor",
+          "[executor][grad]") {
   Executor e("backward");
   feed(e, kW, kB);
   e.host.call_operator(e.op);
@@ -141,7 +144,8 @@ TEST_CASE("Two backward runs give bit-identical gradients", "[executor][determin
   CHECK(a.get("model.grad.b") == b.get("model.grad.b"));
 }
 
-TEST_CASE("IR errors name the node: cycles, dangling inputs, unknown primitives, shape mismatches", "[executor][errors]") {
+TEST_CASE("IR errors name the node: cycles, dangling inputs, unknown primitives, shape mismatches",
+          "[executor][errors]") {
   auto code_of = [](const std::string& graph, std::string* msg) -> umlos_status {
     Executor e("forward", graph);
     feed(e, kW, kB);
@@ -153,23 +157,24 @@ TEST_CASE("IR errors name the node: cycles, dangling inputs, unknown primitives,
     }
     return UMLOS_OK;
   };
-  const std::string head = "    ir:\n      tensors:\n        - {id: x, role: input, shape: [4, 3]}\n"
-                           "        - {id: t, role: input, shape: [4, 2]}\n"
-                           "        - {id: W, role: parameter, shape: [3, 2]}\n        - {id: b, role: parameter, shape: [2]}\n"
-                           "      nodes:\n";
+  const std::string head =
+      "    ir:\n      tensors:\n        - {id: x, role: input, shape: [4, 3]}\n"
+      "        - {id: t, role: input, shape: [4, 2]}\n"
+      "        - {id: W, role: parameter, shape: [3, 2]}\n        - {id: b, role: parameter, shape: [2]}\n"
+      "      nodes:\n";
   std::string msg;
   CHECK(code_of(head + "        - {node_id: 0, instr: tanh, inputs: [q], output: {id: p, shape: [4, 2]}}\n"
-                       "        - {node_id: 1, instr: tanh, inputs: [p], output: {id: q, shape: [4, 2]}}\n", &msg) ==
-        UMLOS_CYCLE_DETECTED);
+                       "        - {node_id: 1, instr: tanh, inputs: [p], output: {id: q, shape: [4, 2]}}\n",
+                &msg) == UMLOS_CYCLE_DETECTED);
   CHECK_THAT(msg, Catch::Contains("nodes 0 1"));
-  CHECK(code_of(head + "        - {node_id: 7, instr: tanh, inputs: [nowhere], output: {id: p, shape: [4, 2]}}\n", &msg) ==
-        UMLOS_INVALID_IR);
+  CHECK(code_of(head + "        - {node_id: 7, instr: tanh, inputs: [nowhere], output: {id: p, shape: [4, 2]}}\n",
+                &msg) == UMLOS_INVALID_IR);
   CHECK_THAT(msg, Catch::Contains("node 7") && Catch::Contains("nowhere"));
-  CHECK(code_of(head + "        - {node_id: 5, instr: frobnicate, inputs: [x], output: {id: p, shape: [4, 3]}}\n", &msg) ==
-        UMLOS_PRIMITIVE_UNSUPPORTED);
+  CHECK(code_of(head + "        - {node_id: 5, instr: frobnicate, inputs: [x], output: {id: p, shape: [4, 3]}}\n",
+                &msg) == UMLOS_PRIMITIVE_UNSUPPORTED);
   CHECK_THAT(msg, Catch::Contains("node 5"));
-  CHECK(code_of(head + "        - {node_id: 2, instr: matmul, inputs: [x, W], output: {id: p, shape: [4, 5]}}\n", &msg) ==
-        UMLOS_SHAPE_MISMATCH);
+  CHECK(code_of(head + "        - {node_id: 2, instr: matmul, inputs: [x, W], output: {id: p, shape: [4, 5]}}\n",
+                &msg) == UMLOS_SHAPE_MISMATCH);
   CHECK_THAT(msg, Catch::Contains("node 2"));
 }
 
@@ -221,7 +226,8 @@ TEST_CASE("The same graph through two driver configurations, changed by one mani
     std::vector<std::string> out;
     std::stringstream ss(trace);
     std::string l;
-    while (std::getline(ss, l)) if (l.find("\"record\":\"iter\"") != std::string::npos) out.push_back(l);
+    while (std::getline(ss, l))
+      if (l.find("\"record\":\"iter\"") != std::string::npos) out.push_back(l);
     return out;
   };
   REQUIRE(iters(ta).size() == 3);
@@ -262,9 +268,10 @@ struct Graph {
       host.load(module_path("umlos_tmmu"), std::nullopt);
       host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
     }
-    std::string text = "umlos_manifest: 1\nname: g\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
-                       "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: " + mode + "\n" +
-                       (tmmu ? "    placement: tmmu\n" : "") + extra + "    ir:\n" + indent(ir_yaml, "      ");
+    std::string text =
+        "umlos_manifest: 1\nname: g\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
+        "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: " +
+        mode + "\n" + (tmmu ? "    placement: tmmu\n" : "") + extra + "    ir:\n" + indent(ir_yaml, "      ");
     host.set_operator_config(parse_manifest(text, "g.yaml", "/tmp", true).config);
     host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
     host.activate_driver("cpu_driver");
@@ -444,9 +451,12 @@ loss: loss
 
 }  // namespace
 
-TEST_CASE("VII.B tiny linear, residual and transformer DAGs equal the reference driver run primitive by primitive, bit for bit",
-          "[executor][vii-b]") {
-  for (const std::string& ir : {std::string(kTinyLinear), std::string(kTinyResidual), example("transformer_block.yaml")}) {
+TEST_CASE(
+    "VII.B tiny linear, residual and transformer DAGs equal the reference driver run primitive by primitive, bit for "
+    "bit",
+    "[executor][vii-b]") {
+  for (const std::string& ir :
+       {std::string(kTinyLinear), std::string(kTinyResidual), example("transformer_block.yaml")}) {
     for (bool tmmu : {false, true}) {
       Graph g("forward", ir, "", 1, tmmu);
       g.run();
@@ -508,8 +518,9 @@ TEST_CASE("execution_fp is identical over repeated runs and across driver thread
   CHECK(executed == 52);
 }
 
-TEST_CASE("ir_hash embeds the schema hash: the same graph in YAML and JSON, with or without ir_schema_hash, has one ir_hash",
-          "[executor][ir_hash]") {
+TEST_CASE(
+    "ir_hash embeds the schema hash: the same graph in YAML and JSON, with or without ir_schema_hash, has one ir_hash",
+    "[executor][ir_hash]") {
   Graph y("forward", example("mlp.yaml")), j("forward", example("mlp.json"));
   y.run();
   j.run();
@@ -533,9 +544,11 @@ TEST_CASE("ir_hash embeds the schema hash: the same graph in YAML and JSON, with
   CHECK(o.hex("model.exec.ir_hash") != h);
 }
 
-TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any primitive runs", "[executor][errors][validate]") {
-  const std::string head = "tensors:\n  - {id: x, role: input, shape: [4, 3]}\n  - {id: t, role: input, shape: [4, 2]}\n"
-                           "  - {id: W, role: parameter, shape: [3, 2]}\n  - {id: b, role: parameter, shape: [2]}\nnodes:\n";
+TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any primitive runs",
+          "[executor][errors][validate]") {
+  const std::string head =
+      "tensors:\n  - {id: x, role: input, shape: [4, 3]}\n  - {id: t, role: input, shape: [4, 2]}\n"
+      "  - {id: W, role: parameter, shape: [3, 2]}\n  - {id: b, role: parameter, shape: [2]}\nnodes:\n";
   struct Case {
     const char* what;
     std::string mode;
@@ -590,8 +603,8 @@ TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any pri
        "  - {node_id: 6, instr: cross_entropy, inputs: [h, b], output: {id: ce, shape: []}}\n",
        UMLOS_PRIMITIVE_UNSUPPORTED, "node 6 (cross_entropy): input 1 'b' is f64, labels are i32 or i64"},
       {"loss missing in backward", "backward",
-       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n",
-       UMLOS_INVALID_IR, "backward mode needs ir.loss"},
+       "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 2]}}\n", UMLOS_INVALID_IR,
+       "backward mode needs ir.loss"},
   };
   for (const Case& k : cases) {
     INFO(k.what);
@@ -602,7 +615,7 @@ TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any pri
       const uint64_t before = g.host.profile().dispatches;
       code = g.failure(&msg);
       CHECK(g.host.profile().dispatches == before);  // nothing ran
-    } catch (const Failure& f) {  // refused while reading the manifest
+    } catch (const Failure& f) {                     // refused while reading the manifest
       code = f.code();
       msg = f.what();
     }
@@ -612,8 +625,9 @@ TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any pri
   }
 }
 
-TEST_CASE("A driver that does not offer a primitive (or its _grad) is refused before anything runs; what it offers runs",
-          "[executor][errors][driver]") {
+TEST_CASE(
+    "A driver that does not offer a primitive (or its _grad) is refused before anything runs; what it offers runs",
+    "[executor][errors][driver]") {
   const std::string dir = temp_dir("partial");
   const std::string drv = "--driver-module '" + module_path("test_partial_driver") + "' --driver partial_driver";
   write_text(dir + "/mm.yaml",
@@ -644,7 +658,8 @@ TEST_CASE("A driver that does not offer a primitive (or its _grad) is refused be
 TEST_CASE("In a manifest run the executor checks the graph against the active driver's own primitives (ABI 1.4)",
           "[executor][errors][driver][runner]") {
   const std::string graph =
-      "      tensors:\n        - {id: x, role: input, shape: [2, 2]}\n        - {id: W, role: parameter, shape: [2, 2]}\n"
+      "      tensors:\n        - {id: x, role: input, shape: [2, 2]}\n        - {id: W, role: parameter, shape: [2, "
+      "2]}\n"
       "      nodes:\n        - {node_id: 0, instr: add, inputs: [x, W], output: {id: s, shape: [2, 2]}}\n"
       "        - {node_id: 1, instr: matmul, inputs: [s, W], output: {id: h, shape: [2, 2]}}\n"
       "        - {node_id: 2, instr: sum, inputs: [h], output: {id: loss, shape: []}}\n"
@@ -654,7 +669,8 @@ TEST_CASE("In a manifest run the executor checks the graph against the active dr
       pinned_modules({module_path("test_partial_driver"), module_path("umlos_executor")}) +
       "driver: {name: partial_driver}\n"
       "operators:\n  bootstrap_op: UML_OS.Model.InitFromIR_v1\n  forward_op: UML_OS.Model.ModelIR_Executor_v1\n"
-      "config:\n  max_steps: 2\n  model:\n    mode: forward\n    ir:\n" + graph;
+      "config:\n  max_steps: 2\n  model:\n    mode: forward\n    ir:\n" +
+      graph;
   const std::string dir = temp_dir("exec_partial");
   write_text(dir + "/p.yaml", text);
   CommandResult r = run_umlos("run -q '" + dir + "/p.yaml' --run-dir '" + dir + "/run'");
@@ -665,8 +681,9 @@ TEST_CASE("In a manifest run the executor checks the graph against the active dr
   CHECK_THAT(r.output, !Catch::Contains("partial_driver: dispatch add"));  // nothing ran
 }
 
-TEST_CASE("A batch that leaves the shape envelope mid-run is replanned at the iteration boundary and logged in the trace",
-          "[executor][runner][tmmu][replan]") {
+TEST_CASE(
+    "A batch that leaves the shape envelope mid-run is replanned at the iteration boundary and logged in the trace",
+    "[executor][runner][tmmu][replan]") {
   auto manifest = [&](const std::string& policy) {
     return "umlos_manifest: 1\nname: exec_replan\nseed: 3\n" +
            pinned_modules({module_path("umlos_cpu_driver"), module_path("umlos_executor"), module_path("umlos_tmmu"),
@@ -676,8 +693,11 @@ TEST_CASE("A batch that leaves the shape envelope mid-run is replanned at the it
            "  forward_op: UML_OS.Model.ModelIR_Executor_v1\n"
            "config:\n  max_steps: 5\n  growing: {at: 3, rows_before: 2, rows_after: 4, cols: 3}\n"
            "  model:\n    mode: backward\n    placement: tmmu\n    shape_envelope: {x: [2, 3]}\n"
-           "    replan_policy: " + policy + "\n    ir:\n"
-           "      tensors:\n        - {id: x, role: input, shape: [2, 3]}\n        - {id: W, role: parameter, shape: [3, 2]}\n"
+           "    replan_policy: " +
+           policy +
+           "\n    ir:\n"
+           "      tensors:\n        - {id: x, role: input, shape: [2, 3]}\n        - {id: W, role: parameter, shape: "
+           "[3, 2]}\n"
            "      nodes:\n        - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [2, 2]}}\n"
            "        - {node_id: 1, instr: tanh, inputs: [h], output: {id: a, shape: [2, 2]}}\n"
            "        - {node_id: 2, instr: sum, inputs: [a], output: {id: loss, shape: []}}\n"
@@ -825,12 +845,13 @@ TEST_CASE("umlos exec --inputs replaces drawn tensors; exec prints execution_fp,
 TEST_CASE("An i64 label tensor is drawn as zeros, replaced through --inputs, and cross_entropy backward runs",
           "[executor][cli][inputs]") {
   const std::string dir = temp_dir("labels");
-  write_text(dir + "/ce.yaml",
-             "tensors:\n  - {id: x, role: input, shape: [4, 3]}\n  - {id: labels, role: input, shape: [4], dtype: i64}\n"
-             "  - {id: W, role: parameter, shape: [3, 5]}\nnodes:\n"
-             "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: logits, shape: [4, 5]}}\n"
-             "  - {node_id: 1, instr: cross_entropy, inputs: [logits, labels], output: {id: loss, shape: []}}\n"
-             "outputs: [loss]\nloss: loss\n");
+  write_text(
+      dir + "/ce.yaml",
+      "tensors:\n  - {id: x, role: input, shape: [4, 3]}\n  - {id: labels, role: input, shape: [4], dtype: i64}\n"
+      "  - {id: W, role: parameter, shape: [3, 5]}\nnodes:\n"
+      "  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: logits, shape: [4, 5]}}\n"
+      "  - {node_id: 1, instr: cross_entropy, inputs: [logits, labels], output: {id: loss, shape: []}}\n"
+      "outputs: [loss]\nloss: loss\n");
   ExecOptions o;
   o.ir_file = dir + "/ce.yaml";
   o.driver_module = module_path("umlos_cpu_driver");
@@ -876,7 +897,8 @@ TEST_CASE("In a manifest run the executor places activations with the manifest's
       pinned_modules({module_path("umlos_cpu_driver"), module_path("umlos_executor"), module_path("umlos_tmmu")}) +
       "driver: {name: cpu_driver}\ntmmu: {strategy: UML_OS.TMMU.PlanMemory_v2}\n"
       "operators:\n  bootstrap_op: UML_OS.Model.InitFromIR_v1\n  forward_op: UML_OS.Model.ModelIR_Executor_v1\n"
-      "config:\n  max_steps: 3\n  model:\n    mode: backward\n    placement: tmmu\n    ir:\n" + graph;
+      "config:\n  max_steps: 3\n  model:\n    mode: backward\n    placement: tmmu\n    ir:\n" +
+      graph;
   const std::string dir = temp_dir("exec_tmmu");
   write_text(dir + "/a.yaml", text);
   CommandResult a = run_umlos("run -q '" + dir + "/a.yaml' --run-dir '" + dir + "/ra'");

@@ -69,9 +69,10 @@ bool every_value(const std::string&) { return true; }
 
 }  // namespace
 
-TEST_CASE("umlos export writes a run's parameters as safetensors that an independent reader parses to the "
-          "checkpoint's values",
-          "[checkpoint][export]") {
+TEST_CASE(
+    "umlos export writes a run's parameters as safetensors that an independent reader parses to the "
+    "checkpoint's values",
+    "[checkpoint][export]") {
   REQUIRE(std::system("python3 -c 'import json, struct' >/dev/null 2>&1") == 0);  // the reader needs Python 3
   const std::string m = variant("breast_cancer", "export",
                                 {{"max_steps: 600", "max_steps: 4"}, {"checkpoint_every: 250", "checkpoint_every: 2"}});

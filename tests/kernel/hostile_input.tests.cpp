@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "../skip.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "manifest.hpp"
-#include "../skip.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -107,10 +107,9 @@ TEST_CASE("A FIFO given as any input file is refused at once instead of hanging"
   const std::string dir = temp_dir("fifo");
   const std::string fifo = dir + "/in.fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  for (const std::string& args : {"manifest hash '" + fifo + "'", "run '" + fifo + "'", "plan '" + fifo + "'",
-                                  "exec '" + fifo + "'",
-                                  "exec '" + std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml' --inputs '" +
-                                      fifo + "'"}) {
+  for (const std::string& args :
+       {"manifest hash '" + fifo + "'", "run '" + fifo + "'", "plan '" + fifo + "'", "exec '" + fifo + "'",
+        "exec '" + std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml' --inputs '" + fifo + "'"}) {
     INFO(args);
     const CommandResult r = run_umlos_env("timeout 20", args);
     CHECK(r.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));  // before: 124 (timeout)
@@ -118,8 +117,7 @@ TEST_CASE("A FIFO given as any input file is refused at once instead of hanging"
   }
 }
 
-TEST_CASE("/dev/zero as a manifest, plan, IR or inputs file is refused, not read without end",
-          "[fsutil][security]") {
+TEST_CASE("/dev/zero as a manifest, plan, IR or inputs file is refused, not read without end", "[fsutil][security]") {
   const std::vector<std::string> commands = {
       "manifest hash /dev/zero", "plan /dev/zero", "exec /dev/zero",
       "exec '" + std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml' --inputs /dev/zero"};
@@ -171,8 +169,7 @@ TEST_CASE("The readers' limits hold for a file as it is read, and a gzip stream 
   }
 }
 
-TEST_CASE("A gzip bomb as a plan input or a data set is stopped at the decompression limit",
-          "[fsutil][security]") {
+TEST_CASE("A gzip bomb as a plan input or a data set is stopped at the decompression limit", "[fsutil][security]") {
   const std::string dir = temp_dir("gzbomb");
   const std::vector<uint8_t> bomb = gzip_of_zeros(umlos::kDefaultGunzipLimit + (1 << 20));
   REQUIRE(bomb.size() < (8u << 20));
@@ -203,8 +200,7 @@ TEST_CASE("An unreadable input file exits PERMISSION_DENIED, not IO_ERROR", "[fs
 
 // ------------------------------------------------------------ manifests
 
-TEST_CASE("Plain YAML scalars of 40,000 characters are typed without overflowing the stack",
-          "[manifest][security]") {
+TEST_CASE("Plain YAML scalars of 40,000 characters are typed without overflowing the stack", "[manifest][security]") {
   const std::string dir = temp_dir("long-scalar");
   const std::string digits = repeat("1", 40000);
   // An integer: out of range (and said so), not a crash.
@@ -262,9 +258,9 @@ TEST_CASE("A YAML alias bomb in config is refused quickly naming the key", "[man
 
 TEST_CASE("Multi-process settings are refused naming the key", "[manifest][security]") {
   const std::string dir = temp_dir("ranks");
-  for (const std::string& extra : {std::string("config: {world_size: 2, rank: 1}\n"), std::string("config: {rank: 1}\n"),
-                                   std::string("config: {distributed_mode: ring}\n"),
-                                   std::string("config: {world_size: 1.0}\n")}) {
+  for (const std::string& extra :
+       {std::string("config: {world_size: 2, rank: 1}\n"), std::string("config: {rank: 1}\n"),
+        std::string("config: {distributed_mode: ring}\n"), std::string("config: {world_size: 1.0}\n")}) {
     INFO(extra);
     const CommandResult r = hash_manifest_text(dir, manifest_with(extra));
     CHECK(r.exit_status == exit_code_for(UMLOS_UNIMPLEMENTED));
@@ -338,8 +334,7 @@ TEST_CASE("A tensor over the run's memory budget fails before it is allocated", 
 
 // ------------------------------------------------------------ JSON inputs
 
-TEST_CASE("JSON inputs of the wrong type exit INVALID_ARGUMENT naming the file, not INTERNAL",
-          "[exec][security]") {
+TEST_CASE("JSON inputs of the wrong type exit INVALID_ARGUMENT naming the file, not INTERNAL", "[exec][security]") {
   const std::string dir = temp_dir("json-types");
   const std::string ir = std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml";
   write_text(dir + "/inputs.json", R"({"x": {"dtype": 5, "values": [1]}})");

@@ -57,7 +57,9 @@ size_t iter_records(const std::string& trace) {
   if (!fs::exists(trace, ec)) return 0;
   const std::string text = read_text(trace);
   size_t n = 0;
-  for (size_t at = text.find("\"record\":\"iter\""); at != std::string::npos; at = text.find("\"record\":\"iter\"", at + 1)) ++n;
+  for (size_t at = text.find("\"record\":\"iter\""); at != std::string::npos;
+       at = text.find("\"record\":\"iter\"", at + 1))
+    ++n;
   return n;
 }
 
@@ -76,16 +78,18 @@ std::vector<std::string> temporaries(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("A digits run killed with SIGKILL at random moments, checkpoint writes included, resumes to the "
-          "uninterrupted run's trace and state_fp every time",
-          "[training][checkpoint][kill]") {
+TEST_CASE(
+    "A digits run killed with SIGKILL at random moments, checkpoint writes included, resumes to the "
+    "uninterrupted run's trace and state_fp every time",
+    "[training][checkpoint][kill]") {
   const bool full = env_long("UMLOS_KILL_FULL", 0) != 0;
   const long moments = env_long("UMLOS_KILL_MOMENTS", 5);
   const unsigned long seed = static_cast<unsigned long>(env_long("UMLOS_KILL_SEED", 20261125));
   const int64_t steps = full ? 1500 : 300, every = full ? 250 : 40;
-  const std::string m = full ? pinned_manifest("digits")
-                             : variant("digits", "killres", {{"max_steps: 1500", "max_steps: 300"},
-                                                             {"checkpoint_every: 250", "checkpoint_every: 40"}});
+  const std::string m =
+      full ? pinned_manifest("digits")
+           : variant("digits", "killres",
+                     {{"max_steps: 1500", "max_steps: 300"}, {"checkpoint_every: 250", "checkpoint_every: 40"}});
 
   const auto t0 = std::chrono::steady_clock::now();
   Run whole = run(m, "killres-whole");
@@ -161,12 +165,13 @@ TEST_CASE("A digits run killed with SIGKILL at random moments, checkpoint writes
     CHECK(same);
     if (same) ++equal;
     std::printf("kill-resume: kill %ld at %.3f s (%s), %zu iter records, latest %s, temporaries left %zu%s, %s: %s\n",
-                k + 1, at_s, target_write ? ("in the write of ckpt " + std::to_string(ck_t)).c_str() : "random",
-                iters, latest.c_str(), left.size(), left.empty() ? "" : (" (" + left[0] + ")").c_str(), how.c_str(),
+                k + 1, at_s, target_write ? ("in the write of ckpt " + std::to_string(ck_t)).c_str() : "random", iters,
+                latest.c_str(), left.size(), left.empty() ? "" : (" (" + left[0] + ")").c_str(), how.c_str(),
                 same ? "trace, tape, state_fp equal" : "DIFFERENT");
   }
-  std::printf("kill-resume: %d of %ld kills resumed to the uninterrupted run (%d left a checkpoint write's temporary "
-              "file behind)\n",
-              equal, moments, in_checkpoint_write);
+  std::printf(
+      "kill-resume: %d of %ld kills resumed to the uninterrupted run (%d left a checkpoint write's temporary "
+      "file behind)\n",
+      equal, moments, in_checkpoint_write);
   std::fflush(stdout);
 }

@@ -71,8 +71,10 @@ TEST_CASE("Flipping one byte of a pinned module makes the kernel refuse it, nami
   CHECK_THAT(msg, Catch::Contains(to_hex(pin)) && Catch::Contains(to_hex(actual)) && Catch::Contains(copy));
 }
 
-TEST_CASE("A module that refuses in its entry is not registered and its own code and reason are reported; a pin mismatch stops it before the entry runs",
-          "[loader]") {
+TEST_CASE(
+    "A module that refuses in its entry is not registered and its own code and reason are reported; a pin mismatch "
+    "stops it before the entry runs",
+    "[loader]") {
   std::string path = module_path("test_refuse");
   std::string msg;
   CHECK(load_error(path, std::nullopt, &msg) == UMLOS_UNAVAILABLE);
@@ -242,7 +244,7 @@ size_t open_descriptors() {
 // 150 loads while `writer` changes the file, then the tally: every load
 // either refused or the pinned bytes, never a forged module.
 static void check_race(const std::string& copy, const Digest& pin, const std::set<std::string>& pinned_names,
-                std::atomic<bool>& stop, std::thread& writer) {
+                       std::atomic<bool>& stop, std::thread& writer) {
   const RaceTally t = load_repeatedly(copy, pin, pinned_names, 150);
   stop = true;
   writer.join();
@@ -358,7 +360,10 @@ TEST_CASE("A FIFO, a socket, a device or an oversized file as a module path is r
 TEST_CASE("Loaded modules keep no descriptor open, and every load is still its own mapping", "[loader]") {
   const std::string path = module_path("umlos_core");
   const Digest pin = hash_module_file(path);
-  { Host warm; warm.load(path, pin); }
+  {
+    Host warm;
+    warm.load(path, pin);
+  }
   const size_t before = open_descriptors();
   std::set<const umlos_module_desc*> descs;
   for (int i = 0; i < 40; ++i) {

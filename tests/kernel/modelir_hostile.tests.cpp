@@ -7,8 +7,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
 #include "../skip.hpp"
+#include "error.hpp"
 #include "test_support.hpp"
 
 using namespace umlos;
@@ -36,8 +36,8 @@ TEST_CASE("An IR whose element count or byte size overflows 64 bits is refused w
                             "outputs: [s]\n");
   INFO(r.output);
   CHECK(r.exit_status == exit_code_for(UMLOS_INVALID_IR));
-  CHECK_THAT(r.output, Catch::Contains("tensor 'x'") && Catch::Contains("[4611686018427387905,4]") &&
-                           Catch::Contains("2^63"));
+  CHECK_THAT(r.output,
+             Catch::Contains("tensor 'x'") && Catch::Contains("[4611686018427387905,4]") && Catch::Contains("2^63"));
   // 2^62 elements fit, their 2^65 bytes do not.
   r = exec_ir(dir, "bytes.yaml",
               "tensors:\n  - {id: x, role: input, shape: [2, 2]}\n"
@@ -66,24 +66,27 @@ TEST_CASE("Memory an IR asks for and the machine lacks is RESOURCE_EXHAUSTED nam
   CHECK_THAT(r.output, !Catch::Contains("INTERNAL"));
 }
 
-TEST_CASE("A number out of range or of the wrong kind in --inputs is INVALID_ARGUMENT naming the tensor", "[modelir][security]") {
+TEST_CASE("A number out of range or of the wrong kind in --inputs is INVALID_ARGUMENT naming the tensor",
+          "[modelir][security]") {
   const std::string dir = temp_dir("ir-1e400");
-  const std::string ir = "tensors:\n  - {id: x, role: input, shape: [2]}\n  - {id: k, role: input, shape: [2], dtype: i64}\n"
-                         "  - {id: h, role: input, shape: [2], dtype: f32}\n"
-                         "nodes:\n  - {node_id: 0, instr: sum, inputs: [x], output: {id: s, shape: []}}\n"
-                         "outputs: [s]\n";
+  const std::string ir =
+      "tensors:\n  - {id: x, role: input, shape: [2]}\n  - {id: k, role: input, shape: [2], dtype: i64}\n"
+      "  - {id: h, role: input, shape: [2], dtype: f32}\n"
+      "nodes:\n  - {node_id: 0, instr: sum, inputs: [x], output: {id: s, shape: []}}\n"
+      "outputs: [s]\n";
   write_text(dir + "/g.yaml", ir);
   struct Case {
     const char* inputs;
     const char* says;
   };
-  for (const Case& k : {Case{R"({"x": {"values": [1, 1e400]}})", "tensor 'x': a number out of the range of f64"},
-                        Case{R"({"h": {"values": [1, 1e300]}})", "tensor 'h': value 1 (1e+300) is out of the range of f32"},
-                        Case{R"({"k": {"values": [1, 1.5]}})", "tensor 'k': value 1 (1.5) is not an integer of i64"},
-                        Case{R"({"k": {"values": [1, 1e30]}})", "tensor 'k': value 1 (1e+30) is not an integer of i64"},
-                        Case{R"({"x": {"dtype": 64, "values": [1, 2]}})", "tensor 'x': dtype 64, expected a string"},
-                        Case{R"({"x": {"shape": "2", "values": [1, 2]}})", "tensor 'x': shape \"2\", expected an array"},
-                        Case{R"({"x": {"vaules": [1, 2], "values": [1, 2]}})", "tensor 'x': unknown key 'vaules'"}}) {
+  for (const Case& k :
+       {Case{R"({"x": {"values": [1, 1e400]}})", "tensor 'x': a number out of the range of f64"},
+        Case{R"({"h": {"values": [1, 1e300]}})", "tensor 'h': value 1 (1e+300) is out of the range of f32"},
+        Case{R"({"k": {"values": [1, 1.5]}})", "tensor 'k': value 1 (1.5) is not an integer of i64"},
+        Case{R"({"k": {"values": [1, 1e30]}})", "tensor 'k': value 1 (1e+30) is not an integer of i64"},
+        Case{R"({"x": {"dtype": 64, "values": [1, 2]}})", "tensor 'x': dtype 64, expected a string"},
+        Case{R"({"x": {"shape": "2", "values": [1, 2]}})", "tensor 'x': shape \"2\", expected an array"},
+        Case{R"({"x": {"vaules": [1, 2], "values": [1, 2]}})", "tensor 'x': unknown key 'vaules'"}}) {
     write_text(dir + "/in.json", k.inputs);
     CommandResult r = run_umlos("exec '" + dir + "/g.yaml' --inputs '" + dir + "/in.json'");
     INFO(k.inputs << "\n" << r.output);
@@ -95,9 +98,10 @@ TEST_CASE("A number out of range or of the wrong kind in --inputs is INVALID_ARG
 TEST_CASE("A loss that is not a scalar is refused (spec 002: seed_rule UNIT_SCALAR), in every mode",
           "[modelir][security]") {
   const std::string dir = temp_dir("ir-loss");
-  const std::string ir = "tensors:\n  - {id: x, role: input, shape: [4, 2]}\n  - {id: w, role: parameter, shape: [4, 2]}\n"
-                         "nodes:\n  - {node_id: 0, instr: mul, inputs: [x, w], output: {id: l, shape: [4, 2]}}\n"
-                         "outputs: [l]\nloss: l\n";
+  const std::string ir =
+      "tensors:\n  - {id: x, role: input, shape: [4, 2]}\n  - {id: w, role: parameter, shape: [4, 2]}\n"
+      "nodes:\n  - {node_id: 0, instr: mul, inputs: [x, w], output: {id: l, shape: [4, 2]}}\n"
+      "outputs: [l]\nloss: l\n";
   for (const char* mode : {"backward", "forward"}) {
     CommandResult r = exec_ir(dir, "loss.yaml", ir, std::string("--mode ") + mode);
     INFO(mode << "\n" << r.output);
@@ -105,17 +109,19 @@ TEST_CASE("A loss that is not a scalar is refused (spec 002: seed_rule UNIT_SCAL
     CHECK_THAT(r.output, Catch::Contains("loss 'l' is [4,2], expected a scalar"));
   }
   // [1] and [] are scalars.
-  CommandResult ok = exec_ir(dir, "ok.yaml",
-                             "tensors:\n  - {id: x, role: input, shape: [4, 2]}\n  - {id: w, role: parameter, shape: [4, 2]}\n"
-                             "nodes:\n  - {node_id: 0, instr: mul, inputs: [x, w], output: {id: m, shape: [4, 2]}}\n"
-                             "  - {node_id: 1, instr: sum, inputs: [m], output: {id: l, shape: [1]}}\nloss: l\n",
-                             "--mode backward");
+  CommandResult ok =
+      exec_ir(dir, "ok.yaml",
+              "tensors:\n  - {id: x, role: input, shape: [4, 2]}\n  - {id: w, role: parameter, shape: [4, 2]}\n"
+              "nodes:\n  - {node_id: 0, instr: mul, inputs: [x, w], output: {id: m, shape: [4, 2]}}\n"
+              "  - {node_id: 1, instr: sum, inputs: [m], output: {id: l, shape: [1]}}\nloss: l\n",
+              "--mode backward");
   INFO(ok.output);
   CHECK(ok.exit_status == 0);
 }
 
-TEST_CASE("Unknown keys in a tensor, node, output or grad edge and unknown attributes are INVALID_IR naming key and place",
-          "[modelir][security]") {
+TEST_CASE(
+    "Unknown keys in a tensor, node, output or grad edge and unknown attributes are INVALID_IR naming key and place",
+    "[modelir][security]") {
   const std::string dir = temp_dir("ir-keys");
   const std::string head = "tensors:\n  - {id: x, role: input, shape: [4, 2]}\n";
   struct Case {

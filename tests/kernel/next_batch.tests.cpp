@@ -3,8 +3,8 @@
 // rank slices, preprocessing, the one misc draw, and its conformance vectors.
 // The permutation is re-derived here independently (kernel SHA-256 over
 // OpenSSL, the ABI's Philox, std::sort) from the rule in docs/data.md.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -155,7 +155,8 @@ TEST_CASE("NextBatch walks each epoch's permutation, which is a permutation of t
   const std::vector<uint8_t> ph = get<uint8_t>(rig.host, "data.permutation_hash");
   const Digest want = permutation_hash(reference_permutation(master_of(seed_token(1)), 2, 37));
   CHECK(std::vector<uint8_t>(want.begin(), want.end()) == ph);
-  CHECK(reference_permutation(master_of(seed_token(1)), 0, 37) != reference_permutation(master_of(seed_token(1)), 1, 37));
+  CHECK(reference_permutation(master_of(seed_token(1)), 0, 37) !=
+        reference_permutation(master_of(seed_token(1)), 1, 37));
 }
 
 TEST_CASE("An epoch that ends exactly at a batch end moves the cursor to the next epoch's start", "[next_batch]") {
@@ -253,7 +254,8 @@ TEST_CASE("NextBatch takes exactly one misc draw: batch.u holds the draw's B uni
   CHECK(u == want);
 }
 
-TEST_CASE("NextBatch refuses a cursor outside the split and a task whose label dtype does not fit", "[next_batch][errors]") {
+TEST_CASE("NextBatch refuses a cursor outside the split and a task whose label dtype does not fit",
+          "[next_batch][errors]") {
   Rig rig(5, 1, {kv("batch_size", 2)});
   put(rig.host, "data.cursor", UMLOS_DTYPE_I64, {2}, std::vector<int64_t>{0, 5});
   try {

@@ -139,8 +139,7 @@ TEST_CASE("umlos replay --verify reruns a recorded run and prints identical", "[
   CHECK(r.output.find("32 records") != std::string::npos);
 }
 
-TEST_CASE("umlos replay --verify names the first differing t and field of a tampered trace and exits 3",
-          "[replay]") {
+TEST_CASE("umlos replay --verify names the first differing t and field of a tampered trace and exits 3", "[replay]") {
   std::string run = recorded_run("replay-diff");
   edit_trace(run + "/trace.jsonl", 5, "state_fp", std::string(64, '0'));
   std::string work = temp_dir("replay-diff-work");

@@ -1,8 +1,8 @@
 // `umlos report`: one self-contained HTML page from a run folder.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -86,10 +86,9 @@ std::string base64_of(const std::string& in) {
 // external URL, the only src a base64 SVG image. Escaped text holds no '<',
 // so every '<' starts a tag. Returns "" or the first problem.
 std::string injection_problem(const std::string& html) {
-  static const std::set<std::string> tags = {"html", "head", "meta", "title", "style", "body", "h1", "h2",
-                                             "table", "tr", "th", "td", "code", "div", "p", "svg", "line",
-                                             "text", "polyline", "circle", "rect", "ol", "li", "span", "i",
-                                             "sub", "img"};
+  static const std::set<std::string> tags = {
+      "html", "head", "meta", "title", "style",    "body",   "h1",   "h2", "table", "tr",   "th", "td",  "code", "div",
+      "p",    "svg",  "line", "text",  "polyline", "circle", "rect", "ol", "li",    "span", "i",  "sub", "img"};
   const std::regex attr_re("\\s+([^\\s=/>]+)(=\"([^\"]*)\")?");
   size_t i = 0;
   while ((i = html.find('<', i)) != std::string::npos) {
@@ -110,16 +109,19 @@ std::string injection_problem(const std::string& html) {
     const std::string rest = tag.substr(name_end);
     size_t matched = 0;
     for (std::sregex_iterator it(rest.begin(), rest.end(), attr_re), end; it != end; ++it) {
-      if (static_cast<size_t>(it->position(0)) != matched) return "unparsed attribute text in <" + tag.substr(0, 80) + ">";
+      if (static_cast<size_t>(it->position(0)) != matched)
+        return "unparsed attribute text in <" + tag.substr(0, 80) + ">";
       matched += static_cast<size_t>(it->length(0));
       std::string a = (*it)[1].str(), v = (*it)[3].str();
       std::transform(a.begin(), a.end(), a.begin(), [](unsigned char c) { return std::tolower(c); });
       std::string lv = v;
       std::transform(lv.begin(), lv.end(), lv.begin(), [](unsigned char c) { return std::tolower(c); });
       if (a.rfind("on", 0) == 0) return "event handler " + a + " in <" + name + ">";
-      if (a == "href" || a == "xlink:href" || a == "action" || a == "formaction") return "link " + a + " in <" + name + ">";
+      if (a == "href" || a == "xlink:href" || a == "action" || a == "formaction")
+        return "link " + a + " in <" + name + ">";
       if (lv.find("javascript:") != std::string::npos) return "javascript: in " + a + " of <" + name + ">";
-      if (a == "src" && (name != "img" || v.rfind("data:image/svg+xml;base64,", 0) != 0)) return "src " + v.substr(0, 60);
+      if (a == "src" && (name != "img" || v.rfind("data:image/svg+xml;base64,", 0) != 0))
+        return "src " + v.substr(0, 60);
       if (a == "style") return "inline style in <" + name + ">";
     }
     if (matched != rest.size()) return "unparsed attribute text in <" + tag.substr(0, 80) + ">";
@@ -136,21 +138,22 @@ const char* kPlan =
 std::string hand_run() {
   std::string dir = temp_dir("report-hand");
   std::string t;
-  t += R"J({"record":"run_header","spec_version":"UML_OS-v3.8-OS","name":"hand <run> & co","replay_token":"5eed0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab","job_id":"5eed0123","seed":7,"task_type":"multiclass","world_size":1,"backend_hash":"bacd","driver":"cpu_driver","device":"cpu x1 (f64)","abi":"1.2","modules":[{"name":"umlos_cpu_driver","version":"0.1","sha256":"aa11"},{"name":"umlos_core","version":"0.1","sha256":"bb22"}],"operators":{"update_op":"UML_OS.Update_v1"}})J";
+  t +=
+      R"J({"record":"run_header","spec_version":"UML_OS-v3.8-OS","name":"hand <run> & co","replay_token":"5eed0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab","job_id":"5eed0123","seed":7,"task_type":"multiclass","world_size":1,"backend_hash":"bacd","driver":"cpu_driver","device":"cpu x1 (f64)","abi":"1.2","modules":[{"name":"umlos_cpu_driver","version":"0.1","sha256":"aa11"},{"name":"umlos_core","version":"0.1","sha256":"bb22"}],"operators":{"update_op":"UML_OS.Update_v1"}})J";
   t += "\n";
-  const char* actions[] = {"optimize", "optimize", "probe",  "optimize", "switch", "optimize",
+  const char* actions[] = {"optimize", "optimize", "probe",    "optimize", "switch",   "optimize",
                            "probe",    "augment",  "optimize", "optimize", "optimize", "optimize"};
   for (int i = 1; i <= 12; ++i) {
     const bool proto = i >= 5;
     const std::string sil = i >= 3 ? (i >= 7 ? "0.61" : "0.42") : "null";
     t += "{\"record\":\"iter\",\"t\":" + std::to_string(i) + ",\"state\":\"" + (proto ? "S_PROTO" : "S_P") +
-         "\",\"action\":\"" + actions[i - 1] + "\",\"state_fp\":\"ff\",\"loss_total\":" +
-         std::to_string(2.0 / i) + ",\"grad_norm\":" + std::to_string(0.5 + i * 0.125) +
-         ",\"sil_mean\":" + sil + ",\"resource_util\":0" +
+         "\",\"action\":\"" + actions[i - 1] + "\",\"state_fp\":\"ff\",\"loss_total\":" + std::to_string(2.0 / i) +
+         ",\"grad_norm\":" + std::to_string(0.5 + i * 0.125) + ",\"sil_mean\":" + sil + ",\"resource_util\":0" +
          // The held-out metric comes with the functional fingerprint, every 4th step here.
          (i % 4 == 0 ? ",\"val_accuracy\":" + std::to_string(0.5 + i * 0.03125) : std::string()) + "}\n";
   }
-  t += R"J({"record":"run_end","status":"success","t":12,"state_fp":"ff00","functional_fp":null,"rng_fingerprint":"cc","replay_token":"5eed","task_type":"multiclass","world_size":1,"backend_hash":"bacd","val_accuracy":0.875,"tape_digest":"7a9e"})J";
+  t +=
+      R"J({"record":"run_end","status":"success","t":12,"state_fp":"ff00","functional_fp":null,"rng_fingerprint":"cc","replay_token":"5eed","task_type":"multiclass","world_size":1,"backend_hash":"bacd","val_accuracy":0.875,"tape_digest":"7a9e"})J";
   t += "\n";
   write_text(dir + "/trace.jsonl", t);
   write_text(dir + "/memory_plan.svg", kPlan);
@@ -273,18 +276,30 @@ TEST_CASE("A long run's curves are reduced to at most 2000 points per series, ke
 
 TEST_CASE("A hostile run folder puts no script, event handler or link into the report", "[report][security]") {
   const std::string dir = temp_dir("report-hostile");
-  const std::string x = R"(</script><script>alert(1)</script><img src=x onerror=alert(2)>\"><svg onload=alert(3)>javascript:alert(4)<!--)";
-  json header = {{"record", "run_header"}, {"name", x}, {"driver", x}, {"device", x}, {"replay_token", x},
+  const std::string x =
+      R"(</script><script>alert(1)</script><img src=x onerror=alert(2)>\"><svg onload=alert(3)>javascript:alert(4)<!--)";
+  json header = {{"record", "run_header"},
+                 {"name", x},
+                 {"driver", x},
+                 {"device", x},
+                 {"replay_token", x},
                  {"modules", json::array({{{"name", x}, {"version", x}, {"sha256", x}}})},
                  {"operators", {{x, x}}}};
   std::string t = header.dump() + "\n";
   for (int i = 1; i <= 4; ++i) {
-    json r = {{"record", "iter"}, {"t", i}, {"action", i % 2 ? x : "probe"}, {"state", x}, {"loss_total", 1.0 / i},
-              {"sil_mean", 0.5}, {"equations", json::array({x, "z0 <!-- " + x, "y[1] = z0 * z1 + -2"})}};
+    json r = {{"record", "iter"},
+              {"t", i},
+              {"action", i % 2 ? x : "probe"},
+              {"state", x},
+              {"loss_total", 1.0 / i},
+              {"sil_mean", 0.5},
+              {"equations", json::array({x, "z0 <!-- " + x, "y[1] = z0 * z1 + -2"})}};
     t += r.dump() + "\n";
   }
-  t += json({{"record", "run_end"}, {"status", "failed"}, {"failure_code", x}, {"failure_operator", x},
-             {"state_fp", x}}).dump() + "\n";
+  t +=
+      json({{"record", "run_end"}, {"status", "failed"}, {"failure_code", x}, {"failure_operator", x}, {"state_fp", x}})
+          .dump() +
+      "\n";
   write_text(dir + "/trace.jsonl", t);
   write_text(dir + "/failure.json", json({{"message", x}}).dump());
   write_text(dir + "/value_arenas.json",
@@ -294,7 +309,8 @@ TEST_CASE("A hostile run folder puts no script, event handler or link into the r
       "<script>alert(6)</script><image href=\"x\" onerror=\"alert(7)\"/>"
       "<a xlink:href=\"javascript:alert(8)\"><rect width=\"9\" height=\"9\"/></a>"
       "<a href=\"https://evil.example/\"><text>x</text></a>"
-      "<foreignObject><body xmlns=\"http://www.w3.org/1999/xhtml\"><iframe src=\"javascript:alert(9)\"></iframe></body></foreignObject>"
+      "<foreignObject><body xmlns=\"http://www.w3.org/1999/xhtml\"><iframe "
+      "src=\"javascript:alert(9)\"></iframe></body></foreignObject>"
       "<set attributeName=\"onmouseover\" to=\"alert(10)\"/></svg>";
   write_text(dir + "/memory_plan.svg", svg);
 

@@ -33,9 +33,9 @@ namespace {
 // digits, 60 steps, checkpoints every 25: the last step (60) is not a
 // multiple of checkpoint_every, like the shipped 600-step manifests.
 std::string short_digits(const std::string& tag, const std::string& lr = "lr: 0.002") {
-  return variant("digits", tag,
-                 {{"max_steps: 1500", "max_steps: 60"}, {"checkpoint_every: 250", "checkpoint_every: 25"},
-                  {"lr: 0.002", lr}});
+  return variant(
+      "digits", tag,
+      {{"max_steps: 1500", "max_steps: 60"}, {"checkpoint_every: 250", "checkpoint_every: 25"}, {"lr: 0.002", lr}});
 }
 
 // demo_walk (tiny state, small checkpoints), 200 steps.
@@ -139,7 +139,8 @@ TEST_CASE("A run into a folder that holds another run is refused with ALREADY_EX
   const std::vector<std::string> before = names_in(first.dir);
   const std::string trace = read_text(first.trace());
   // Another manifest into the same --run-dir.
-  CommandResult r = run_umlos("run -q --run-dir '" + first.dir + "' '" + walk("reuse-b", "\n  checkpoint_every: 7") + "'");
+  CommandResult r =
+      run_umlos("run -q --run-dir '" + first.dir + "' '" + walk("reuse-b", "\n  checkpoint_every: 7") + "'");
   INFO(r.output);
   CHECK(r.exit_status == umlos::exit_code_for(UMLOS_ALREADY_EXISTS));
   CHECK(r.output.find(first.dir) != std::string::npos);
@@ -268,7 +269,8 @@ TEST_CASE("A symbolic link planted as a run file or as the run folder is never w
   }
 }
 
-TEST_CASE("write_file_atomic never writes through a link planted at its temporary name", "[runfolder][security][fsutil]") {
+TEST_CASE("write_file_atomic never writes through a link planted at its temporary name",
+          "[runfolder][security][fsutil]") {
   const std::string dir = temp_dir("atomic-link");
   const std::string file = dir + "/out.json";
   write_text(dir + "/target", "not yours\n");
@@ -409,7 +411,8 @@ TEST_CASE("A run killed before its first checkpoint resumes from t = 0; another 
 
 TEST_CASE("trace.path in a manifest is refused with UNIMPLEMENTED naming the key", "[runfolder][manifest]") {
   const std::string root = temp_dir("trace-path");
-  const std::string m = variant("demo_walk", "trace-path", {{"\nconfig:", "\ntrace: {path: '" + root + "/elsewhere.jsonl'}\nconfig:"}});
+  const std::string m =
+      variant("demo_walk", "trace-path", {{"\nconfig:", "\ntrace: {path: '" + root + "/elsewhere.jsonl'}\nconfig:"}});
   CommandResult r = run_umlos("run -q --run-dir '" + root + "/run' '" + m + "'");
   INFO(r.output);
   CHECK(r.exit_status == umlos::exit_code_for(UMLOS_UNIMPLEMENTED));

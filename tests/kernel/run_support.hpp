@@ -64,7 +64,8 @@ inline Run run(const std::string& manifest, const std::string& tag, const std::s
   const std::string root = temp_dir("run-root-" + tag);
   Run r;
   r.dir = root + "/run";
-  r.result = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + r.dir + "' " + extra + " '" + manifest + "'");
+  r.result =
+      run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + r.dir + "' " + extra + " '" + manifest + "'");
   return r;
 }
 

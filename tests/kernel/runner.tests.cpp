@@ -65,7 +65,8 @@ TEST_CASE("The demo walk runs every VI step and writes run_header, one iter per 
   CHECK(probes == 4);  // t = 7, 14, 21, 28
 }
 
-TEST_CASE("Two runs of the same manifest give byte-identical traces; another seed gives another trace", "[runner][replay]") {
+TEST_CASE("Two runs of the same manifest give byte-identical traces; another seed gives another trace",
+          "[runner][replay]") {
   Run a = run(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-a");
   Run b = run(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-b");
   Run c = run(walk_manifest(kWalkModules, kWalkOperators, 40, 1, 8), "replay-c");
@@ -90,7 +91,8 @@ TEST_CASE("The driver's thread count does not change a single byte of the trace"
   CHECK(a.back()["state_fp"] == b.back()["state_fp"]);
 }
 
-TEST_CASE("An operator that draws more than it declares aborts the run with RNG_CONSUMPTION_VIOLATION", "[runner][rng]") {
+TEST_CASE("An operator that draws more than it declares aborts the run with RNG_CONSUMPTION_VIOLATION",
+          "[runner][rng]") {
   Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_bad_draws")},
                             "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
               "bad-draws");
@@ -102,7 +104,8 @@ TEST_CASE("An operator that draws more than it declares aborts the run with RNG_
   CHECK(f["replay_token"].get<std::string>().size() == 64);
   CHECK(f["rng_fingerprint_t"].get<std::string>().size() == 64);
   std::string msg = f["message"];
-  CHECK_THAT(msg, Catch::Contains("expected delta 1, actual 2") && Catch::Contains(f["replay_token"].get<std::string>()));
+  CHECK_THAT(msg,
+             Catch::Contains("expected delta 1, actual 2") && Catch::Contains(f["replay_token"].get<std::string>()));
   // The trace is closed with a failed run_end.
   std::vector<json> recs = records(r.trace());
   CHECK(recs.back()["status"] == "failed");
@@ -123,7 +126,8 @@ TEST_CASE("The same operator drawing exactly what it declares runs cleanly", "[r
   CHECK(r.exit_status == 0);
 }
 
-TEST_CASE("A non-finite declared output is a contract violation with the element as counterexample", "[runner][contract]") {
+TEST_CASE("A non-finite declared output is a contract violation with the element as counterexample",
+          "[runner][contract]") {
   Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_nan_output")},
                             "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
               "nan");
@@ -153,7 +157,8 @@ TEST_CASE("A module whose pin does not match stops the run before bootstrap comp
   CHECK(r.failure()["failure_code"] == "MODULE_HASH_MISMATCH");
 }
 
-TEST_CASE("A module's invariant runs every iteration and its violation carries the counterexample", "[runner][contract]") {
+TEST_CASE("A module's invariant runs every iteration and its violation carries the counterexample",
+          "[runner][contract]") {
   std::string text = walk_manifest(kWalkModules, kWalkOperators, 50);
   text.replace(text.find("walk: {"), 7, "walk: {max_norm: 0.8, ");
   Run r = run(text, "invariant");
@@ -165,8 +170,10 @@ TEST_CASE("A module's invariant runs every iteration and its violation carries t
   CHECK(f["t"].get<int>() > 1);  // it held for the first steps
 }
 
-TEST_CASE("An operator places tensors at the offsets of the manifest's TMMU plan inside one arena", "[runner][tmmu][abi]") {
-  std::vector<std::string> mods = {module_path("umlos_cpu_driver"), module_path("umlos_tmmu"), module_path("test_placement")};
+TEST_CASE("An operator places tensors at the offsets of the manifest's TMMU plan inside one arena",
+          "[runner][tmmu][abi]") {
+  std::vector<std::string> mods = {module_path("umlos_cpu_driver"), module_path("umlos_tmmu"),
+                                   module_path("test_placement")};
   std::string text = walk_manifest(mods, "  next_batch_op: Test.Placement.PlanAndPlace_v1\n", 2);
   text += "tmmu: {strategy: UML_OS.TMMU.PlanMemory_v2}\n";
   Run ok = run(text, "placement");
@@ -192,7 +199,8 @@ TEST_CASE("A module built for an older ABI minor loads and negotiates that minor
   CHECK(host2.load(module_path("test_placement"), std::nullopt).negotiated_minor == 1);
 }
 
-TEST_CASE("An operator reads a structured config subtree as canonical CBOR and decodes it with the SDK", "[runner][abi][sdk]") {
+TEST_CASE("An operator reads a structured config subtree as canonical CBOR and decodes it with the SDK",
+          "[runner][abi][sdk]") {
   std::vector<std::string> mods = {module_path("umlos_cpu_driver"), module_path("test_config_tree")};
   std::string text = walk_manifest(mods, "  next_batch_op: Test.Config.Summarize_v1\n", 1);
   text += "  graph:\n    scale: 0.5\n    nodes: [{id: 1}, {id: 5}, {id: 10}]\n    edges: [[1, 5], [5, 10]]\n";
@@ -219,6 +227,7 @@ TEST_CASE("Value families let an operator read and write names that come from da
   CHECK(recs[1]["loss_total"].get<double>() == 132.0);  // 2 * (1+10 + 2+20 + 3+30)
 
   // A member the producer never made is absent for the consumer.
-  Run missing = run(walk_manifest(mods, "  forward_op: Test.Family.Double_v1\n", 1) + "  family: [a]\n", "family-missing");
+  Run missing =
+      run(walk_manifest(mods, "  forward_op: Test.Family.Double_v1\n", 1) + "  family: [a]\n", "family-missing");
   CHECK(missing.exit_status == exit_code_for(UMLOS_NOT_FOUND));
 }

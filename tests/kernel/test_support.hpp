@@ -52,8 +52,8 @@ inline std::string pinned_modules(const std::vector<std::string>& paths) {
 }
 
 // The demo-walk manifest with the given operators block and step count.
-inline std::string walk_manifest(const std::vector<std::string>& modules, const std::string& operators,
-                                 int steps = 30, int threads = 1, uint64_t seed = 7) {
+inline std::string walk_manifest(const std::vector<std::string>& modules, const std::string& operators, int steps = 30,
+                                 int threads = 1, uint64_t seed = 7) {
   return "umlos_manifest: 1\nname: walk_test\nseed: " + std::to_string(seed) + "\n" + pinned_modules(modules) +
          "driver:\n  name: cpu_driver\n  config: {threads: " + std::to_string(threads) + "}\n" + "operators:\n" +
          operators + "config:\n  max_steps: " + std::to_string(steps) +

@@ -16,8 +16,8 @@
 
 #include "../skip.hpp"
 #include "error.hpp"
-#include "sha256.hpp"
 #include "run_support.hpp"
+#include "sha256.hpp"
 #include "test_support.hpp"
 
 using namespace umlos_test;
@@ -28,7 +28,8 @@ namespace {
 
 std::vector<std::string> state_fps(const std::string& trace) {
   std::vector<std::string> out;
-  for (const json& r : records(trace)) if (r["record"] == "iter") out.push_back(r["state_fp"]);
+  for (const json& r : records(trace))
+    if (r["record"] == "iter") out.push_back(r["state_fp"]);
   return out;
 }
 
@@ -99,7 +100,8 @@ TEST_CASE("A run places Update_v1's gradient buffers with the manifest's TMMU st
         std::string::npos);
 
   // placement: temps plans nothing and draws nothing.
-  const std::string t = variant("digits", "temps", {{"max_steps: 1500", "max_steps: 5"}, {"placement: tmmu", "placement: temps"}});
+  const std::string t =
+      variant("digits", "temps", {{"max_steps: 1500", "max_steps: 5"}, {"placement: tmmu", "placement: temps"}});
   Run c = run(t, "plan-temps");
   REQUIRE(c.result.exit_status == 0);
   CHECK_FALSE(fs::exists(c.dir + "/memory_plan.svg"));
@@ -107,8 +109,8 @@ TEST_CASE("A run places Update_v1's gradient buffers with the manifest's TMMU st
 
 TEST_CASE("The state_fp sequence is the same with 1 and 2 driver threads", "[training][determinism]") {
   const std::string one = variant("digits", "threads1", {{"max_steps: 1500", "max_steps: 80"}});
-  const std::string two = variant("digits", "threads2",
-                                  {{"max_steps: 1500", "max_steps: 80"}, {"config: {threads: 1}", "config: {threads: 2}"}});
+  const std::string two = variant(
+      "digits", "threads2", {{"max_steps: 1500", "max_steps: 80"}, {"config: {threads: 1}", "config: {threads: 2}"}});
   Run a = run(one, "t1"), b = run(two, "t2");
   REQUIRE(a.result.exit_status == 0);
   REQUIRE(b.result.exit_status == 0);
@@ -155,12 +157,15 @@ void expect_only_failure_record(const std::string& run_dir, const std::string& c
 
 }  // namespace
 
-TEST_CASE("Bad data through a run: each error names file, line and column, exits with its code, and leaves only the failure record",
-          "[training][dataset][errors]") {
+TEST_CASE(
+    "Bad data through a run: each error names file, line and column, exits with its code, and leaves only the failure "
+    "record",
+    "[training][dataset][errors]") {
   const std::string dir = temp_dir("train-bad-data");
   const std::vector<std::string> digits = [&] {
-    REQUIRE(std::system(("gzip -dc '" + std::string(UMLOS_SOURCE_DIR) + "/data/digits.csv.gz' > '" + dir +
-                         "/digits.csv'").c_str()) == 0);
+    REQUIRE(
+        std::system(("gzip -dc '" + std::string(UMLOS_SOURCE_DIR) + "/data/digits.csv.gz' > '" + dir + "/digits.csv'")
+                        .c_str()) == 0);
     std::vector<std::string> rows;
     std::istringstream in(read_text(dir + "/digits.csv"));
     std::string line;
@@ -215,7 +220,8 @@ TEST_CASE("Bad data through a run: each error names file, line and column, exits
   for (const Case& c : all) {
     SECTION(c.name) {
       const std::string root = temp_dir("train-bad-" + c.name);
-      CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + root + "/run' '" + c.manifest + "'");
+      CommandResult r =
+          run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + root + "/run' '" + c.manifest + "'");
       INFO(r.output);
       CHECK(r.exit_status != 0);
       CHECK(r.output.find(c.code + ": ") != std::string::npos);
@@ -228,7 +234,8 @@ TEST_CASE("Bad data through a run: each error names file, line and column, exits
 TEST_CASE("A non-finite objective stops the run with INVALID_OBJECTIVE before any update and leaves the failure record",
           "[training][errors]") {
   // lambda_rec at 1e308 makes the weighted gradient overflow at t 1.
-  const std::string m = variant("digits", "nan", {{"max_steps: 1500", "max_steps: 20"}, {"lambda_rec: 1.0", "lambda_rec: 1.0e+308"}});
+  const std::string m =
+      variant("digits", "nan", {{"max_steps: 1500", "max_steps: 20"}, {"lambda_rec: 1.0", "lambda_rec: 1.0e+308"}});
   Run r = run(m, "nan");
   INFO(r.result.output);
   CHECK(r.result.exit_status == umlos::exit_code_for(UMLOS_INVALID_OBJECTIVE));
@@ -300,7 +307,9 @@ size_t run_and_kill(const std::string& manifest, const std::string& root, const 
     iters = 0;
     if (fs::exists(trace)) {
       const std::string text = read_text(trace);
-      for (size_t at = text.find("\"record\":\"iter\""); at != std::string::npos; at = text.find("\"record\":\"iter\"", at + 1)) ++iters;
+      for (size_t at = text.find("\"record\":\"iter\""); at != std::string::npos;
+           at = text.find("\"record\":\"iter\"", at + 1))
+        ++iters;
     }
     if (iters >= kill_at) break;
     int status = 0;
@@ -316,8 +325,8 @@ size_t run_and_kill(const std::string& manifest, const std::string& root, const 
 }  // namespace
 
 TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrupted run", "[training][checkpoint]") {
-  const std::string m = variant("digits", "kill", {{"max_steps: 1500", "max_steps: 160"},
-                                                   {"checkpoint_every: 250", "checkpoint_every: 40"}});
+  const std::string m = variant(
+      "digits", "kill", {{"max_steps: 1500", "max_steps: 160"}, {"checkpoint_every: 250", "checkpoint_every: 40"}});
   Run whole = run(m, "kill-whole");
   REQUIRE(whole.result.exit_status == 0);
   const std::string trace = read_text(whole.trace());
@@ -347,8 +356,9 @@ TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrup
 
 TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count is refused before the run starts",
           "[training][checkpoint]") {
-  const std::string m = variant("digits", "keep", {{"max_steps: 1500", "max_steps: 100"},
-                                                   {"checkpoint_every: 250", "checkpoint_every: 20\n  checkpoint_keep: 2"}});
+  const std::string m = variant(
+      "digits", "keep",
+      {{"max_steps: 1500", "max_steps: 100"}, {"checkpoint_every: 250", "checkpoint_every: 20\n  checkpoint_keep: 2"}});
   Run r = run(m, "keep");
   INFO(r.result.output);
   REQUIRE(r.result.exit_status == 0);
@@ -357,7 +367,8 @@ TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count i
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"ckpt_00000080.pb", "ckpt_00000100.pb", "latest"});
 
-  const std::string bad = variant("digits", "keep-bad", {{"checkpoint_every: 250", "checkpoint_every: 20\n  checkpoint_keep: -1"}});
+  const std::string bad =
+      variant("digits", "keep-bad", {{"checkpoint_every: 250", "checkpoint_every: 20\n  checkpoint_keep: -1"}});
   Run b = run(bad, "keep-bad");
   INFO(b.result.output);
   CHECK(b.result.exit_status == umlos::exit_code_for(UMLOS_MANIFEST_INVALID));
@@ -449,8 +460,8 @@ TEST_CASE("A checkpoint whose stored equation uses an operator outside the set f
   write_text(file, body + std::string("\xa2\x06\x20", 3) + std::string(d.begin(), d.end()));
 
   // From that checkpoint (the run's final one, t = 60, is the latest).
-  CommandResult resumed = run_umlos_env("UML_OS_ROOT='" + r.dir + "/..'",
-                                        "run -q --resume '" + r.dir + "' --resume-from '" + file + "'");
+  CommandResult resumed =
+      run_umlos_env("UML_OS_ROOT='" + r.dir + "/..'", "run -q --resume '" + r.dir + "' --resume-from '" + file + "'");
   INFO(resumed.output);
   CHECK(resumed.exit_status == umlos::exit_code_for(UMLOS_EQUATION_INVALID));
   CHECK(resumed.output.find("EQUATION_INVALID") != std::string::npos);

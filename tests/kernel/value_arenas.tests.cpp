@@ -52,9 +52,10 @@ TEST_CASE("The slot ladder rounds up by at most one eighth and is idempotent", "
 TEST_CASE("Every value of a digits run lives in a planned run-state arena, and placement changes no value",
           "[value_arenas][training][tmmu]") {
   const std::string placed = variant("digits", "values-arenas", {{"max_steps: 1500", "max_steps: 60"}});
-  const std::string separate = variant("digits", "values-buffers",
-                                       {{"max_steps: 1500", "max_steps: 60"},
-                                        {"strategy: UML_OS.TMMU.BytePlanner_v1", "strategy: UML_OS.TMMU.BytePlanner_v1\n  values: buffers"}});
+  const std::string separate =
+      variant("digits", "values-buffers",
+              {{"max_steps: 1500", "max_steps: 60"},
+               {"strategy: UML_OS.TMMU.BytePlanner_v1", "strategy: UML_OS.TMMU.BytePlanner_v1\n  values: buffers"}});
   Run a = run(placed, "values-arenas"), b = run(separate, "values-buffers");
   REQUIRE(a.result.exit_status == 0);
   REQUIRE(b.result.exit_status == 0);
@@ -134,13 +135,15 @@ TEST_CASE("Every value of a digits run lives in a planned run-state arena, and p
   REQUIRE(run_umlos("report '" + a.dir + "' -o '" + page + "'").exit_status == 0);
   const std::string html = read_text(page);
   CHECK_THAT(html, Catch::Contains("Run state: every named value in a slot of the arenas UML_OS.TMMU.BytePlanner_v1"));
-  CHECK_THAT(html, Catch::Contains("<tr><td>parameters</td><td>" + std::to_string(plan["arenas"]["parameters"]["values"].get<uint64_t>()) + "</td>"));
+  CHECK_THAT(html, Catch::Contains("<tr><td>parameters</td><td>" +
+                                   std::to_string(plan["arenas"]["parameters"]["values"].get<uint64_t>()) + "</td>"));
 }
 
 TEST_CASE("A memory budget below the run state fails with QUOTA_EXCEEDED before the state outgrows it",
           "[value_arenas][training][tmmu]") {
-  const std::string m = variant("digits", "values-quota",
-                                {{"max_steps: 1500", "max_steps: 5"}, {"\ntmmu:", "\nbudgets: {memory_bytes: 1000000}\ntmmu:"}});
+  const std::string m =
+      variant("digits", "values-quota",
+              {{"max_steps: 1500", "max_steps: 5"}, {"\ntmmu:", "\nbudgets: {memory_bytes: 1000000}\ntmmu:"}});
   Run r = run(m, "values-quota");
   CHECK(r.result.exit_status == umlos::exit_code_for(UMLOS_QUOTA_EXCEEDED));
   const json failure = json::parse(read_text(r.dir + "/failure.json"));
@@ -155,8 +158,9 @@ TEST_CASE("A memory budget below the run state fails with QUOTA_EXCEEDED before 
 }
 
 TEST_CASE("tmmu.values other than arenas or buffers is refused naming the key", "[value_arenas][manifest]") {
-  const std::string m = variant("digits", "values-bad",
-                                {{"strategy: UML_OS.TMMU.BytePlanner_v1", "strategy: UML_OS.TMMU.BytePlanner_v1\n  values: pooled"}});
+  const std::string m =
+      variant("digits", "values-bad",
+              {{"strategy: UML_OS.TMMU.BytePlanner_v1", "strategy: UML_OS.TMMU.BytePlanner_v1\n  values: pooled"}});
   Run r = run(m, "values-bad");
   CHECK(r.result.exit_status == umlos::exit_code_for(UMLOS_MANIFEST_INVALID));
   CHECK_THAT(r.result.output, Catch::Contains("tmmu.values"));
@@ -185,7 +189,8 @@ TEST_CASE("The held-out evaluation's node outputs share one arena planned with i
   // and unplaced forwards give the same bits is shown for the same engine
   // path by the executor tests, "VII.B ... bit for bit with and without
   // placement".)
-  const std::string t = variant("digits", "eval-temps", {{"max_steps: 1500", "max_steps: 50"}, {"placement: tmmu", "placement: temps"}});
+  const std::string t =
+      variant("digits", "eval-temps", {{"max_steps: 1500", "max_steps: 50"}, {"placement: tmmu", "placement: temps"}});
   Run u = run(t, "eval-temps", "--profile");
   REQUIRE(u.result.exit_status == 0);
   // The parsed document is kept in a variable: a range-for over a member of

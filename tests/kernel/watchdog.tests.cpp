@@ -36,12 +36,14 @@ TEST_CASE("umlos conformance stops a case that never returns at --case-timeout a
   INFO(r.output);
   CHECK(r.exit_status == 1);  // conformance: FAIL, and the command ended
   CHECK(seconds_since(t0) < 60);
-  CHECK_THAT(r.output, Catch::Contains("QUOTA_EXCEEDED: module '" + hang + "', operator 'Test.Misbehaving.Draw_v1', "
+  CHECK_THAT(r.output, Catch::Contains("QUOTA_EXCEEDED: module '" + hang +
+                                       "', operator 'Test.Misbehaving.Draw_v1', "
                                        "vector 0 ('one call') ran longer than 1 s (--case-timeout)"));
   CHECK_THAT(r.output, Catch::Contains("conformance: FAIL"));
 
   // A module next to it is still checked, and passes.
-  r = run_umlos_env(kLimit, "conformance '" + hang + "' '" + module_path("test_well_behaved") + "' --case-timeout 1 --json");
+  r = run_umlos_env(kLimit,
+                    "conformance '" + hang + "' '" + module_path("test_well_behaved") + "' --case-timeout 1 --json");
   INFO(r.output);
   const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('[')));
   REQUIRE(j.size() == 2);
@@ -52,12 +54,13 @@ TEST_CASE("umlos conformance stops a case that never returns at --case-timeout a
   CHECK(bad.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));
 }
 
-TEST_CASE("A run with budgets.op_timeout_s fails with QUOTA_EXCEEDED naming the operator and t when a call never returns",
-          "[watchdog][runner]") {
+TEST_CASE(
+    "A run with budgets.op_timeout_s fails with QUOTA_EXCEEDED naming the operator and t when a call never returns",
+    "[watchdog][runner]") {
   const std::string dir = temp_dir("op-timeout");
   const std::string ops = std::string(kWalkOperators) + "  log_op: Test.Misbehaving.Draw_v1\n";
-  std::string m = walk_manifest({module_path("umlos_cpu_driver"), module_path("umlos_core"), module_path("test_hang")},
-                                ops, 5);
+  std::string m =
+      walk_manifest({module_path("umlos_cpu_driver"), module_path("umlos_core"), module_path("test_hang")}, ops, 5);
   write_text(dir + "/hang.yaml", m + "budgets: {op_timeout_s: 1}\n");
   const auto t0 = std::chrono::steady_clock::now();
   CommandResult r = run_umlos_env(kLimit, "run -q '" + dir + "/hang.yaml' --run-dir '" + dir + "/run'");
@@ -84,8 +87,9 @@ TEST_CASE("A run with budgets.op_timeout_s fails with QUOTA_EXCEEDED naming the 
   CHECK(ok.exit_status == 0);
 }
 
-TEST_CASE("Out of memory inside an operator is RESOURCE_EXHAUSTED naming the operator, a wrapping shape INVALID_ARGUMENT",
-          "[watchdog][runner][security]") {
+TEST_CASE(
+    "Out of memory inside an operator is RESOURCE_EXHAUSTED naming the operator, a wrapping shape INVALID_ARGUMENT",
+    "[watchdog][runner][security]") {
   const std::string dir = temp_dir("op-oom");
   struct Case {
     const char* op;

@@ -72,25 +72,32 @@ static const umlos_test_vector k_vectors[] = {
     {sizeof(umlos_test_vector), "one call", k_vector_inputs, 1, 0, NULL, 0.0, 0.0, NULL, 0, 0, 1},
 };
 
-static umlos_operator_desc k_op = {
-    sizeof(umlos_operator_desc),
+static umlos_operator_desc k_op = {sizeof(umlos_operator_desc),
 #if defined(VARIANT_NULL_NAME)
-    NULL,
+                                   NULL,
 #elif defined(VARIANT_DUPLICATE)
-    "UML_OS.Demo.RandomWalkStep_v1", /* already offered by libumlos_core.so */
+                                   "UML_OS.Demo.RandomWalkStep_v1", /* already offered by libumlos_core.so */
 #else
-    "Test.Misbehaving.Draw_v1",
+                                   "Test.Misbehaving.Draw_v1",
 #endif
-    "draws and writes one value",
+                                   "draws and writes one value",
 #if defined(VARIANT_PURE_WRITE)
-    UMLOS_PURE, UMLOS_STREAM_NONE, 0,
+                                   UMLOS_PURE,
+                                   UMLOS_STREAM_NONE,
+                                   0,
 #else
-    UMLOS_STATEFUL, UMLOS_STREAM_MISC, 1,
+                                   UMLOS_STATEFUL,
+                                   UMLOS_STREAM_MISC,
+                                   1,
 #endif
-    1, k_in,
-    k_out, 1,
-    1,
-    draw_op, NULL, k_vectors};
+                                   1,
+                                   k_in,
+                                   k_out,
+                                   1,
+                                   1,
+                                   draw_op,
+                                   NULL,
+                                   k_vectors};
 
 static const umlos_operator_desc *const k_ops[] = {&k_op};
 
@@ -101,18 +108,28 @@ static const umlos_module_desc k_module = {
     sizeof(umlos_module_desc),
 #endif
 #if defined(VARIANT_ABI_MAJOR)
-    UMLOS_ABI_MAJOR + 1, 3,
+    UMLOS_ABI_MAJOR + 1,
+    3,
 #else
-    UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR,
+    UMLOS_ABI_MAJOR,
+    UMLOS_ABI_MINOR,
 #endif
-    "test_misbehaving", "0",
-    k_ops, 1,
-    0, NULL, NULL, 0, 0, NULL};
+    "test_misbehaving",
+    "0",
+    k_ops,
+    1,
+    0,
+    NULL,
+    NULL,
+    0,
+    0,
+    NULL};
 
 static const umlos_module_desc *entry_impl(const umlos_services *svc) {
   g_svc = svc;
 #if defined(VARIANT_REFUSE)
   svc->error(NULL, UMLOS_UNAVAILABLE, "test module refuses to load: no widget attached");
+  (void)k_module;
   return NULL;
 #else
   return &k_module;

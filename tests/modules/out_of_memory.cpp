@@ -30,7 +30,11 @@ void wrapping(sdk::Context& c) {
 }
 
 sdk::Operator op(const char* name, void (*body)(sdk::Context&)) {
-  return sdk::Operator(name).summary("asks for more memory than there is").pure().output("value", UMLOS_DTYPE_F64, sdk::Dims{}).run(body);
+  return sdk::Operator(name)
+      .summary("asks for more memory than there is")
+      .pure()
+      .output("value", UMLOS_DTYPE_F64, sdk::Dims{})
+      .run(body);
 }
 
 sdk::Module describe() {

@@ -72,9 +72,20 @@ static umlos_status plan_and_place(const umlos_services *svc, umlos_ctx *ctx, vo
   return svc->tensor_write(ctx, bytes_out, 0, &footprint, sizeof footprint);
 }
 
-static const umlos_operator_desc k_op = {
-    sizeof(umlos_operator_desc), "Test.Placement.PlanAndPlace_v1", "plan 3 tensors, place them in one arena",
-    UMLOS_PURE, UMLOS_STREAM_NONE, 0, 0, NULL, k_out, 2, 0, plan_and_place, NULL, NULL};
+static const umlos_operator_desc k_op = {sizeof(umlos_operator_desc),
+                                         "Test.Placement.PlanAndPlace_v1",
+                                         "plan 3 tensors, place them in one arena",
+                                         UMLOS_PURE,
+                                         UMLOS_STREAM_NONE,
+                                         0,
+                                         0,
+                                         NULL,
+                                         k_out,
+                                         2,
+                                         0,
+                                         plan_and_place,
+                                         NULL,
+                                         NULL};
 static const umlos_operator_desc *const k_ops[] = {&k_op};
 static const umlos_module_desc k_module = {
     sizeof(umlos_module_desc), UMLOS_ABI_MAJOR, 1, "test_placement", "1", k_ops, 1, 0, NULL, NULL, 0, 0, NULL};
@@ -87,6 +98,7 @@ static const umlos_module_desc k_module_v10 = {
 static const umlos_module_desc *entry(const umlos_services *svc) {
   (void)svc;
 #if defined(DECLARE_MINOR_0)
+  (void)k_module;
   return &k_module_v10;
 #else
   (void)k_module_v10;

@@ -51,7 +51,8 @@ std::vector<double> blobs(size_t c, size_t m, size_t p, double sigma, uint64_t s
 
 }  // namespace
 
-TEST_CASE("Two clusters on the circle give the silhouette known in closed form and the axis centroids", "[policy][kmeans]") {
+TEST_CASE("Two clusters on the circle give the silhouette known in closed form and the axis centroids",
+          "[policy][kmeans]") {
   Draws draws(3);
   KMeansOptions opt;
   opt.k = 2;
@@ -78,7 +79,8 @@ TEST_CASE("Two clusters on the circle give the silhouette known in closed form a
   CHECK(r.seeds[0] == SIZE_MAX);
 }
 
-TEST_CASE("Clustered synthetic points on the sphere are recovered exactly, with a high silhouette", "[policy][kmeans]") {
+TEST_CASE("Clustered synthetic points on the sphere are recovered exactly, with a high silhouette",
+          "[policy][kmeans]") {
   std::vector<int> label;
   const size_t c = 5, m = 40, p = 8;
   const std::vector<double> rows = blobs(c, m, p, 0.05, 42, label);
@@ -166,7 +168,8 @@ TEST_CASE("Spherical k-means is deterministic: the same rows and draws give the 
   CHECK(a.iterations <= 50);
 }
 
-TEST_CASE("An empty cluster keeps its previous centroid; all-coincident points seed the lowest index", "[policy][kmeans]") {
+TEST_CASE("An empty cluster keeps its previous centroid; all-coincident points seed the lowest index",
+          "[policy][kmeans]") {
   // Three copies of (1,0), then three of (0,1); k = 4; every uniform 0.1.
   const std::vector<double> rows = {1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1};
   Draws draws(0, 0.1);
@@ -193,7 +196,8 @@ TEST_CASE("An empty cluster keeps its previous centroid; all-coincident points s
   CHECK(draws.calls.size() == 31);
 }
 
-TEST_CASE("k is clamped to the number of points; zero rows are left out; non-finite rows are refused", "[policy][kmeans]") {
+TEST_CASE("k is clamped to the number of points; zero rows are left out; non-finite rows are refused",
+          "[policy][kmeans]") {
   const std::vector<double> rows = {0, 0, 2, 0, 0, 0, 0, 3, 1, 1};
   Draws draws(1);
   KMeansOptions opt;
@@ -221,7 +225,8 @@ TEST_CASE("k is clamped to the number of points; zero rows are left out; non-fin
   CHECK_THROWS_WITH(spherical_kmeans({1, 2}, 2, opt, Draws(1).fn()), Catch::Contains("k = 0 < 1"));
 }
 
-TEST_CASE("Latent ring rows come in ascending global index, oldest first among equal indices, last_n most recent", "[policy][kmeans]") {
+TEST_CASE("Latent ring rows come in ascending global index, oldest first among equal indices, last_n most recent",
+          "[policy][kmeans]") {
   // cap 4, p 1, 6 insertions: rows hold insertions 4, 5, 2, 3.
   const std::vector<double> z = {40, 50, 20, 30};
   const std::vector<int64_t> index = {7, 1, 9, 1};

@@ -58,8 +58,8 @@ const char* kOperators =
 
 std::string manifest(const std::string& config, const std::string& rules, uint64_t seed = 5) {
   return "umlos_manifest: 1\nname: policy_test\nseed: " + std::to_string(seed) + "\n" +
-         pinned_modules({module_path("umlos_cpu_driver"), module_path("umlos_policy"),
-                         module_path("test_policy_fixture")}) +
+         pinned_modules(
+             {module_path("umlos_cpu_driver"), module_path("umlos_policy"), module_path("test_policy_fixture")}) +
          "driver:\n  name: cpu_driver\n  config: {threads: 1}\n" + kOperators + "config:\n" + config +
          "policy:\n  rules:\n" + rules;
 }
@@ -95,8 +95,8 @@ TEST_CASE("Manifest rules drive probe, augment and switch through the VI loop, a
   REQUIRE(r.exit_status == 0);
   const std::vector<json> it = r.iters();
   REQUIRE(it.size() == 30);  // Termination.Check_v1 at max_steps
-  const std::map<int, std::string> chosen = {{5, "probe"},   {6, "augment"}, {10, "probe"}, {13, "switch"},
-                                             {14, "switch"}, {15, "probe"},  {20, "probe"}, {23, "switch"},
+  const std::map<int, std::string> chosen = {{5, "probe"},   {6, "augment"},  {10, "probe"}, {13, "switch"},
+                                             {14, "switch"}, {15, "probe"},   {20, "probe"}, {23, "switch"},
                                              {25, "probe"},  {26, "augment"}, {30, "probe"}};
   for (const json& rec : it) {
     const int t = rec["t"].get<int>();
@@ -162,7 +162,8 @@ TEST_CASE("Termination.Check_v1 ends the run at max_steps, or earlier on an earl
              Catch::Contains("config early_stop.patience is 0; it must be in 1..255"));
 }
 
-TEST_CASE("A rule with a syntax error fails the run with POLICY_INVALID naming rule, text and column", "[policy][runner]") {
+TEST_CASE("A rule with a syntax error fails the run with POLICY_INVALID naming rule, text and column",
+          "[policy][runner]") {
   const std::string rules =
       "    - {cond: \"t mod 5 == 0\", action: probe, priority: 1}\n"
       "    - {cond: \"sil_mean >> 0.3\", action: augment, priority: 2}\n";
@@ -175,7 +176,8 @@ TEST_CASE("A rule with a syntax error fails the run with POLICY_INVALID naming r
              Catch::Contains("policy.rules[1].cond: \"sil_mean >> 0.3\": column 11: expected an operand, found '>'"));
 }
 
-TEST_CASE("Switching from S_P to S_PROTO before any prototype exists fails with FAILED_PRECONDITION", "[policy][runner]") {
+TEST_CASE("Switching from S_P to S_PROTO before any prototype exists fails with FAILED_PRECONDITION",
+          "[policy][runner]") {
   PolicyRun r = run_policy(manifest(kConfig, "    - {cond: \"t == 2\", action: switch, priority: 0}\n"),
                            "policy-switch-no-protos");
   CHECK(r.exit_status == exit_code_for(UMLOS_FAILED_PRECONDITION));
@@ -186,7 +188,8 @@ TEST_CASE("Switching from S_P to S_PROTO before any prototype exists fails with 
   CHECK_THAT(f["message"].get<std::string>(), Catch::Contains("needs prototypes (np.protos)"));
 }
 
-TEST_CASE("SphericalKMeans_v1 takes exactly 31 cluster draws for any k and writes [k, p] centroids", "[policy][kmeans]") {
+TEST_CASE("SphericalKMeans_v1 takes exactly 31 cluster draws for any k and writes [k, p] centroids",
+          "[policy][kmeans]") {
   for (int64_t k : {1, 3, 32, 40}) {
     INFO("num_prototypes = " << k);
     Host host;
@@ -207,7 +210,8 @@ TEST_CASE("SphericalKMeans_v1 takes exactly 31 cluster draws for any k and write
     std::vector<double> zv(static_cast<size_t>(cap * p), 0.0);
     std::vector<int64_t> iv(static_cast<size_t>(cap), -1);
     for (int64_t i = 0; i < count; ++i) {
-      for (int64_t d = 0; d < p; ++d) zv[static_cast<size_t>(i * p + d)] = (d == i % 3 ? 1.0 : 0.0) + 0.01 * ((i * 7 + d * 3) % 5);
+      for (int64_t d = 0; d < p; ++d)
+        zv[static_cast<size_t>(i * p + d)] = (d == i % 3 ? 1.0 : 0.0) + 0.01 * ((i * 7 + d * 3) % 5);
       iv[static_cast<size_t>(i)] = 1000 - i;
     }
     z.data.resize(zv.size() * 8);
@@ -244,7 +248,8 @@ TEST_CASE("SphericalKMeans_v1 takes exactly 31 cluster draws for any k and write
 
 TEST_CASE("umlos run as a process reports a bad rule on stderr with exit status 57", "[policy][cli]") {
   const std::string dir = temp_dir("policy-cli");
-  write_text(dir + "/m.yaml", manifest(kConfig, "    - {cond: \"t mod 5 == 0 andd state == S_P\", action: probe, priority: 1}\n"));
+  write_text(dir + "/m.yaml",
+             manifest(kConfig, "    - {cond: \"t mod 5 == 0 andd state == S_P\", action: probe, priority: 1}\n"));
   CommandResult r = run_umlos("run '" + dir + "/m.yaml' --run-dir '" + dir + "/run' --quiet");
   CHECK(r.exit_status == 57);
   CHECK_THAT(r.output, Catch::Contains("POLICY_INVALID"));
@@ -264,16 +269,21 @@ TEST_CASE("Evaluate_v1 refuses malformed rule maps with POLICY_INVALID and the r
       {V::array({V::integer(3)}), "policy.rules[0]: expected a map {cond, action, priority}"},
       {V::array({rule({{V::text("cond"), V::text("t > 1")}, {V::text("action"), V::text("probe")}})}),
        "policy.rules[0].priority: required, an integer"},
-      {V::array({rule({{V::text("cond"), V::text("true")}, {V::text("action"), V::text("probe")},
+      {V::array({rule({{V::text("cond"), V::text("true")},
+                       {V::text("action"), V::text("probe")},
                        {V::text("priority"), V::integer(1)}}),
-                 rule({{V::text("cond"), V::integer(1)}, {V::text("action"), V::text("probe")},
+                 rule({{V::text("cond"), V::integer(1)},
+                       {V::text("action"), V::text("probe")},
                        {V::text("priority"), V::integer(1)}})}),
        "policy.rules[1].cond: required, a string"},
-      {V::array({rule({{V::text("cond"), V::text("true")}, {V::text("action"), V::text("explore")},
+      {V::array({rule({{V::text("cond"), V::text("true")},
+                       {V::text("action"), V::text("explore")},
                        {V::text("priority"), V::integer(1)}})}),
        "policy.rules[0].action: 'explore' is not an action; expected one of optimize, probe, switch, augment"},
-      {V::array({rule({{V::text("cond"), V::text("true")}, {V::text("action"), V::text("probe")},
-                       {V::text("priority"), V::integer(1)}, {V::text("when"), V::text("now")}})}),
+      {V::array({rule({{V::text("cond"), V::text("true")},
+                       {V::text("action"), V::text("probe")},
+                       {V::text("priority"), V::integer(1)},
+                       {V::text("when"), V::text("now")}})}),
        "policy.rules[0]: unknown key 'when' (allowed: cond, action, priority)"},
   };
   for (const Case& c : cases) {

@@ -86,9 +86,9 @@ TEST_CASE("t mod X and % select every X-th step, also for non-integral and negat
   Metrics m;
   m.t = 7;
   CHECK(eval("t mod 2.5 == 2", m));
-  CHECK(eval("-t mod 3 == 2", m));        // floored: -7 = 3*(-3) + 2
-  CHECK(eval("t mod -3 == -2", m));       // sign of the divisor
-  m.state = 0;                            // a divisor that is 0 at run time:
+  CHECK(eval("-t mod 3 == 2", m));           // floored: -7 = 3*(-3) + 2
+  CHECK(eval("t mod -3 == -2", m));          // sign of the divisor
+  m.state = 0;                               // a divisor that is 0 at run time:
   CHECK_FALSE(eval("t mod state == 0", m));  // NaN: every comparison false
   CHECK_FALSE(eval("t mod state != 0", m));
   CHECK_THROWS(eval("t mod 0 == 0", m));  // a constant 0 is refused when parsed
@@ -118,9 +118,9 @@ TEST_CASE("Precedence: not binds looser than comparisons, and before or; mod bef
 TEST_CASE("A missing metric (NaN) makes every comparison false, and not of that true", "[policy][rules]") {
   Metrics m;  // sil_mean, grad_norm, resource_util missing
   m.t = 3;
-  for (const char* text : {"sil_mean < 0.3", "sil_mean >= 0.3", "sil_mean == sil_mean", "sil_mean != 0",
-                           "grad_norm > 0", "grad_norm <= 1e300", "resource_util < 2", "0 != resource_util",
-                           "sil_mean mod 2 == 0", "-sil_mean < 0"}) {
+  for (const char* text :
+       {"sil_mean < 0.3", "sil_mean >= 0.3", "sil_mean == sil_mean", "sil_mean != 0", "grad_norm > 0",
+        "grad_norm <= 1e300", "resource_util < 2", "0 != resource_util", "sil_mean mod 2 == 0", "-sil_mean < 0"}) {
     INFO(text);
     CHECK_FALSE(eval(text, m));
   }
@@ -184,12 +184,12 @@ TEST_CASE("Syntax errors give the rule index, the condition text and the 1-based
     const PolicyError err = error_of(c.text);
     CHECK(err.column() == c.column);
     CHECK_THAT(std::string(err.what()), Catch::StartsWith(std::string("policy.rules[0].cond: \"") + c.text +
-                                                          "\": column " + std::to_string(c.column) + ": " +
-                                                          c.message));
+                                                          "\": column " + std::to_string(c.column) + ": " + c.message));
   }
 }
 
-TEST_CASE("parse_rules reports the first bad rule by index, and an unknown action with the allowed list", "[policy][rules]") {
+TEST_CASE("parse_rules reports the first bad rule by index, and an unknown action with the allowed list",
+          "[policy][rules]") {
   try {
     parse_rules({{"t > 1", "probe", 1}, {"true", "optimize", 0}, {"sil_mean >> 0.3", "augment", 2}});
     FAIL("no error");
@@ -212,11 +212,11 @@ TEST_CASE("parse_rules reports the first bad rule by index, and an unknown actio
 TEST_CASE("The highest priority among matching rules wins; ties go to the lowest index; no match optimizes",
           "[policy][rules]") {
   const RuleSet rs = parse_rules({
-      {"t mod 10 == 0", "probe", 1},         // 0
-      {"sil_mean < 0.2", "augment", 5},      // 1
-      {"grad_norm > 100", "switch", 5},      // 2
-      {"resource_util > 0.9", "optimize", 9}, // 3
-      {"t > 1000", "switch", -3},             // 4
+      {"t mod 10 == 0", "probe", 1},           // 0
+      {"sil_mean < 0.2", "augment", 5},        // 1
+      {"grad_norm > 100", "switch", 5},        // 2
+      {"resource_util > 0.9", "optimize", 9},  // 3
+      {"t > 1000", "switch", -3},              // 4
   });
   auto decide = [&](const Metrics& m) { return evaluate(rs, m); };
   Metrics m;

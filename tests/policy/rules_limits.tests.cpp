@@ -72,8 +72,7 @@ std::string repeat(const std::string& s, size_t n) {
 
 }  // namespace
 
-TEST_CASE("Deeply nested policy conditions are refused naming the rule, not a stack overflow",
-          "[policy][security]") {
+TEST_CASE("Deeply nested policy conditions are refused naming the rule, not a stack overflow", "[policy][security]") {
   const size_t n = 100000;
   const std::string parens = repeat("(", n) + "t > 0" + repeat(")", n);
   const std::string nots = repeat("not ", n) + "t > 0";
@@ -111,8 +110,8 @@ TEST_CASE("A condition nested up to the documented depth parses; one level more 
 }
 
 TEST_CASE("A 'mod' whose divisor is always zero is refused naming the rule", "[policy][security]") {
-  for (const std::string cond : {"t mod 0 == 0", "t % 0.0 == 1", "t mod -0 == 0", "t mod (2 mod 2) == 0",
-                                 "(t mod (0)) == 0"}) {
+  for (const std::string cond :
+       {"t mod 0 == 0", "t % 0.0 == 1", "t mod -0 == 0", "t mod (2 mod 2) == 0", "(t mod (0)) == 0"}) {
     INFO(cond);
     try {
       pol::parse_rules({{"t mod 3 == 0", "probe", 1}, {cond, "probe", 2}});

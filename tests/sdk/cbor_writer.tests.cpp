@@ -58,10 +58,14 @@ TEST_CASE("The SDK's CBOR writer writes the RFC 8949 Appendix A integers", "[sdk
       {"1000000000000", "1b000000e8d4a51000", [](Writer& w) { w.integer(1000000000000); }},
       {"18446744073709551615", "1bffffffffffffffff", [](Writer& w) { w.uint(UINT64_MAX); }},
       {"18446744073709551616", "c249010000000000000000",
-       [](Writer& w) { w.tag(2).bytes(bytes({1, 0, 0, 0, 0, 0, 0, 0, 0}).data(), 9); }},
+       [](Writer& w) {
+         w.tag(2).bytes(bytes({1, 0, 0, 0, 0, 0, 0, 0, 0}).data(), 9);
+       }},
       {"-18446744073709551616", "3bffffffffffffffff", [](Writer& w) { w.negative(UINT64_MAX); }},
       {"-18446744073709551617", "c349010000000000000000",
-       [](Writer& w) { w.tag(3).bytes(bytes({1, 0, 0, 0, 0, 0, 0, 0, 0}).data(), 9); }},
+       [](Writer& w) {
+         w.tag(3).bytes(bytes({1, 0, 0, 0, 0, 0, 0, 0, 0}).data(), 9);
+       }},
       {"-1", "20", [](Writer& w) { w.integer(-1); }},
       {"-10", "29", [](Writer& w) { w.integer(-10); }},
       {"-100", "3863", [](Writer& w) { w.integer(-100); }},
@@ -70,8 +74,7 @@ TEST_CASE("The SDK's CBOR writer writes the RFC 8949 Appendix A integers", "[sdk
   });
 }
 
-TEST_CASE("The SDK's CBOR writer writes the RFC 8949 Appendix A floats in their shortest exact width",
-          "[sdk][cbor]") {
+TEST_CASE("The SDK's CBOR writer writes the RFC 8949 Appendix A floats in their shortest exact width", "[sdk][cbor]") {
   const double inf = std::numeric_limits<double>::infinity();
   check({
       {"0.0", "f90000", [](Writer& w) { w.floating(0.0); }},
@@ -97,8 +100,7 @@ TEST_CASE("The SDK's CBOR writer writes the RFC 8949 Appendix A floats in their 
   CHECK(hex(w.out) == "f97e00");
 }
 
-TEST_CASE("The SDK's CBOR writer writes the RFC 8949 Appendix A simple values, tags and strings",
-          "[sdk][cbor]") {
+TEST_CASE("The SDK's CBOR writer writes the RFC 8949 Appendix A simple values, tags and strings", "[sdk][cbor]") {
   check({
       {"false", "f4", [](Writer& w) { w.boolean(false); }},
       {"true", "f5", [](Writer& w) { w.boolean(true); }},
@@ -108,13 +110,20 @@ TEST_CASE("The SDK's CBOR writer writes the RFC 8949 Appendix A simple values, t
        [](Writer& w) { w.tag(0).text("2013-03-21T20:04:00Z"); }},
       {"1(1363896240)", "c11a514b67b0", [](Writer& w) { w.tag(1).uint(1363896240); }},
       {"23(h'01020304')", "d74401020304",
-       [](Writer& w) { w.tag(23).bytes(bytes({1, 2, 3, 4}).data(), 4); }},
+       [](Writer& w) {
+         w.tag(23).bytes(bytes({1, 2, 3, 4}).data(), 4);
+       }},
       {"24(h'6449455446')", "d818456449455446",
-       [](Writer& w) { w.tag(24).bytes(bytes({0x64, 0x49, 0x45, 0x54, 0x46}).data(), 5); }},
+       [](Writer& w) {
+         w.tag(24).bytes(bytes({0x64, 0x49, 0x45, 0x54, 0x46}).data(), 5);
+       }},
       {"32(\"http://www.example.com\")", "d82076687474703a2f2f7777772e6578616d706c652e636f6d",
        [](Writer& w) { w.tag(32).text("http://www.example.com"); }},
       {"h''", "40", [](Writer& w) { w.bytes(nullptr, 0); }},
-      {"h'01020304'", "4401020304", [](Writer& w) { w.bytes(bytes({1, 2, 3, 4}).data(), 4); }},
+      {"h'01020304'", "4401020304",
+       [](Writer& w) {
+         w.bytes(bytes({1, 2, 3, 4}).data(), 4);
+       }},
       {"h'01020304' (head, then the bytes)", "4401020304",
        [](Writer& w) {
          w.bytes_head(4);

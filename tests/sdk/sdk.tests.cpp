@@ -162,12 +162,23 @@ struct FakeKernel {
     const uint32_t s = static_cast<uint32_t>(stream);
     for (uint64_t i = 0; i < n; ++i) {
       switch (dist) {
-        case UMLOS_DIST_U32: static_cast<uint32_t*>(dst)[i] = umlos_draw_element_u32(key, s, d, i); break;
-        case UMLOS_DIST_UNIFORM_F64: static_cast<double*>(dst)[i] = umlos_draw_element_uniform_f64(key, s, d, i); break;
-        case UMLOS_DIST_UNIFORM_F32: static_cast<float*>(dst)[i] = umlos_draw_element_uniform_f32(key, s, d, i); break;
-        case UMLOS_DIST_NORMAL_F64: static_cast<double*>(dst)[i] = umlos_draw_element_normal_f64(key, s, d, i); break;
-        case UMLOS_DIST_NORMAL_F32: static_cast<float*>(dst)[i] = umlos_draw_element_normal_f32(key, s, d, i); break;
-        default: return UMLOS_INVALID_ARGUMENT;
+        case UMLOS_DIST_U32:
+          static_cast<uint32_t*>(dst)[i] = umlos_draw_element_u32(key, s, d, i);
+          break;
+        case UMLOS_DIST_UNIFORM_F64:
+          static_cast<double*>(dst)[i] = umlos_draw_element_uniform_f64(key, s, d, i);
+          break;
+        case UMLOS_DIST_UNIFORM_F32:
+          static_cast<float*>(dst)[i] = umlos_draw_element_uniform_f32(key, s, d, i);
+          break;
+        case UMLOS_DIST_NORMAL_F64:
+          static_cast<double*>(dst)[i] = umlos_draw_element_normal_f64(key, s, d, i);
+          break;
+        case UMLOS_DIST_NORMAL_F32:
+          static_cast<float*>(dst)[i] = umlos_draw_element_normal_f32(key, s, d, i);
+          break;
+        default:
+          return UMLOS_INVALID_ARGUMENT;
       }
     }
     return UMLOS_OK;
@@ -183,9 +194,7 @@ struct FakeKernel {
   uint64_t total_draws() const { return draws[1] + draws[2] + draws[3]; }
 };
 
-umlos_status call(const umlos_operator_desc* op, FakeKernel& k) {
-  return op->run(&k.table, k.ctx(), op->user_data);
-}
+umlos_status call(const umlos_operator_desc* op, FakeKernel& k) { return op->run(&k.table, k.ctx(), op->user_data); }
 
 const umlos_operator_desc* find_op(const umlos_module_desc* m, const std::string& name) {
   for (uint32_t i = 0; i < m->n_operators; ++i)
@@ -276,7 +285,10 @@ sdk::Operator scale_op() {
       .optional_input("bias", UMLOS_DTYPE_F64)
       .output("y", UMLOS_DTYPE_F64, {sdk::any}, UMLOS_VALUE_PERSISTENT)
       .run(scale_body)
-      .test(sdk::TestVector("three").config("scale", 3.0).config("mode", "exact").seed(99)
+      .test(sdk::TestVector("three")
+                .config("scale", 3.0)
+                .config("mode", "exact")
+                .seed(99)
                 .input<double>("x", {2}, {1.0, -2.0})
                 .expect<double>("y", {2}, {3.0, -6.0}));
 }
@@ -299,9 +311,13 @@ void broken_plan(sdk::Context&, const umlos_plan_request&, umlos_plan_result&) {
 }  // namespace
 
 TEST_CASE("An SDK module lays out its declarations as ABI descriptors", "[sdk]") {
-  sdk::Module module = sdk::Module("test_sdk", "0.1").add(scale_op()).add(
-      sdk::Operator("Test.Sdk.Noise_v1").stateful().draws(UMLOS_STREAM_INIT, 2).output("n", UMLOS_DTYPE_F32).run(
-          [](sdk::Context&) {}));
+  sdk::Module module = sdk::Module("test_sdk", "0.1")
+                           .add(scale_op())
+                           .add(sdk::Operator("Test.Sdk.Noise_v1")
+                                    .stateful()
+                                    .draws(UMLOS_STREAM_INIT, 2)
+                                    .output("n", UMLOS_DTYPE_F32)
+                                    .run([](sdk::Context&) {}));
   const umlos_module_desc* m = module.desc();
   REQUIRE(m->struct_size == sizeof(umlos_module_desc));
   CHECK(m->abi_major == UMLOS_ABI_MAJOR);
@@ -358,16 +374,18 @@ TEST_CASE("An SDK module lays out its declarations as ABI descriptors", "[sdk]")
 }
 
 TEST_CASE("Test-vector config keys take their ABI kind from the C++ type", "[sdk]") {
-  sdk::Module module = sdk::Module("m", "1").add(
-      sdk::Operator("Test.Sdk.Config_v1").pure().output("y", UMLOS_DTYPE_F64).run([](sdk::Context&) {}).test(
-          sdk::TestVector("kinds")
-              .config("int", 5)
-              .config("long long", 6LL)
-              .config("byte", uint8_t{7})
-              .config("float", 0.25f)
-              .config("double", -1.5)
-              .config("literal", "text")
-              .config("string", std::string("more"))));
+  sdk::Module module = sdk::Module("m", "1").add(sdk::Operator("Test.Sdk.Config_v1")
+                                                     .pure()
+                                                     .output("y", UMLOS_DTYPE_F64)
+                                                     .run([](sdk::Context&) {})
+                                                     .test(sdk::TestVector("kinds")
+                                                               .config("int", 5)
+                                                               .config("long long", 6LL)
+                                                               .config("byte", uint8_t{7})
+                                                               .config("float", 0.25f)
+                                                               .config("double", -1.5)
+                                                               .config("literal", "text")
+                                                               .config("string", std::string("more"))));
   const umlos_test_vector& v = module.desc()->operators[0]->test_vectors[0];
   REQUIRE(v.n_config == 7);
   const int32_t kinds[7] = {UMLOS_ATTR_INT,   UMLOS_ATTR_INT,    UMLOS_ATTR_INT,   UMLOS_ATTR_FLOAT,
@@ -418,14 +436,24 @@ TEST_CASE("Declaration mistakes are refused with a message naming the operator",
   CHECK_THAT(refused(sdk::Operator("C_v1").stateful().draws(UMLOS_STREAM_NONE, 3).run(noop)),
              Catch::Contains("inconsistent"));
   CHECK_THAT(refused(sdk::Operator("D_v1").pure().output("y", UMLOS_DTYPE_F64)), Catch::Contains("no body"));
-  CHECK_THAT(refused(sdk::Operator("E_v1").pure().input("x", UMLOS_DTYPE_F64).input("x", UMLOS_DTYPE_F64)
-                         .output("y", UMLOS_DTYPE_F64).run(noop)),
+  CHECK_THAT(refused(sdk::Operator("E_v1")
+                         .pure()
+                         .input("x", UMLOS_DTYPE_F64)
+                         .input("x", UMLOS_DTYPE_F64)
+                         .output("y", UMLOS_DTYPE_F64)
+                         .run(noop)),
              Catch::Contains("\"x\" declared twice"));
-  CHECK_THAT(refused(sdk::Operator("F_v1").pure().output("y", UMLOS_DTYPE_F64).run(noop).test(
-                 sdk::TestVector("t").input<double>("z", {1}, {1.0}))),
+  CHECK_THAT(refused(sdk::Operator("F_v1")
+                         .pure()
+                         .output("y", UMLOS_DTYPE_F64)
+                         .run(noop)
+                         .test(sdk::TestVector("t").input<double>("z", {1}, {1.0}))),
              Catch::Contains("\"z\" is not a declared input"));
-  CHECK_THAT(refused(sdk::Operator("G_v1").pure().output("y", UMLOS_DTYPE_F64).run(noop).test(
-                 sdk::TestVector("t").expect<float>("w", {}, {1.0f}))),
+  CHECK_THAT(refused(sdk::Operator("G_v1")
+                         .pure()
+                         .output("y", UMLOS_DTYPE_F64)
+                         .run(noop)
+                         .test(sdk::TestVector("t").expect<float>("w", {}, {1.0f}))),
              Catch::Contains("\"w\" is neither a declared output nor an INOUT input"));
   CHECK_THAT(refused(sdk::Operator("H_v1").pure().output("y", 42).run(noop)), Catch::Contains("not a umlos_dtype"));
   CHECK_THAT(refused(sdk::Operator("I_v1").pure().run(noop)), Catch::Contains("without outputs"));
@@ -558,11 +586,12 @@ TEST_CASE("Services an older kernel lacks are reported as UNIMPLEMENTED, not cal
 }
 
 TEST_CASE("SDK invariants and strategies are wrapped like operators", "[sdk]") {
-  sdk::Module module = sdk::Module("m", "1")
-                           .invariant("Test.Sdk.AlwaysViolated", UMLOS_CHECK_AFTER_LOSS,
-                                      [](sdk::Context& c) { return c.fail(UMLOS_CONTRACT_VIOLATION, "theta[0] = nan"); })
-                           .strategy<first_fit_plan>("Test.Sdk.Sequential_v1", "no reuse")
-                           .strategy<broken_plan>("Test.Sdk.Broken_v1");
+  sdk::Module module =
+      sdk::Module("m", "1")
+          .invariant("Test.Sdk.AlwaysViolated", UMLOS_CHECK_AFTER_LOSS,
+                     [](sdk::Context& c) { return c.fail(UMLOS_CONTRACT_VIOLATION, "theta[0] = nan"); })
+          .strategy<first_fit_plan>("Test.Sdk.Sequential_v1", "no reuse")
+          .strategy<broken_plan>("Test.Sdk.Broken_v1");
   const umlos_module_desc* m = module.desc();
   REQUIRE(m->n_invariants == 1);
   REQUIRE(m->n_strategies == 2);

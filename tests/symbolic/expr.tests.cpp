@@ -54,16 +54,11 @@ TEST_CASE("Constants print as the shortest decimal that reads back to the same b
 
 TEST_CASE("Malformed equations and operators outside the set fail with the equation named", "[symbolic][expr]") {
   const std::vector<std::pair<const char*, const char*>> bad = {
-      {"z0 - z1", "unexpected '-'"},
-      {"tanh(z0)", "operator 'tanh' is outside the set"},
-      {"z0 ^ 2", "unexpected '^'"},
-      {"sin z0", "expected '('"},
-      {"(z0 + z1", "expected ')'"},
-      {"z0 +", "unexpected end"},
-      {"zz", "expected a variable"},
-      {"", "unexpected end"},
-      {"1e999 * z0", "non-finite constant"},
-      {"-inf + z0", "non-finite constant"},
+      {"z0 - z1", "unexpected '-'"},         {"tanh(z0)", "operator 'tanh' is outside the set"},
+      {"z0 ^ 2", "unexpected '^'"},          {"sin z0", "expected '('"},
+      {"(z0 + z1", "expected ')'"},          {"z0 +", "unexpected end"},
+      {"zz", "expected a variable"},         {"", "unexpected end"},
+      {"1e999 * z0", "non-finite constant"}, {"-inf + z0", "non-finite constant"},
   };
   for (const auto& [text, what] : bad) {
     INFO(text);
@@ -117,9 +112,9 @@ TEST_CASE("An evaluation that leaves the clamps fails naming the equation and th
 TEST_CASE("Gradients match binary64 central finite differences for every operator of the set", "[symbolic][expr]") {
   // One equation per operator (and a mix), on points inside every clamp.
   const std::vector<const char*> eqs = {
-      "z0 + z1 + 0.25",          "z0 * z1 * 1.5",      "z0 / z1",        "sin(z0 * 1.3)",   "cos(z1 * z0)",
-      "exp(z0 * 0.7)",           "log(z1 * 2)",        "(sin(z0) * z1) + 0.5",
-      "exp(sin(z0) / (z1 + 0.5)) + log(z1 * z1 + 1) * cos(z0)",
+      "z0 + z1 + 0.25", "z0 * z1 * 1.5",        "z0 / z1",
+      "sin(z0 * 1.3)",  "cos(z1 * z0)",         "exp(z0 * 0.7)",
+      "log(z1 * 2)",    "(sin(z0) * z1) + 0.5", "exp(sin(z0) / (z1 + 0.5)) + log(z1 * z1 + 1) * cos(z0)",
   };
   const int64_t p = 2;
   const std::vector<double> z = grid(16, p, 0.3, 1.7);
@@ -147,7 +142,10 @@ TEST_CASE("Gradients match binary64 central finite differences for every operato
       // Rebuild the equation with constant k moved by +-h: replace in a copy of the tree.
       struct Walk {
         static void set(Expr& x, size_t target, double delta, size_t& at) {
-          if (x.op == Op::Const) { if (at++ == target) x.value += delta; return; }
+          if (x.op == Op::Const) {
+            if (at++ == target) x.value += delta;
+            return;
+          }
           for (Expr& a : x.args) set(a, target, delta, at);
         }
       };
@@ -171,7 +169,8 @@ TEST_CASE("Gradients through an engaged clamp are zero, as the driver's clamp_gr
   CHECK(gz[1] == 0.0);
 }
 
-TEST_CASE("The search recovers sin(z0) * z1 + 0.5 in canonical form with constants exact to 1e-9", "[symbolic][search]") {
+TEST_CASE("The search recovers sin(z0) * z1 + 0.5 in canonical form with constants exact to 1e-9",
+          "[symbolic][search]") {
   const int64_t p = 3;
   const std::vector<double> z = grid(400, p, -2.0, 2.0, 7);
   std::vector<double> y(400);
@@ -200,7 +199,8 @@ TEST_CASE("The search recovers further known formulas, one and two terms", "[sym
   const std::vector<Case> cases = {
       {"(c * exp(z1)) + c", {2.0, -1.0}, [](const double* v) { return 2.0 * std::exp(v[1]) - 1.0; }},
       {"((z0 / z1) * c) + c", {0.75, 0.125}, [](const double* v) { return 0.75 * (v[0] / v[1]) + 0.125; }},
-      {"(c * log(z0)) + (c * cos(z1)) + c", {-1.5, 3.0, 0.25},
+      {"(c * log(z0)) + (c * cos(z1)) + c",
+       {-1.5, 3.0, 0.25},
        [](const double* v) { return -1.5 * std::log(v[0]) + 3.0 * std::cos(v[1]) + 0.25; }},
   };
   for (const Case& k : cases) {

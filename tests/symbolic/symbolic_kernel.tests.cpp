@@ -105,8 +105,8 @@ TEST_CASE("DifferentiableEval_v1 on the driver matches central finite difference
   const int64_t n = 12, p = 2;
   std::vector<double> z(static_cast<size_t>(n * p));
   for (size_t i = 0; i < z.size(); ++i) z[i] = 0.3 + 1.4 * static_cast<double>((i * 5 + 1) % 13) / 12.0;
-  for (const char* eq : {"z0 + z1 + 0.25", "z0 * z1 * 1.5", "z0 / z1", "sin(z0 * 1.3)", "cos(z1 * z0)",
-                         "exp(z0 * 0.7)", "log(z1 * 2)", "exp(sin(z0) / (z1 + 0.5)) + log(z1 * z1 + 1) * cos(z0)"}) {
+  for (const char* eq : {"z0 + z1 + 0.25", "z0 * z1 * 1.5", "z0 / z1", "sin(z0 * 1.3)", "cos(z1 * z0)", "exp(z0 * 0.7)",
+                         "log(z1 * 2)", "exp(sin(z0) / (z1 + 0.5)) + log(z1 * z1 + 1) * cos(z0)"}) {
     INFO(eq);
     std::vector<double> v, g;
     driver_eval(eq, z, n, p, v, g);
@@ -253,7 +253,8 @@ TEST_CASE("Digits with one augment step: equations found, accuracy with and with
   REQUIRE(b.result.exit_status == 0);
   CHECK(read_text(a.trace()) == read_text(b.trace()));
 
-  const std::string plain = variant("digits_augment", "plain", {{"- {cond: \"t == 300 and state == S_P\", action: augment, priority: 5}", ""}});
+  const std::string plain = variant("digits_augment", "plain",
+                                    {{"- {cond: \"t == 300 and state == S_P\", action: augment, priority: 5}", ""}});
   Run c = run(plain, "plain");
   REQUIRE(c.result.exit_status == 0);
   const double acc_plain = records(c.trace()).back()["val_accuracy"];

@@ -36,10 +36,9 @@ void zero_tensor(HostArenas& arenas, size_t tensor) {
 
 void debug_fill_tensor(HostArenas& arenas, size_t tensor, uint64_t pattern_seed, ExecutionMode mode) {
   if (mode != ExecutionMode::kStandard)
-    throw Failure(UMLOS_PERMISSION_DENIED,
-                  std::string("DebugFillTensor_v1 is forbidden in ") +
-                      (mode == ExecutionMode::kConfidential ? "confidential" : "regulated") +
-                      " mode (spec 001 0.C); nothing was written");
+    throw Failure(UMLOS_PERMISSION_DENIED, std::string("DebugFillTensor_v1 is forbidden in ") +
+                                               (mode == ExecutionMode::kConfidential ? "confidential" : "regulated") +
+                                               " mode (spec 001 0.C); nothing was written");
   uint8_t* p = arenas.data(tensor);
   const uint64_t n = arenas.tensors[tensor].size;
   for (uint64_t w = 0; w * 8 < n; ++w) {

@@ -33,7 +33,8 @@ Run umlos_plan(const std::string& args) {
   return r;
 }
 
-const std::string kExample = std::string(UMLOS_TEST_DATA_DIR) + "/memory-planning-bench/synthetic/pisarchyk_lee_fig_example.csv";
+const std::string kExample =
+    std::string(UMLOS_TEST_DATA_DIR) + "/memory-planning-bench/synthetic/pisarchyk_lee_fig_example.csv";
 
 std::string temp_path(const std::string& name) { return std::string(UMLOS_BINARY_DIR) + "/tmmu_cli_" + name; }
 

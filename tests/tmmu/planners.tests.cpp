@@ -21,11 +21,11 @@
 #include "cbor.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
-#include "plan_apply.hpp"
 #include "plan/checker.hpp"
 #include "plan/intervals.hpp"
 #include "plan/plan_cmd.hpp"
 #include "plan/plan_output.hpp"
+#include "plan_apply.hpp"
 
 using namespace umlos;
 using namespace umlos::plan;
@@ -175,7 +175,8 @@ TEST_CASE("A linear chain whose tensors never coexist plans into one slot", "[tm
   CHECK(r.arena_footprint[0] == 1280);  // align_up(1190, 128)
 }
 
-TEST_CASE("The slot planner orders by birth, then size descending, then id, and prefix-sums aligned slot sizes", "[tmmu]") {
+TEST_CASE("The slot planner orders by birth, then size descending, then id, and prefix-sums aligned slot sizes",
+          "[tmmu]") {
   // a,b,c born at 0 (sizes 100, 300, 300: b before c by id), d born at 2
   // after a ended: d takes a's slot (the lowest free one).
   IntervalSet s = one_arena(64);
@@ -278,7 +279,8 @@ TEST_CASE("Byte plans are identical on every run and thread", "[tmmu]") {
   check_same_on_threads(s, ref);
 }
 
-TEST_CASE("The byte planner's portfolio beats greedy by size on MiniMalloc's tight instances F and G", "[tmmu][bench-data]") {
+TEST_CASE("The byte planner's portfolio beats greedy by size on MiniMalloc's tight instances F and G",
+          "[tmmu][bench-data]") {
   // Greedy by size is 1.36 x LB on both (bench/tmmu/README.md);
   // the order portfolio and refinement must find the better plans.
   for (const char* f : {"F", "G"}) {
@@ -331,8 +333,7 @@ TEST_CASE("A memory budget breach fails with QUOTA_EXCEEDED and commits nothing"
   IntervalSet s = one_arena(128);
   add(s, "a", 1000, 0, 2);
   add(s, "b", 1000, 1, 3);
-  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"memory_bytes_budget=2000"}); }) ==
-        UMLOS_QUOTA_EXCEEDED);
+  CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"memory_bytes_budget=2000"}); }) == UMLOS_QUOTA_EXCEEDED);
   CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"memory_bytes_budget=2048"}); }) == UMLOS_OK);
   CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"nonsense=1"}); }) == UMLOS_INVALID_ARGUMENT);
 }
@@ -405,10 +406,14 @@ TEST_CASE("Interval JSON is read with ids sorted, defaults applied, saved_for_ba
 
 TEST_CASE("Bad interval input is refused with the 0.K code and the tensor named", "[tmmu][intervals]") {
   auto doc = [](const std::string& tensor) {
-    return R"({"format": "umlos.intervals.v1", "tensors": [{"id": "ok", "size": 1, "begin": 0, "end": 0}, )" +
-           tensor + "]}";
+    return R"({"format": "umlos.intervals.v1", "tensors": [{"id": "ok", "size": 1, "begin": 0, "end": 0}, )" + tensor +
+           "]}";
   };
-  struct Case { std::string tensor; umlos_status code; std::string needle; };
+  struct Case {
+    std::string tensor;
+    umlos_status code;
+    std::string needle;
+  };
   const std::vector<Case> cases = {
       {R"({"id": "z", "size": 0, "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES, "'size' must be > 0"},
       {R"({"id": "n", "size": -5, "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES, "got -5"},
@@ -420,8 +425,7 @@ TEST_CASE("Bad interval input is refused with the 0.K code and the tensor named"
       {R"({"id": "s", "size": "5", "begin": 0, "end": 1})", UMLOS_INVALID_IR_SHAPES, "must be an integer"},
       {R"({"id": "o", "size": 18446744073709551616, "begin": 0, "end": 1})", UMLOS_ALLOCATION_OVERFLOW,
        "does not fit in uint64"},
-      {R"({"id": "a", "size": 5, "alignment": 48, "begin": 0, "end": 1})", UMLOS_ALIGNMENT_VIOLATION,
-       "power of two"},
+      {R"({"id": "a", "size": 5, "alignment": 48, "begin": 0, "end": 1})", UMLOS_ALIGNMENT_VIOLATION, "power of two"},
   };
   for (const Case& c : cases) {
     INFO(c.tensor);
@@ -519,7 +523,10 @@ TEST_CASE("Applied plans keep every live tensor's bytes intact through execution
     for (size_t i = 0; i < s.tensors.size(); ++i)  // ZeroTensor_v1 ran on every tensor
       REQUIRE(std::all_of(h.data(i), h.data(i) + s.tensors[i].size, [](uint8_t b) { return b == 0; }));
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-    for (const auto& t : s.tensors) { t0 = std::min(t0, t.begin); t1 = std::max(t1, t.end); }
+    for (const auto& t : s.tensors) {
+      t0 = std::min(t0, t.begin);
+      t1 = std::max(t1, t.end);
+    }
     auto expected = [&](size_t i) {
       std::vector<uint8_t> v(s.tensors[i].size);
       HostArenas one;
@@ -538,7 +545,8 @@ TEST_CASE("Applied plans keep every live tensor's bytes intact through execution
         else if (step == t0 && s.arenas[s.tensors[i].arena].persistent)
           debug_fill_tensor(h, i, 1000 + i, ExecutionMode::kStandard);
       for (size_t i = 0; i < s.tensors.size(); ++i) {
-        const bool live = s.arenas[s.tensors[i].arena].persistent || (s.tensors[i].begin <= step && step <= s.tensors[i].end);
+        const bool live =
+            s.arenas[s.tensors[i].arena].persistent || (s.tensors[i].begin <= step && step <= s.tensors[i].end);
         if (!live) continue;
         INFO(strat << ": tensor " << s.tensors[i].id << " at step " << step);
         REQUIRE(std::memcmp(h.data(i), pattern[i].data(), pattern[i].size()) == 0);
@@ -549,7 +557,8 @@ TEST_CASE("Applied plans keep every live tensor's bytes intact through execution
   }
 }
 
-TEST_CASE("DebugFillTensor_v1 is refused in confidential and regulated modes, ZeroTensor_v1 writes zeros", "[tmmu][apply]") {
+TEST_CASE("DebugFillTensor_v1 is refused in confidential and regulated modes, ZeroTensor_v1 writes zeros",
+          "[tmmu][apply]") {
   IntervalSet s = one_arena(64);
   add(s, "a", 100, 0, 1);
   PlanReport r = run_strategy(s, kModule, kByte, {});
@@ -623,7 +632,8 @@ TEST_CASE("quality=exact packs random perfect tilings into exactly their lower b
   CHECK(greedy_above >= 6);  // the instances are not easy for greedy
 }
 
-TEST_CASE("quality=exact fits MiniMalloc's challenging instances I and K into their 1 MiB capacity", "[tmmu][exact][bench-data]") {
+TEST_CASE("quality=exact fits MiniMalloc's challenging instances I and K into their 1 MiB capacity",
+          "[tmmu][exact][bench-data]") {
   for (const char* f : {"I", "K"}) {
     IntervalSet s = read_intervals(kBench + "/minimalloc-challenging/" + std::string(f) + ".1048576.csv");
     const uint64_t gbs = greedy_by_size(s, 0);
@@ -666,7 +676,8 @@ TEST_CASE("Any node budget gives a checked plan and a large one reaches the lowe
   CHECK(failure_code([&] { run_strategy(s, kModule, kByte, {"search_nodes=-1"}); }) == UMLOS_INVALID_ARGUMENT);
 }
 
-TEST_CASE("quality=exact plans of random aligned graphs pass the checker and never exceed greedy by size", "[tmmu][exact]") {
+TEST_CASE("quality=exact plans of random aligned graphs pass the checker and never exceed greedy by size",
+          "[tmmu][exact]") {
   for (uint32_t seed = 21; seed <= 26; ++seed) {
     IntervalSet s = random_graph(seed, 250);
     PlanReport e = run_strategy(s, kModule, kByte, {"quality=exact"});  // checked by the checker
@@ -713,8 +724,10 @@ IntervalSet micro_batches(uint32_t seed, size_t n, uint32_t period = 0) {
 
 }  // namespace
 
-TEST_CASE("On thousands of overlapping LIFO micro-batches the skyline passes come within 1 % of LB, identically on every run and thread",
-          "[tmmu][skyline]") {
+TEST_CASE(
+    "On thousands of overlapping LIFO micro-batches the skyline passes come within 1 % of LB, identically on every run "
+    "and thread",
+    "[tmmu][skyline]") {
   // Greedy by size and the whole portfolio and refinement stay 3.5 % above
   // LB here (15,671,296 bytes); the skyline passes reach 0.3 %.
   IntervalSet s = micro_batches(7, 3000);
@@ -727,8 +740,10 @@ TEST_CASE("On thousands of overlapping LIFO micro-batches the skyline passes com
   check_same_on_threads(s, ref);
 }
 
-TEST_CASE("On periodic overlapping micro-batches the periodic plan beats the skyline passes, identically on every run and thread",
-          "[tmmu][periodic]") {
+TEST_CASE(
+    "On periodic overlapping micro-batches the periodic plan beats the skyline passes, identically on every run and "
+    "thread",
+    "[tmmu][periodic]") {
   // LB 13,340,672 bytes: before the periodic plan 1.0903 x LB (the skyline
   // passes), with it 1.0163.
   IntervalSet s = micro_batches(3, 6000, 4);
@@ -795,7 +810,7 @@ TEST_CASE("The hill climbing on the cycle's skyline rank lowers periodic plans, 
   } cases[] = {{5, 3, 23519232, 23789568}, {8, 4, 10657792, 10784768}};
   for (const auto& k : cases) {
     IntervalSet s = micro_batches(k.seed, 4000, k.period);
-    const std::vector<std::string> opts = {"pilot=off"};  // the climbing alone (the pilot: the next test)
+    const std::vector<std::string> opts = {"pilot=off"};           // the climbing alone (the pilot: the next test)
     const PlanReport ref = run_strategy(s, kModule, kByte, opts);  // checked by the kernel checker
     INFO("seed " << k.seed << " period " << k.period << ": LB " << ref.metrics[0].lower_bound << ", byte planner "
                  << ref.arena_footprint[0] << " (before the climbing " << k.before << ")");
@@ -805,8 +820,10 @@ TEST_CASE("The hill climbing on the cycle's skyline rank lowers periodic plans, 
   }
 }
 
-TEST_CASE("The pilot method on the best cycle lowers periodic plans, to the lower bound on one, identically on every run and thread",
-          "[tmmu][periodic]") {
+TEST_CASE(
+    "The pilot method on the best cycle lowers periodic plans, to the lower bound on one, identically on every run and "
+    "thread",
+    "[tmmu][periodic]") {
   // On by default (`pilot=on`: rank TW, K = 7): on the cycle the periodic
   // plan ends on, every step tries the K lowest representatives, completes
   // each by the skyline pass and commits the best, so the plan is never
@@ -836,8 +853,9 @@ TEST_CASE("The pilot method on the best cycle lowers periodic plans, to the lowe
   }
 }
 
-TEST_CASE("A pilot stopped by its work budget keeps its committed prefix and best completion: never above the skyline cycle",
-          "[tmmu][periodic]") {
+TEST_CASE(
+    "A pilot stopped by its work budget keeps its committed prefix and best completion: never above the skyline cycle",
+    "[tmmu][periodic]") {
   // pilot_budget=N stops trying candidates after N work units; the plan is
   // then the committed prefix plus the incumbent's completion, which is
   // never above the first rollout (the plain skyline pass with rank TW)
@@ -851,8 +869,8 @@ TEST_CASE("A pilot stopped by its work budget keeps its committed prefix and bes
   const uint64_t half = (full.work_units - off.work_units) / 2;
   const PlanReport tiny = run_strategy(s, kModule, kByte, {"pilot_budget=1"});  // each checked by the kernel checker
   const PlanReport mid = run_strategy(s, kModule, kByte, {"pilot_budget=" + std::to_string(half)});
-  INFO("pilot=off " << off.arena_footprint[0] << ", budget 1 " << tiny.arena_footprint[0] << ", budget " << half
-                    << " " << mid.arena_footprint[0] << ", full " << full.arena_footprint[0]);
+  INFO("pilot=off " << off.arena_footprint[0] << ", budget 1 " << tiny.arena_footprint[0] << ", budget " << half << " "
+                    << mid.arena_footprint[0] << ", full " << full.arena_footprint[0]);
   CHECK(tiny.arena_footprint[0] <= off.arena_footprint[0]);
   CHECK(mid.arena_footprint[0] <= tiny.arena_footprint[0]);
   CHECK(full.arena_footprint[0] <= mid.arena_footprint[0]);

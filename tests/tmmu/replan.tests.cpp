@@ -24,14 +24,24 @@ std::string mlp_ir(int64_t n) {
   const std::string N = std::to_string(n);
   return "      dtype: f64\n"
          "      tensors:\n"
-         "        - {id: x, role: input, shape: [" + N + ", 3]}\n"
+         "        - {id: x, role: input, shape: [" +
+         N +
+         ", 3]}\n"
          "        - {id: W, role: parameter, shape: [3, 5]}\n"
          "        - {id: b, role: parameter, shape: [5]}\n"
          "      nodes:\n"
-         "        - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [" + N + ", 5]}}\n"
-         "        - {node_id: 1, instr: bias_add, inputs: [h, b], output: {id: z, shape: [" + N + ", 5]}}\n"
-         "        - {node_id: 2, instr: tanh, inputs: [z], output: {id: y, shape: [" + N + ", 5]}}\n"
-         "        - {node_id: 3, instr: mul, inputs: [y, y], output: {id: s, shape: [" + N + ", 5]}}\n"
+         "        - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [" +
+         N +
+         ", 5]}}\n"
+         "        - {node_id: 1, instr: bias_add, inputs: [h, b], output: {id: z, shape: [" +
+         N +
+         ", 5]}}\n"
+         "        - {node_id: 2, instr: tanh, inputs: [z], output: {id: y, shape: [" +
+         N +
+         ", 5]}}\n"
+         "        - {node_id: 3, instr: mul, inputs: [y, y], output: {id: s, shape: [" +
+         N +
+         ", 5]}}\n"
          "        - {node_id: 4, instr: sum, inputs: [s], output: {id: loss, shape: []}}\n"
          "      outputs: [loss]\n"
          "      loss: loss\n";
@@ -44,15 +54,15 @@ struct Exec {
   Host host;
   Manifest manifest;
   const umlos_operator_desc* op = nullptr;
-  Exec(const std::string& model, int64_t declared = 4,
-       const std::string& strategy = "UML_OS.TMMU.BytePlanner_v1") {
+  Exec(const std::string& model, int64_t declared = 4, const std::string& strategy = "UML_OS.TMMU.BytePlanner_v1") {
     host.load(module_path("umlos_cpu_driver"), std::nullopt);
     host.load(module_path("umlos_executor"), std::nullopt);
     host.load(module_path("umlos_tmmu"), std::nullopt);
     host.set_active_strategy(strategy);
-    const std::string text = "umlos_manifest: 1\nname: replan\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
-                             "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: backward\n" +
-                             model + "    ir:\n" + mlp_ir(declared);
+    const std::string text =
+        "umlos_manifest: 1\nname: replan\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
+        "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: backward\n" +
+        model + "    ir:\n" + mlp_ir(declared);
     manifest = parse_manifest(text, "replan.yaml", "/tmp", true);
     host.set_operator_config(manifest.config);
     host.activate_driver("cpu_driver");
@@ -130,8 +140,10 @@ Reference reference(int64_t n) {
 
 }  // namespace
 
-TEST_CASE("Under REPLAN_AT_SAFEPOINT a batch beyond the shape envelope is replanned at the call boundary with a new plan hash",
-          "[tmmu][executor][replan]") {
+TEST_CASE(
+    "Under REPLAN_AT_SAFEPOINT a batch beyond the shape envelope is replanned at the call boundary with a new plan "
+    "hash",
+    "[tmmu][executor][replan]") {
   Exec e(kReplan);
   // t=1: the declared batch; the plan is made at the envelope [4, 3].
   e.call(1, 4);
@@ -183,8 +195,9 @@ TEST_CASE("Under REPLAN_AT_SAFEPOINT a batch beyond the shape envelope is replan
   CHECK_FALSE(e.host.is_persistent("model.exec.tmmu_plan_hash"));
 }
 
-TEST_CASE("Replanning is deterministic: two runs of one shape sequence give the same plan hashes, values and fingerprints",
-          "[tmmu][executor][replan][determinism]") {
+TEST_CASE(
+    "Replanning is deterministic: two runs of one shape sequence give the same plan hashes, values and fingerprints",
+    "[tmmu][executor][replan][determinism]") {
   const std::vector<int64_t> batches = {4, 3, 9, 2, 12, 5};
   for (const char* strategy : {"UML_OS.TMMU.BytePlanner_v1", "UML_OS.TMMU.PlanMemory_v2"}) {
     INFO(strategy);
@@ -235,8 +248,9 @@ TEST_CASE("A checkpoint stores the updated plan hash, and a run restored from it
   CHECK(b.i64("model.tmmu.envelope.x") == std::vector<int64_t>{9, 3});
 }
 
-TEST_CASE("Under ABORT a shape outside the envelope fails with INVALID_IR_SHAPES naming the input, and nothing is committed",
-          "[tmmu][executor][replan][errors]") {
+TEST_CASE(
+    "Under ABORT a shape outside the envelope fails with INVALID_IR_SHAPES naming the input, and nothing is committed",
+    "[tmmu][executor][replan][errors]") {
   Exec e(kAbort);
   e.call(1, 4);
   const std::string h = e.plan_hash();

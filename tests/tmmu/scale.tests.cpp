@@ -29,9 +29,9 @@ void never_above_greedy_by_size(uint64_t seed) {
   const PlanReport best_fit = run_strategy(s, kModule, kByte, {"baseline=greedy_by_size"});
   const PlanReport first_fit = run_strategy(s, kModule, kByte, {"baseline=greedy_by_size_first_fit"});
   for (size_t a = 0; a < s.arenas.size(); ++a) {
-    INFO("seed " << seed << " arena " << s.arenas[a].name << ": plan " << plan.arena_footprint[a]
-                 << ", best fit " << best_fit.arena_footprint[a] << ", first fit " << first_fit.arena_footprint[a]
-                 << ", LB " << plan.metrics[a].lower_bound);
+    INFO("seed " << seed << " arena " << s.arenas[a].name << ": plan " << plan.arena_footprint[a] << ", best fit "
+                 << best_fit.arena_footprint[a] << ", first fit " << first_fit.arena_footprint[a] << ", LB "
+                 << plan.metrics[a].lower_bound);
     CHECK(plan.arena_footprint[a] <= best_fit.arena_footprint[a]);
     CHECK(plan.arena_footprint[a] <= first_fit.arena_footprint[a]);
     CHECK(plan.arena_footprint[a] >= plan.metrics[a].lower_bound);

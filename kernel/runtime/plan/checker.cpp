@@ -15,10 +15,10 @@ namespace {
 
 // One storage: a tensor, or an alias group (members share one offset).
 struct Storage {
-  uint64_t size = 0;     // largest member
-  uint64_t align = 1;    // max(member alignment, arena alignment)
+  uint64_t size = 0;           // largest member
+  uint64_t align = 1;          // max(member alignment, arena alignment)
   int64_t begin = 0, end = 0;  // hull, inclusive
-  uint64_t first = 0;    // first member (request index)
+  uint64_t first = 0;          // first member (request index)
 };
 
 // The storages of one arena and their members (request indices, ascending)
@@ -46,7 +46,7 @@ uint64_t align_up_checked(uint64_t v, uint64_t a) {
 std::vector<ArenaStorages> storages_of(const umlos_plan_request& rq) {
   std::vector<ArenaStorages> per(rq.n_arenas);
   std::map<uint64_t, std::pair<uint32_t, size_t>> group;  // group -> (arena, index)
-  std::vector<size_t> storage_of(rq.n_tensors);            // index of each tensor's storage in its arena
+  std::vector<size_t> storage_of(rq.n_tensors);           // index of each tensor's storage in its arena
   for (uint64_t i = 0; i < rq.n_tensors; ++i) {
     const umlos_plan_tensor& t = rq.tensors[i];
     if (t.arena >= rq.n_arenas) {
@@ -101,8 +101,7 @@ std::vector<ArenaStorages> storages_of(const umlos_plan_request& rq) {
 }
 
 // Max over steps of (count, bytes) of live storages, inclusive intervals.
-void sweep_live(const std::vector<Storage>& st, bool persistent, uint64_t& max_count,
-                uint64_t& max_bytes) {
+void sweep_live(const std::vector<Storage>& st, bool persistent, uint64_t& max_count, uint64_t& max_bytes) {
   max_count = 0;
   max_bytes = 0;
   if (persistent) {
@@ -148,8 +147,8 @@ std::vector<ArenaFacts> arena_facts(const umlos_plan_request& rq) {
   return facts;
 }
 
-void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs,
-                const CheckOptions& options, const std::vector<std::string>& ids) {
+void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs, const CheckOptions& options,
+                const std::vector<std::string>& ids) {
   auto per = storages_of(rq);
   for (uint32_t a = 0; a < rq.n_arenas; ++a) {
     const umlos_plan_arena& arena = rq.arenas[a];
@@ -177,8 +176,8 @@ void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs,
         const uint64_t need = std::max(t.alignment ? t.alignment : arena_align, arena_align);
         if (off % need != 0) {
           std::ostringstream msg;
-          msg << arena_name << ": " << name_of(m, ids) << " at offset " << off
-              << " is not a multiple of its alignment " << need;
+          msg << arena_name << ": " << name_of(m, ids) << " at offset " << off << " is not a multiple of its alignment "
+              << need;
           throw Failure(UMLOS_ALIGNMENT_VIOLATION, msg.str());
         }
         if (off > UINT64_MAX - t.size || off + t.size > footprint) {
@@ -194,9 +193,8 @@ void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs,
     std::vector<size_t> order(st.size());
     std::iota(order.begin(), order.end(), size_t{0});
     if (!persistent)
-      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-        return st[x].begin != st[y].begin ? st[x].begin < st[y].begin : x < y;
-      });
+      std::sort(order.begin(), order.end(),
+                [&](size_t x, size_t y) { return st[x].begin != st[y].begin ? st[x].begin < st[y].begin : x < y; });
     using Ending = std::pair<int64_t, size_t>;
     std::priority_queue<Ending, std::vector<Ending>, std::greater<Ending>> ending;
     std::set<std::pair<uint64_t, size_t>> active;  // (offset, storage)
@@ -209,10 +207,9 @@ void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs,
       const uint64_t o = off_of(k), e = o + st[k].size;
       auto collide = [&](size_t j) {
         std::ostringstream msg;
-        msg << arena_name << ": " << name_of(st[k].first, ids) << " [" << o << ", " << e
-            << ") live steps " << st[k].begin << ".." << st[k].end << " overlaps "
-            << name_of(st[j].first, ids) << " [" << off_of(j) << ", " << off_of(j) + st[j].size
-            << ") live steps " << st[j].begin << ".." << st[j].end;
+        msg << arena_name << ": " << name_of(st[k].first, ids) << " [" << o << ", " << e << ") live steps "
+            << st[k].begin << ".." << st[k].end << " overlaps " << name_of(st[j].first, ids) << " [" << off_of(j)
+            << ", " << off_of(j) + st[j].size << ") live steps " << st[j].begin << ".." << st[j].end;
         throw Failure(UMLOS_ADDRESS_COLLISION, msg.str());
       };
       auto next = active.lower_bound({o, 0});
@@ -238,16 +235,16 @@ void check_plan(const umlos_plan_request& rq, const umlos_plan_result& rs,
           auto ins = slot_offset.emplace(slot, rs.offsets[m]);
           if (ins.first->second != rs.offsets[m]) {
             std::ostringstream msg;
-            msg << arena_name << ": logical slot " << slot << " has two offsets " << ins.first->second
-                << " and " << rs.offsets[m] << " (" << name_of(m, ids) << ")";
+            msg << arena_name << ": logical slot " << slot << " has two offsets " << ins.first->second << " and "
+                << rs.offsets[m] << " (" << name_of(m, ids) << ")";
             throw Failure(UMLOS_ADDRESS_COLLISION, msg.str());
           }
         }
       }
       if (slot_offset.size() != max_live) {
         std::ostringstream msg;
-        msg << arena_name << ": " << slot_offset.size() << " logical slots used, expected max live "
-            << max_live << " (spec 001 VII.A)";
+        msg << arena_name << ": " << slot_offset.size() << " logical slots used, expected max live " << max_live
+            << " (spec 001 VII.A)";
         throw Failure(UMLOS_INTERNAL, msg.str());
       }
     }

@@ -40,19 +40,18 @@ struct CheckOptions {
 //  ARENA_TOO_SMALL     a tensor beyond its arena's footprint, or a footprint
 //                      beyond the arena's capacity;
 //  INTERNAL            slot count != max live (require_optimal_slots).
-void check_plan(const umlos_plan_request& request, const umlos_plan_result& result,
-                const CheckOptions& options, const std::vector<std::string>& ids = {});
+void check_plan(const umlos_plan_request& request, const umlos_plan_result& result, const CheckOptions& options,
+                const std::vector<std::string>& ids = {});
 
 struct ArenaMetrics {
-  uint64_t peak_logical_slots = 0;        // distinct slots used (0 for byte plans)
-  uint64_t peak_physical_bytes = 0;       // the arena footprint
+  uint64_t peak_logical_slots = 0;   // distinct slots used (0 for byte plans)
+  uint64_t peak_physical_bytes = 0;  // the arena footprint
   uint64_t lower_bound = 0;
   uint64_t max_live = 0;
-  double memory_reuse_ratio = 0.0;        // 1 - storages_used / tensors (spec 001 step 6)
+  double memory_reuse_ratio = 0.0;            // 1 - storages_used / tensors (spec 001 step 6)
   double internal_fragmentation_ratio = 0.0;  // (footprint - LB) / footprint
 };
 
-std::vector<ArenaMetrics> compute_metrics(const umlos_plan_request& request,
-                                          const umlos_plan_result& result);
+std::vector<ArenaMetrics> compute_metrics(const umlos_plan_request& request, const umlos_plan_result& result);
 
 }  // namespace umlos::plan

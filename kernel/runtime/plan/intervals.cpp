@@ -1,11 +1,10 @@
 // intervals.cpp — reading umlos.intervals.v1 JSON / .json.gz and MiniMalloc CSV.
 #include "intervals.hpp"
 
-
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -37,8 +36,7 @@ std::string kind_of(const json& v) {
 
 // An unsigned integer field; floats and out-of-range values are refused
 // (a JSON number beyond uint64 is parsed as a float: report overflow).
-uint64_t get_u64(const json& obj, const char* key, const std::string& where, bool required,
-                 uint64_t dflt) {
+uint64_t get_u64(const json& obj, const char* key, const std::string& where, bool required, uint64_t dflt) {
   auto it = obj.find(key);
   if (it == obj.end()) {
     if (required) bad(UMLOS_INVALID_IR_SHAPES, where, std::string("missing key '") + key + "'");
@@ -48,15 +46,12 @@ uint64_t get_u64(const json& obj, const char* key, const std::string& where, boo
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer()) {
     std::ostringstream m;
-    m << "'" << key << "' must be >= 0" << (std::string(key) == "size" ? " (and > 0)" : "")
-      << ", got " << v.dump();
+    m << "'" << key << "' must be >= 0" << (std::string(key) == "size" ? " (and > 0)" : "") << ", got " << v.dump();
     bad(UMLOS_INVALID_IR_SHAPES, where, m.str());
   }
   if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() >= 18446744073709551616.0)
-    bad(UMLOS_ALLOCATION_OVERFLOW, where,
-        std::string("'") + key + "' = " + v.dump() + " does not fit in uint64");
-  bad(UMLOS_INVALID_IR_SHAPES, where,
-      std::string("'") + key + "' must be an integer, got " + kind_of(v));
+    bad(UMLOS_ALLOCATION_OVERFLOW, where, std::string("'") + key + "' = " + v.dump() + " does not fit in uint64");
+  bad(UMLOS_INVALID_IR_SHAPES, where, std::string("'") + key + "' must be an integer, got " + kind_of(v));
 }
 
 int64_t get_i64(const json& obj, const char* key, const std::string& where) {
@@ -66,20 +61,17 @@ int64_t get_i64(const json& obj, const char* key, const std::string& where) {
   if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
   if (v.is_number_unsigned()) {
     if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      bad(UMLOS_ALLOCATION_OVERFLOW, where,
-          std::string("'") + key + "' = " + v.dump() + " does not fit in int64");
+      bad(UMLOS_ALLOCATION_OVERFLOW, where, std::string("'") + key + "' = " + v.dump() + " does not fit in int64");
     return static_cast<int64_t>(v.get<uint64_t>());
   }
-  bad(UMLOS_INVALID_IR_SHAPES, where,
-      std::string("'") + key + "' must be an integer step, got " + kind_of(v));
+  bad(UMLOS_INVALID_IR_SHAPES, where, std::string("'") + key + "' must be an integer step, got " + kind_of(v));
 }
 
 bool get_bool(const json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end()) return false;
   if (!it->is_boolean())
-    bad(UMLOS_INVALID_IR_SHAPES, where, std::string("'") + key + "' must be true or false, got " +
-                                            kind_of(*it));
+    bad(UMLOS_INVALID_IR_SHAPES, where, std::string("'") + key + "' must be true or false, got " + kind_of(*it));
   return it->get<bool>();
 }
 
@@ -178,16 +170,30 @@ class IntervalsSax {
   size_t tensors_keys() const { return tensors_keys_; }
   size_t elements() const { return elements_; }
 
-  bool null() { return value([&](DomBuilder& d) { return d.null(); }); }
-  bool boolean(bool b) { return value([&](DomBuilder& d) { return d.boolean(b); }); }
-  bool number_integer(json::number_integer_t v) { return value([&](DomBuilder& d) { return d.number_integer(v); }); }
-  bool number_unsigned(json::number_unsigned_t v) { return value([&](DomBuilder& d) { return d.number_unsigned(v); }); }
+  bool null() {
+    return value([&](DomBuilder& d) { return d.null(); });
+  }
+  bool boolean(bool b) {
+    return value([&](DomBuilder& d) { return d.boolean(b); });
+  }
+  bool number_integer(json::number_integer_t v) {
+    return value([&](DomBuilder& d) { return d.number_integer(v); });
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return value([&](DomBuilder& d) { return d.number_unsigned(v); });
+  }
   bool number_float(json::number_float_t v, const std::string& s) {
     return value([&](DomBuilder& d) { return d.number_float(v, s); });
   }
-  bool string(std::string& v) { return value([&](DomBuilder& d) { return d.string(v); }); }
-  bool binary(json::binary_t& v) { return value([&](DomBuilder& d) { return d.binary(v); }); }
-  bool start_object(std::size_t n) { return open([&](DomBuilder& d) { return d.start_object(n); }); }
+  bool string(std::string& v) {
+    return value([&](DomBuilder& d) { return d.string(v); });
+  }
+  bool binary(json::binary_t& v) {
+    return value([&](DomBuilder& d) { return d.binary(v); });
+  }
+  bool start_object(std::size_t n) {
+    return open([&](DomBuilder& d) { return d.start_object(n); });
+  }
   bool start_array(std::size_t n) {
     if (depth_ == 1 && after_tensors_key_) {  // the top-level "tensors" array itself
       after_tensors_key_ = false;
@@ -205,7 +211,9 @@ class IntervalsSax {
     if (in_tensors_) return element_ ? element_->key(k) : true;
     return on_tensor_ ? true : dom_.key(k);
   }
-  bool end_object() { return close([&](DomBuilder& d) { return d.end_object(); }); }
+  bool end_object() {
+    return close([&](DomBuilder& d) { return d.end_object(); });
+  }
   bool end_array() {
     if (in_tensors_ && depth_ == 2) {  // the end of the top-level "tensors" array
       in_tensors_ = false;
@@ -286,8 +294,7 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
   auto fmt = doc.find("format");
   if (fmt == doc.end() || !fmt->is_string() || fmt->get<std::string>() != "umlos.intervals.v1")
     bad(UMLOS_INVALID_ARGUMENT, source,
-        "'format' must be \"umlos.intervals.v1\", got " +
-            (fmt == doc.end() ? std::string("nothing") : fmt->dump()));
+        "'format' must be \"umlos.intervals.v1\", got " + (fmt == doc.end() ? std::string("nothing") : fmt->dump()));
   IntervalSet set;
   set.source = source;
   if (doc.contains("name") && doc["name"].is_string()) set.name = doc["name"].get<std::string>();
@@ -295,8 +302,7 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
     if (!doc["mode"].is_string()) bad(UMLOS_INVALID_ARGUMENT, source, "'mode' must be a string");
     set.mode = doc["mode"].get<std::string>();
     if (set.mode != "forward" && set.mode != "backward" && set.mode != "inference")
-      bad(UMLOS_INVALID_ARGUMENT, source,
-          "'mode' must be forward, backward or inference, got \"" + set.mode + "\"");
+      bad(UMLOS_INVALID_ARGUMENT, source, "'mode' must be forward, backward or inference, got \"" + set.mode + "\"");
   }
   set.rank = get_u64(doc, "rank", source, false, 0);
   set.world_size = get_u64(doc, "world_size", source, false, 1);
@@ -319,8 +325,7 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
   // Arenas: the spec's three (0.N) unless the file lists its own.
   if (doc.contains("arenas")) {
     const json& arenas = doc["arenas"];
-    if (!arenas.is_array() || arenas.empty())
-      bad(UMLOS_INVALID_ARGUMENT, source, "'arenas' must be a non-empty array");
+    if (!arenas.is_array() || arenas.empty()) bad(UMLOS_INVALID_ARGUMENT, source, "'arenas' must be a non-empty array");
     for (size_t i = 0; i < arenas.size(); ++i) {
       const json& a = arenas[i];
       const std::string where = source + ": arenas[" + std::to_string(i) + "]";
@@ -343,8 +348,7 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
   }
 
   auto tensors = doc.find("tensors");
-  if (tensors == doc.end() || !tensors->is_array())
-    bad(UMLOS_INVALID_ARGUMENT, source, "'tensors' must be an array");
+  if (tensors == doc.end() || !tensors->is_array()) bad(UMLOS_INVALID_ARGUMENT, source, "'tensors' must be an array");
   std::map<std::string, uint64_t> alias_numbers;
   set.tensors.reserve(header.elements());
   const IntervalsSax::OnTensor add_tensor = [&](const json& t, size_t i) {
@@ -353,17 +357,19 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
     TensorSpec s;
     auto id = t.find("id");
     if (id == t.end()) bad(UMLOS_INVALID_IR_SHAPES, where, "missing key 'id'");
-    if (id->is_string()) s.id = id->get<std::string>();
-    else if (id->is_number_integer()) s.id = id->dump();
-    else bad(UMLOS_INVALID_IR_SHAPES, where, "'id' must be a string, got " + kind_of(*id));
+    if (id->is_string())
+      s.id = id->get<std::string>();
+    else if (id->is_number_integer())
+      s.id = id->dump();
+    else
+      bad(UMLOS_INVALID_IR_SHAPES, where, "'id' must be a string, got " + kind_of(*id));
     where += " (id '" + s.id + "')";
     std::string arena = "activations";
     if (t.contains("arena")) {
       if (!t["arena"].is_string()) bad(UMLOS_INVALID_IR_SHAPES, where, "'arena' must be a string");
       arena = t["arena"].get<std::string>();
     }
-    auto ar = std::find_if(set.arenas.begin(), set.arenas.end(),
-                           [&](const ArenaSpec& a) { return a.name == arena; });
+    auto ar = std::find_if(set.arenas.begin(), set.arenas.end(), [&](const ArenaSpec& a) { return a.name == arena; });
     if (ar == set.arenas.end()) {
       std::string known;
       for (const ArenaSpec& a : set.arenas) known += (known.empty() ? "" : ", ") + a.name;
@@ -381,8 +387,7 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
       if (max_size < s.actual_size) {
         std::ostringstream m;
         m << "size " << s.actual_size << " exceeds shape_envelope.max_size " << max_size
-          << (set.replan_policy == "ABORT" ? " (replan_policy ABORT)"
-                                           : " (replan at the next safepoint)");
+          << (set.replan_policy == "ABORT" ? " (replan_policy ABORT)" : " (replan at the next safepoint)");
         bad(UMLOS_INVALID_IR_SHAPES, where, m.str());
       }
       s.size = max_size;
@@ -427,8 +432,7 @@ IntervalSet parse_intervals_json(const std::string& text, const std::string& sou
   return set;
 }
 
-IntervalSet parse_intervals_csv(const std::string& text, const std::string& source,
-                                uint64_t alignment) {
+IntervalSet parse_intervals_csv(const std::string& text, const std::string& source, uint64_t alignment) {
   check_alignment(alignment, source + ": --alignment");
   IntervalSet set;
   set.source = source;
@@ -454,8 +458,7 @@ IntervalSet parse_intervals_csv(const std::string& text, const std::string& sour
     std::string cell;
     while (std::getline(ls, cell, ',')) f.push_back(cell);
     if (f.size() != 4)
-      bad(UMLOS_INVALID_IR_SHAPES, where, "expected 4 fields id,lower,upper,size, got " +
-                                              std::to_string(f.size()));
+      bad(UMLOS_INVALID_IR_SHAPES, where, "expected 4 fields id,lower,upper,size, got " + std::to_string(f.size()));
     auto num = [&](const std::string& s, const char* name) -> uint64_t {
       if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
         bad(UMLOS_INVALID_IR_SHAPES, where + " (id '" + f[0] + "')",
@@ -473,8 +476,7 @@ IntervalSet parse_intervals_csv(const std::string& text, const std::string& sour
     t.size = t.actual_size = num(f[3], "size");
     const std::string tw = where + " (id '" + t.id + "')";
     if (t.size == 0) bad(UMLOS_INVALID_IR_SHAPES, tw, "'size' must be > 0, got 0");
-    if (upper > static_cast<uint64_t>(INT64_MAX))
-      bad(UMLOS_ALLOCATION_OVERFLOW, tw, "'upper' does not fit in int64");
+    if (upper > static_cast<uint64_t>(INT64_MAX)) bad(UMLOS_ALLOCATION_OVERFLOW, tw, "'upper' does not fit in int64");
     if (upper <= lower) {
       std::ostringstream m;
       m << "half-open interval [" << lower << ", " << upper << ") is empty (expected lower < upper)";

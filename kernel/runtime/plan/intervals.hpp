@@ -37,7 +37,7 @@ struct TensorSpec {
 struct IntervalSet {
   std::string source;  // file path, for messages
   std::string name;
-  std::string mode;    // "forward" | "backward" | "inference" | "" (unknown)
+  std::string mode;  // "forward" | "backward" | "inference" | "" (unknown)
   uint64_t rank = 0;
   uint64_t world_size = 1;
   std::string shard_spec_json = "null";  // canonical text of the shard spec
@@ -53,8 +53,7 @@ struct IntervalSet {
 class PhaseTimer;
 IntervalSet read_intervals(const std::string& path, uint64_t csv_alignment = 0, PhaseTimer* timer = nullptr);
 IntervalSet parse_intervals_json(const std::string& text, const std::string& source);
-IntervalSet parse_intervals_csv(const std::string& text, const std::string& source,
-                                uint64_t alignment);
+IntervalSet parse_intervals_csv(const std::string& text, const std::string& source, uint64_t alignment);
 
 // Request view of a set: arrays borrowed from the PlanInput (keep it alive).
 struct PlanInput {

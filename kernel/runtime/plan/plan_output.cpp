@@ -16,12 +16,18 @@ using cbor::Value;
 
 Value json_to_cbor(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return Value::null();
-    case nlohmann::json::value_t::boolean: return Value::boolean(j.get<bool>());
-    case nlohmann::json::value_t::number_unsigned: return Value::uinteger(j.get<uint64_t>());
-    case nlohmann::json::value_t::number_integer: return Value::integer(j.get<int64_t>());
-    case nlohmann::json::value_t::number_float: return Value::floating(j.get<double>());
-    case nlohmann::json::value_t::string: return Value::text(j.get<std::string>());
+    case nlohmann::json::value_t::null:
+      return Value::null();
+    case nlohmann::json::value_t::boolean:
+      return Value::boolean(j.get<bool>());
+    case nlohmann::json::value_t::number_unsigned:
+      return Value::uinteger(j.get<uint64_t>());
+    case nlohmann::json::value_t::number_integer:
+      return Value::integer(j.get<int64_t>());
+    case nlohmann::json::value_t::number_float:
+      return Value::floating(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return Value::text(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       std::vector<Value> items;
       for (const auto& e : j) items.push_back(json_to_cbor(e));
@@ -33,7 +39,8 @@ Value json_to_cbor(const nlohmann::json& j) {
         entries.emplace_back(Value::text(it.key()), json_to_cbor(it.value()));
       return Value::map(std::move(entries));
     }
-    default: return Value::null();
+    default:
+      return Value::null();
   }
 }
 
@@ -49,11 +56,16 @@ std::string fmt_ratio(double r) {
 std::string xml_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
   }
   return o;
 }
@@ -117,8 +129,8 @@ Digest plan_hash(const IntervalSet& set, const PlanReport& plan) {
   }
   std::vector<Value> arenas;
   for (const ArenaSpec& a : set.arenas)
-    arenas.push_back(Value::array({Value::text(a.name), Value::uinteger(a.alignment),
-                                   Value::uinteger(a.capacity), Value::boolean(a.persistent)}));
+    arenas.push_back(Value::array({Value::text(a.name), Value::uinteger(a.alignment), Value::uinteger(a.capacity),
+                                   Value::boolean(a.persistent)}));
   const Digest arena_config_hash = hash_of(Value::array(arenas));
   const Digest shard_spec_hash = hash_of(json_to_cbor(nlohmann::json::parse(set.shard_spec_json)));
   cbor::StreamEncoder e(to_hasher, &plan_hasher);
@@ -138,8 +150,10 @@ Digest plan_hash(const IntervalSet& set, const PlanReport& plan) {
     e.array(3);
     e.text(t.id);
     e.text(set.arenas[t.arena].name);
-    if (plan.slots[i] == UMLOS_PLAN_NO_SLOT) e.null();
-    else e.uinteger(plan.slots[i]);
+    if (plan.slots[i] == UMLOS_PLAN_NO_SLOT)
+      e.null();
+    else
+      e.uinteger(plan.slots[i]);
   }
   e.array(n);  // logical_address_table
   for (size_t i = 0; i < n; ++i) {
@@ -157,10 +171,10 @@ std::vector<uint8_t> checkpoint_cbor(const IntervalSet& set, const PlanReport& p
   std::vector<Value> assignment, ranges, metrics;
   for (size_t i = 0; i < set.tensors.size(); ++i) {
     const TensorSpec& t = set.tensors[i];
-    assignment.push_back(Value::array(
-        {Value::text(t.id), Value::text(set.arenas[t.arena].name),
-         plan.slots[i] == UMLOS_PLAN_NO_SLOT ? Value::null() : Value::uinteger(plan.slots[i]),
-         Value::uinteger(plan.offsets[i]), Value::uinteger(t.size)}));
+    assignment.push_back(
+        Value::array({Value::text(t.id), Value::text(set.arenas[t.arena].name),
+                      plan.slots[i] == UMLOS_PLAN_NO_SLOT ? Value::null() : Value::uinteger(plan.slots[i]),
+                      Value::uinteger(plan.offsets[i]), Value::uinteger(t.size)}));
     ranges.push_back(Value::array({Value::text(t.id), Value::integer(t.begin), Value::integer(t.end)}));
   }
   for (size_t a = 0; a < set.arenas.size(); ++a) {
@@ -188,8 +202,8 @@ std::string to_json(const IntervalSet& set, const PlanReport& plan, const Digest
   j["lower_bound_bytes"] = plan.lower_bound_bytes();
   j["plan_hash"] = to_hex(hash);
   json metrics;
-  json peak_bytes = json::object(), slots = json::object(), max_live = json::object(),
-       reuse = json::object(), frag = json::object(), lbs = json::object();
+  json peak_bytes = json::object(), slots = json::object(), max_live = json::object(), reuse = json::object(),
+       frag = json::object(), lbs = json::object();
   uint64_t total_slots = 0, total_live = 0;
   for (size_t a = 0; a < set.arenas.size(); ++a) {
     const ArenaMetrics& m = plan.metrics[a];
@@ -224,8 +238,10 @@ std::string to_json(const IntervalSet& set, const PlanReport& plan, const Digest
     e["size"] = t.size;
     e["begin"] = t.begin;
     e["end"] = t.end;
-    if (plan.slots[i] == UMLOS_PLAN_NO_SLOT) e["slot"] = nullptr;
-    else e["slot"] = plan.slots[i];
+    if (plan.slots[i] == UMLOS_PLAN_NO_SLOT)
+      e["slot"] = nullptr;
+    else
+      e["slot"] = plan.slots[i];
     tensors.push_back(std::move(e));
   }
   j["tensors"] = std::move(tensors);
@@ -236,19 +252,18 @@ std::string to_text(const IntervalSet& set, const PlanReport& plan, const Digest
   std::ostringstream o;
   o << "plan of " << set.source << " (" << set.tensors.size() << " tensors) by " << plan.strategy << "\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-14s %9s %8s %8s %16s %16s %8s %8s\n", "arena", "tensors", "max_live",
-                "slots", "footprint", "lower_bound", "ratio", "reuse");
+  std::snprintf(line, sizeof line, "%-14s %9s %8s %8s %16s %16s %8s %8s\n", "arena", "tensors", "max_live", "slots",
+                "footprint", "lower_bound", "ratio", "reuse");
   o << line;
   std::vector<uint64_t> count(set.arenas.size(), 0);
   for (const TensorSpec& t : set.tensors) ++count[t.arena];
   for (size_t a = 0; a < set.arenas.size(); ++a) {
     const ArenaMetrics& m = plan.metrics[a];
     const double ratio = m.lower_bound ? static_cast<double>(m.peak_physical_bytes) / m.lower_bound : 1.0;
-    std::snprintf(line, sizeof line, "%-14s %9llu %8llu %8llu %16llu %16llu %8s %8s\n",
-                  set.arenas[a].name.c_str(), (unsigned long long)count[a], (unsigned long long)m.max_live,
+    std::snprintf(line, sizeof line, "%-14s %9llu %8llu %8llu %16llu %16llu %8s %8s\n", set.arenas[a].name.c_str(),
+                  (unsigned long long)count[a], (unsigned long long)m.max_live,
                   (unsigned long long)m.peak_logical_slots, (unsigned long long)m.peak_physical_bytes,
-                  (unsigned long long)m.lower_bound, fmt_ratio(ratio).c_str(),
-                  fmt_ratio(m.memory_reuse_ratio).c_str());
+                  (unsigned long long)m.lower_bound, fmt_ratio(ratio).c_str(), fmt_ratio(m.memory_reuse_ratio).c_str());
     o << line;
   }
   const uint64_t f = plan.footprint_bytes(), lb = plan.lower_bound_bytes();
@@ -304,8 +319,8 @@ std::string to_svg(const IntervalSet& set, const PlanReport& plan) {
                     "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"hsl(%u,60%%,62%%)\" "
                     "stroke=\"#333\" stroke-width=\"0.3\">",
                     x, yt, w, std::max(0.3, yb - yt), hue);
-      o << rect << "<title>" << xml_escape(t.id) << ": offset " << plan.offsets[i] << ", size " << t.size
-        << ", steps " << t.begin << ".." << t.end << "</title></rect>\n";
+      o << rect << "<title>" << xml_escape(t.id) << ": offset " << plan.offsets[i] << ", size " << t.size << ", steps "
+        << t.begin << ".." << t.end << "</title></rect>\n";
     }
     const double ylb = Y(static_cast<double>(m.lower_bound));
     o << "<line x1=\"" << left << "\" x2=\"" << left + pw << "\" y1=\"" << ylb << "\" y2=\"" << ylb
@@ -318,8 +333,8 @@ std::string to_svg(const IntervalSet& set, const PlanReport& plan) {
     o << "<text x=\"" << left + pw << "\" y=\"" << y0 + panel_h + 16 << "\" text-anchor=\"end\">step " << t1
       << "</text>\n";
     o << "<text x=\"" << left + pw / 2 << "\" y=\"" << y0 + panel_h + 32 << "\" text-anchor=\"middle\">arena "
-      << xml_escape(set.arenas[a].name) << ": " << members[a].size() << " tensors, footprint "
-      << m.peak_physical_bytes << " B (x = step, y = offset)</text>\n</g>\n";
+      << xml_escape(set.arenas[a].name) << ": " << members[a].size() << " tensors, footprint " << m.peak_physical_bytes
+      << " B (x = step, y = offset)</text>\n</g>\n";
     y0 += panel_h + gap;
   }
   o << "</svg>\n";
@@ -359,8 +374,10 @@ void from_request(const umlos_plan_request& request, const umlos_plan_result& re
   plan = PlanReport{};
   plan.strategy = strategy;
   plan.offsets.assign(result.offsets, result.offsets + request.n_tensors);
-  if (result.slots) plan.slots.assign(result.slots, result.slots + request.n_tensors);
-  else plan.slots.assign(request.n_tensors, UMLOS_PLAN_NO_SLOT);
+  if (result.slots)
+    plan.slots.assign(result.slots, result.slots + request.n_tensors);
+  else
+    plan.slots.assign(request.n_tensors, UMLOS_PLAN_NO_SLOT);
   plan.arena_footprint.assign(result.arena_footprint, result.arena_footprint + request.n_arenas);
   plan.work_units = result.work_units;
   plan.metrics = compute_metrics(request, result);

@@ -12,9 +12,9 @@
 #include <optional>
 #include <regex>
 
+#include "conformance.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
-#include "conformance.hpp"
 #include "host.hpp"
 
 namespace umlos {
@@ -37,9 +37,8 @@ static std::string with_ids(const std::string& message, const IntervalSet& set) 
   return out + message.substr(last);
 }
 
-PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
-                        const std::string& strategy, const std::vector<std::string>& options,
-                        PhaseTimer* timer) {
+PlanReport run_strategy(const IntervalSet& set, const std::string& module_path, const std::string& strategy,
+                        const std::vector<std::string>& options, PhaseTimer* timer) {
   auto mark = [&](const char* phase) {
     if (timer) timer->mark(phase);
   };
@@ -78,8 +77,7 @@ PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
   }
   const auto t1 = std::chrono::steady_clock::now();
   r.allocation_cpu_ns = thread_cpu_ns() - c0;
-  r.allocation_time_ns =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+  r.allocation_time_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
   r.work_units = result.work_units;
   mark("plan");
   std::vector<std::string> ids;
@@ -133,13 +131,13 @@ int cmd_plan(const std::vector<std::string>& args) {
   uint64_t csv_alignment = 0, capacity = 0;
   try {
     auto need = [&](size_t& i) -> const std::string& {
-      if (i + 1 >= args.size())
-        throw Failure(UMLOS_INVALID_ARGUMENT, "umlos plan: " + args[i] + " needs a value");
+      if (i + 1 >= args.size()) throw Failure(UMLOS_INVALID_ARGUMENT, "umlos plan: " + args[i] + " needs a value");
       return args[++i];
     };
     auto number = [&](const std::string& flag, const std::string& v) -> uint64_t {
       if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
-        throw Failure(UMLOS_INVALID_ARGUMENT, "umlos plan: " + flag + " expects a non-negative integer, got '" + v + "'");
+        throw Failure(UMLOS_INVALID_ARGUMENT,
+                      "umlos plan: " + flag + " expects a non-negative integer, got '" + v + "'");
       return std::stoull(v);
     };
     for (size_t i = 0; i < args.size(); ++i) {

@@ -23,9 +23,8 @@ namespace plan {
 // UML_OS.TMMU.PlanMemory_v2). Throws umlos::Failure; module messages that
 // name "tensor #i" get the tensor's id appended. `timer`, when given, gets
 // the phases load, request, plan, check, metrics.
-PlanReport run_strategy(const IntervalSet& set, const std::string& module_path,
-                        const std::string& strategy, const std::vector<std::string>& options,
-                        PhaseTimer* timer = nullptr);
+PlanReport run_strategy(const IntervalSet& set, const std::string& module_path, const std::string& strategy,
+                        const std::vector<std::string>& options, PhaseTimer* timer = nullptr);
 
 // <folder of the running executable>/modules/libumlos_tmmu.so
 std::string default_module_path();

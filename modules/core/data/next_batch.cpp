@@ -127,9 +127,11 @@ void next_batch(sdk::Context& c) {
   const sdk::Shape xs = c.shape(x), ys = c.shape(y);
   const int64_t N = xs[0], D = xs[1];
   if (N < 1 || D < 1)
-    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "data.train.x is ", sdk::shape_string(xs), ": expected [N, D] with N, D >= 1");
+    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "data.train.x is ", sdk::shape_string(xs),
+                     ": expected [N, D] with N, D >= 1");
   if (ys[0] != N)
-    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "data.train.y is ", sdk::shape_string(ys), ", data.train.x has ", N, " rows");
+    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "data.train.y is ", sdk::shape_string(ys), ", data.train.x has ", N,
+                     " rows");
   const int32_t want_y = task == Task::Multiclass ? UMLOS_DTYPE_I64 : UMLOS_DTYPE_F64;
   if (c.dtype(y) != want_y)
     throw sdk::Error(UMLOS_SHAPE_MISMATCH, "data.train.y is ", sdk::dtype_name(c.dtype(y)), ", task_type ", task_name,
@@ -145,8 +147,7 @@ void next_batch(sdk::Context& c) {
   if (task == Task::Regression) {
     const umlos_tensor* m = c.optional_input("data.target.mean");
     const umlos_tensor* s = c.optional_input("data.target.std");
-    if (!m || !s)
-      throw sdk::Error(UMLOS_NOT_FOUND, "task_type regression needs data.target.mean and data.target.std");
+    if (!m || !s) throw sdk::Error(UMLOS_NOT_FOUND, "task_type regression needs data.target.mean and data.target.std");
     mean = c.read<double>(m).at(0);
     sd = std::max(c.read<double>(s).at(0), kEpsDenom);
   }
@@ -157,8 +158,8 @@ void next_batch(sdk::Context& c) {
     epoch = v[0];
     pos = v[1];
     if (epoch < 0 || pos < 0 || pos >= N)
-      throw sdk::Error(UMLOS_OUT_OF_RANGE, "data.cursor (", epoch, ", ", pos, "): expected epoch >= 0 and position in [0, ",
-                       N, ")");
+      throw sdk::Error(UMLOS_OUT_OF_RANGE, "data.cursor (", epoch, ", ", pos,
+                       "): expected epoch >= 0 and position in [0, ", N, ")");
   }
 
   // The experiment's key, not the replay token: the replay token covers the
@@ -188,7 +189,8 @@ void next_batch(sdk::Context& c) {
   const Digest perm_hash = permutation(token, epoch, static_cast<uint64_t>(N)).hash;
 
   // The one draw (stream misc): B uniforms, one per row.
-  const std::vector<double> u = c.draw_host<double>(UMLOS_STREAM_MISC, UMLOS_DIST_UNIFORM_F64, static_cast<uint64_t>(B));
+  const std::vector<double> u =
+      c.draw_host<double>(UMLOS_STREAM_MISC, UMLOS_DIST_UNIFORM_F64, static_cast<uint64_t>(B));
 
   std::vector<double> bx(static_cast<size_t>(B * D));
   std::vector<double> by(static_cast<size_t>(B));
@@ -230,9 +232,9 @@ void next_batch(sdk::Context& c) {
 }
 
 // SHA-256 of eight zero bytes: the hash of the permutation [0] of a one-row split.
-const std::vector<uint8_t> kPermHashOfZero = {
-    0xaf, 0x55, 0x70, 0xf5, 0xa1, 0x81, 0x0b, 0x7a, 0xf7, 0x8c, 0xaf, 0x4b, 0xc7, 0x0a, 0x66, 0x0f,
-    0x0d, 0xf5, 0x1e, 0x42, 0xba, 0xf9, 0x1d, 0x4d, 0xe5, 0xb2, 0x32, 0x8d, 0xe0, 0xe8, 0x3d, 0xfc};
+const std::vector<uint8_t> kPermHashOfZero = {0xaf, 0x55, 0x70, 0xf5, 0xa1, 0x81, 0x0b, 0x7a, 0xf7, 0x8c, 0xaf,
+                                              0x4b, 0xc7, 0x0a, 0x66, 0x0f, 0x0d, 0xf5, 0x1e, 0x42, 0xba, 0xf9,
+                                              0x1d, 0x4d, 0xe5, 0xb2, 0x32, 0x8d, 0xe0, 0xe8, 0x3d, 0xfc};
 
 sdk::Module describe() {
   sdk::Operator op("UML_OS.Data.NextBatch_v1");
@@ -299,7 +301,10 @@ sdk::Module describe() {
               .expect<double>("batch.x", {4, 1}, {0.0, 1.0, 0.75, 0.5})
               .expect<int64_t>("batch.y", {4}, {0, 1, 0, 2})
               .expect<int64_t>("data.cursor", {2}, {0, 4})
-              .expect<uint8_t>("data.permutation_hash", {32}, std::vector<uint8_t>{0xf1, 0x87, 0x20, 0x93, 0x54, 0xea, 0x12, 0xeb, 0xc5, 0x51, 0xc1, 0xab, 0x33, 0x7f, 0xcc, 0x8f, 0x73, 0x5b, 0xb1, 0x69, 0x99, 0xb3, 0x33, 0x0a, 0x01, 0xea, 0x57, 0xe5, 0x41, 0x2e, 0x4f, 0x34}));
+              .expect<uint8_t>("data.permutation_hash", {32},
+                               std::vector<uint8_t>{0xf1, 0x87, 0x20, 0x93, 0x54, 0xea, 0x12, 0xeb, 0xc5, 0x51, 0xc1,
+                                                    0xab, 0x33, 0x7f, 0xcc, 0x8f, 0x73, 0x5b, 0xb1, 0x69, 0x99, 0xb3,
+                                                    0x33, 0x0a, 0x01, 0xea, 0x57, 0xe5, 0x41, 0x2e, 0x4f, 0x34}));
   op.test(sdk::TestVector("five rows (seed 1), world_size 2, rank 1: across the epoch boundary")
               .seed(1)
               .config("batch_size", int64_t{2})
@@ -315,7 +320,10 @@ sdk::Module describe() {
               .expect<double>("batch.x", {2, 1}, {0.25, 1.0})
               .expect<int64_t>("batch.y", {2}, {1, 1})
               .expect<int64_t>("data.cursor", {2}, {1, 2})
-              .expect<uint8_t>("data.permutation_hash", {32}, std::vector<uint8_t>{0x36, 0x96, 0x84, 0xb9, 0x88, 0x81, 0x69, 0x3e, 0x79, 0x61, 0xe9, 0x64, 0xbc, 0xd1, 0xc3, 0xd5, 0x66, 0x0b, 0x6e, 0x5b, 0x50, 0x3f, 0x0a, 0x02, 0xc5, 0x32, 0xa9, 0x0f, 0x4f, 0x27, 0x42, 0x24}));
+              .expect<uint8_t>("data.permutation_hash", {32},
+                               std::vector<uint8_t>{0x36, 0x96, 0x84, 0xb9, 0x88, 0x81, 0x69, 0x3e, 0x79, 0x61, 0xe9,
+                                                    0x64, 0xbc, 0xd1, 0xc3, 0xd5, 0x66, 0x0b, 0x6e, 0x5b, 0x50, 0x3f,
+                                                    0x0a, 0x02, 0xc5, 0x32, 0xa9, 0x0f, 0x4f, 0x27, 0x42, 0x24}));
   return sdk::Module("umlos_data", "1.0.0").add(std::move(op));
 }
 

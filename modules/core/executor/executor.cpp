@@ -75,13 +75,13 @@ void write_bytes_value(sdk::Context& c, const std::string& name, const std::vect
 }
 
 struct Mode {
-  std::string run;     // forward | backward | inference (what the engine runs)
-  bool save = false;   // forward_train: emit saved-for-backward activations
+  std::string run;    // forward | backward | inference (what the engine runs)
+  bool save = false;  // forward_train: emit saved-for-backward activations
 };
 
 Mode parse_mode(const std::string& m) {
   if (m == "forward" || m == "inference" || m == "backward") return {m, false};
-  if (m == "forward_train") return {"forward", true};   // forward + activation saving
+  if (m == "forward_train") return {"forward", true};     // forward + activation saving
   if (m == "backward_train") return {"backward", false};  // reverse-order gradient propagation
   throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config model.mode is '", m,
                    "', expected forward, backward, inference or a preset (forward_train, backward_train)");
@@ -120,7 +120,8 @@ Dynamic read_dynamic(sdk::Context& c, const ir::Graph& g) {
   std::optional<Value> env = sdk::cbor::config_tree(c, "model.shape_envelope");
   if (!env) return d;
   if (!env->is(Value::Kind::Map)) {
-    throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "config model.shape_envelope must map input ids to bounds, e.g. {x: [8, 3]}");
+    throw sdk::Error(UMLOS_INVALID_IR_SHAPES,
+                     "config model.shape_envelope must map input ids to bounds, e.g. {x: [8, 3]}");
   }
   for (const auto& [id, bounds] : env->entries()) {
     const ir::TensorDecl* decl = g.decl(id);
@@ -135,9 +136,8 @@ Dynamic read_dynamic(sdk::Context& c, const ir::Graph& g) {
     bool ok = bounds.is(Value::Kind::Array) && s.size() == decl->shape.size();
     for (int64_t e : s) ok = ok && e >= 1;
     if (!ok) {
-      throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "config model.shape_envelope.", id, ": expected ",
-                       decl->shape.size(), " integer bounds >= 1 (input '", id, "' is declared ",
-                       sdk::shape_string(decl->shape), ")");
+      throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "config model.shape_envelope.", id, ": expected ", decl->shape.size(),
+                       " integer bounds >= 1 (input '", id, "' is declared ", sdk::shape_string(decl->shape), ")");
     }
     d.declared[id] = s;
   }
@@ -301,7 +301,8 @@ void validate_call(sdk::Context& c, Call& call) {
     }
   }
   std::vector<std::string>& params = call.params;
-  for (const ir::TensorDecl& d : call.g.declared) if (d.role == "parameter") params.push_back(d.id);
+  for (const ir::TensorDecl& d : call.g.declared)
+    if (d.role == "parameter") params.push_back(d.id);
   vo.wrt = params;
   ir::validate(call.g, vo);
   call.dyn = read_dynamic(c, call.g);
@@ -322,9 +323,12 @@ void bind_declared(sdk::Context& c, Call& call) {
         t = c.temp(d.dtype, d.shape);
         std::vector<double> v(sdk::element_count(d.shape), d.value[0]);
         if (d.value.size() > 1) v = d.value;
-        if (d.dtype == UMLOS_DTYPE_F64) c.write(t, v);
-        else if (d.dtype == UMLOS_DTYPE_F32) c.write(t, std::vector<float>(v.begin(), v.end()));
-        else c.write(t, std::vector<int64_t>(v.begin(), v.end()));
+        if (d.dtype == UMLOS_DTYPE_F64)
+          c.write(t, v);
+        else if (d.dtype == UMLOS_DTYPE_F32)
+          c.write(t, std::vector<float>(v.begin(), v.end()));
+        else
+          c.write(t, std::vector<int64_t>(v.begin(), v.end()));
       } catch (const std::bad_alloc&) {
         throw sdk::Error(UMLOS_RESOURCE_EXHAUSTED, "constant '", d.id, "' ", sdk::shape_string(d.shape),
                          ": does not fit in memory");
@@ -345,8 +349,8 @@ void bind_declared(sdk::Context& c, Call& call) {
       if (!ok) {
         throw sdk::Error(UMLOS_SHAPE_MISMATCH, "value '", name, "' is ", dtype_text(c.dtype(t)), sdk::shape_string(s),
                          ", the IR declares ", dtype_text(d.dtype), " of rank ", d.shape.size(),
-                         " with dims >= 1 (dynamic: model.shape_envelope.", d.id, " = ",
-                         sdk::shape_string(env->second), ")");
+                         " with dims >= 1 (dynamic: model.shape_envelope.", d.id, " = ", sdk::shape_string(env->second),
+                         ")");
       }
       bound[d.id] = s;
       tensor[d.id] = t;
@@ -461,8 +465,10 @@ ir::Digest activation_plan_hash(const Call& call, const std::map<std::string, si
     w.array(3);
     w.text(id);
     w.text(arena.name);
-    if (slots[k] == UMLOS_PLAN_NO_SLOT) w.null();
-    else w.uint(slots[k]);
+    if (slots[k] == UMLOS_PLAN_NO_SLOT)
+      w.null();
+    else
+      w.uint(slots[k]);
   }
   w.array(item_of.size());
   for (const auto& [id, k] : item_of) {
@@ -491,7 +497,8 @@ void place_activations(sdk::Context& c, Call& call) {
   }() : order.order;
   std::vector<ir::Interval>& live = call.live;
   live = ir::liveness(G, backward || mode.save, reverse_order, params);
-  const std::vector<ir::Interval> planned = at_envelope ? ir::liveness(P, backward || mode.save, reverse_order, params) : live;
+  const std::vector<ir::Interval> planned =
+      at_envelope ? ir::liveness(P, backward || mode.save, reverse_order, params) : live;
   std::set<std::string> kept(G.outputs.begin(), G.outputs.end());  // values, not arena tensors
   if (!G.loss.empty()) kept.insert(G.loss);
   std::vector<size_t> arena_items;  // indices into live (and planned)
@@ -526,8 +533,8 @@ void place_activations(sdk::Context& c, Call& call) {
       const ir::Interval& iv = live[arena_items[k]];
       if (iv.bytes > req_t[k].size) {  // a primitive whose output grows as an input shrinks
         throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "activation '", iv.id, "' needs ", iv.bytes,
-                         " bytes at this call's shapes, the plan made at the shape envelope holds ",
-                         req_t[k].size, " (spec 001 II.H)");
+                         " bytes at this call's shapes, the plan made at the shape envelope holds ", req_t[k].size,
+                         " (spec 001 II.H)");
       }
       const ir::Node& n = G.nodes[iv.producer];
       placed[n.output] = c.view(base, offsets[k], n.dtype, n.output_shape);
@@ -570,13 +577,16 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
     trace_items.boolean(true);
     ++n_records;
   };
-  ir::forward(c, G, tensor, [&](const ir::Node& n) -> umlos_tensor* {
-    if (std::find(G.outputs.begin(), G.outputs.end(), n.output) != G.outputs.end()) {
-      return c.output(("model.out." + n.output).c_str(), n.dtype, n.output_shape);
-    }
-    auto it = placed.find(n.output);
-    return it != placed.end() ? it->second : c.temp(n.dtype, n.output_shape);
-  }, {}, trace);
+  ir::forward(
+      c, G, tensor,
+      [&](const ir::Node& n) -> umlos_tensor* {
+        if (std::find(G.outputs.begin(), G.outputs.end(), n.output) != G.outputs.end()) {
+          return c.output(("model.out." + n.output).c_str(), n.dtype, n.output_shape);
+        }
+        auto it = placed.find(n.output);
+        return it != placed.end() ? it->second : c.temp(n.dtype, n.output_shape);
+      },
+      {}, trace);
   if (mode.save) {
     for (const ir::Interval& iv : live) {
       if (!iv.saved_for_backward) continue;
@@ -677,7 +687,8 @@ ir::Digest execution_fingerprint(sdk::Context& c, const Call& call, const ir::Cb
 
 // The call's values: model.exec.*, and with dynamic inputs the II.H record
 // and the run state model.tmmu.*.
-void write_results(sdk::Context& c, const Call& call, const ir::CborWriter& trace_cbor, const ir::Digest& execution_fp) {
+void write_results(sdk::Context& c, const Call& call, const ir::CborWriter& trace_cbor,
+                   const ir::Digest& execution_fp) {
   const ir::Digest& ir_hash = call.ir_hash;
   const uint64_t peak = call.peak, total_bytes = call.total_bytes, n_records = call.n_records;
   const std::optional<ir::Digest>& plan_hash = call.plan_hash;
@@ -692,13 +703,17 @@ void write_results(sdk::Context& c, const Call& call, const ir::CborWriter& trac
   write_bytes_value(c, "model.exec.ir_hash", std::vector<uint8_t>(ir_hash.begin(), ir_hash.end()));
   write_bytes_value(c, "model.exec.execution_fp", std::vector<uint8_t>(execution_fp.begin(), execution_fp.end()));
   write_bytes_value(c, "model.exec.trace", trace_cbor.out);
-  c.write(c.output("model.exec.nodes_executed", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{static_cast<int64_t>(n_records)});
-  c.write(c.output("model.exec.peak_tmmu_usage", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{static_cast<int64_t>(peak)});
-  c.write(c.output("model.exec.memory_reuse_ratio", UMLOS_DTYPE_F64, {}),
-          std::vector<double>{total_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(peak) / static_cast<double>(total_bytes)});
+  c.write(c.output("model.exec.nodes_executed", UMLOS_DTYPE_I64, {}),
+          std::vector<int64_t>{static_cast<int64_t>(n_records)});
+  c.write(c.output("model.exec.peak_tmmu_usage", UMLOS_DTYPE_I64, {}),
+          std::vector<int64_t>{static_cast<int64_t>(peak)});
+  c.write(
+      c.output("model.exec.memory_reuse_ratio", UMLOS_DTYPE_F64, {}),
+      std::vector<double>{total_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(peak) / static_cast<double>(total_bytes)});
   c.write(c.output("model.exec.reverse_equivalent", UMLOS_DTYPE_I64, {}),
           std::vector<int64_t>{order.reverse_equivalent ? 1 : 0});
-  if (plan_hash) write_bytes_value(c, "model.exec.tmmu_plan_hash", std::vector<uint8_t>(plan_hash->begin(), plan_hash->end()));
+  if (plan_hash)
+    write_bytes_value(c, "model.exec.tmmu_plan_hash", std::vector<uint8_t>(plan_hash->begin(), plan_hash->end()));
   if (!dyn.declared.empty()) {
     // II.H record: old and new plan hash of this call's safepoint, and the key.
     const ir::Digest key = replan_key(envelope_hash(envelope), mode_text, arena_config_hash(arena));
@@ -718,8 +733,8 @@ void write_results(sdk::Context& c, const Call& call, const ir::CborWriter& trac
       std::copy_n(previous_plan_hash.begin(), std::min<size_t>(previous_plan_hash.size(), 32), old_hash.begin());
       const std::string record = "{\"node\":\"UML_OS.Model.ModelIR_Executor_v1\",\"old_plan_hash\":\"" +
                                  ir::hex(old_hash) + "\",\"new_plan_hash\":\"" + ir::hex(*plan_hash) +
-                                 "\",\"replan_key\":\"" + ir::hex(key) + "\",\"replans\":" +
-                                 std::to_string(replans) + "}";
+                                 "\",\"replan_key\":\"" + ir::hex(key) + "\",\"replans\":" + std::to_string(replans) +
+                                 "}";
       write_bytes_value(c, "trace.tmmu_replan", std::vector<uint8_t>(record.begin(), record.end()));
     }
     if (plan_hash) {
@@ -775,7 +790,8 @@ void init_from_ir(sdk::Context& c) {
     const std::string name = (t.at("role").as_text() == "parameter" ? "model.param." : "model.input.") + id;
     sdk::Shape shape;
     for (const Value& d : t.at("shape").items()) shape.push_back(d.as_int());
-    const int32_t dtype = t.find("dtype") ? ir::parse_dtype(t.at("dtype").as_text(), "tensor '" + id + "'") : graph_dtype;
+    const int32_t dtype =
+        t.find("dtype") ? ir::parse_dtype(t.at("dtype").as_text(), "tensor '" + id + "'") : graph_dtype;
     // A shape whose size overflows 64 bits is INVALID_IR naming the tensor
     // before anything is multiplied or drawn (the rest of the graph is the
     // executor's to check, with its failure record).
@@ -881,9 +897,7 @@ sdk::Module describe() {
                .output("model.param.*", UMLOS_DTYPE_ANY, sdk::any_shape, UMLOS_VALUE_PERSISTENT)
                .output("model.input.*", UMLOS_DTYPE_ANY)
                .run(init_from_ir)
-               .test(sdk::TestVector("draws the graph's tensors")
-                         .seed(3)
-                         .config("model.ir:yaml", kVectorIr)));
+               .test(sdk::TestVector("draws the graph's tensors").seed(3).config("model.ir:yaml", kVectorIr)));
 }
 
 }  // namespace

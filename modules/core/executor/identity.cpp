@@ -74,14 +74,24 @@ void skip(const uint8_t* d, size_t size, size_t& pos) {
   const uint8_t major = ib >> 5, info = ib & 0x1f;
   const uint64_t a = argument(d, size, pos, info);
   switch (major) {
-    case 0: case 1: case 7: return;
-    case 2: case 3:
+    case 0:
+    case 1:
+    case 7:
+      return;
+    case 2:
+    case 3:
       if (size - pos < a) throw sdk::Error(UMLOS_INVALID_IR, "ir: truncated CBOR");
       pos += static_cast<size_t>(a);
       return;
-    case 4: for (uint64_t i = 0; i < a; ++i) skip(d, size, pos); return;
-    case 5: for (uint64_t i = 0; i < 2 * a; ++i) skip(d, size, pos); return;
-    case 6: skip(d, size, pos); return;
+    case 4:
+      for (uint64_t i = 0; i < a; ++i) skip(d, size, pos);
+      return;
+    case 5:
+      for (uint64_t i = 0; i < 2 * a; ++i) skip(d, size, pos);
+      return;
+    case 6:
+      skip(d, size, pos);
+      return;
   }
 }
 

@@ -1,7 +1,7 @@
 // graph.cpp — see graph.hpp.
 #include "graph.hpp"
 
-#include "expr.hpp"     // modules/lib/symbolic
+#include "expr.hpp"  // modules/lib/symbolic
 #include "expr_ir.hpp"
 
 namespace umlos::model {
@@ -13,8 +13,8 @@ struct Builder {
   int64_t next_id = 0;
   std::string segment;
 
-  const std::string& add(const std::string& instr, std::vector<std::string> inputs, std::string out,
-                         sdk::Shape shape, std::vector<ir::NodeAttr> attrs = {}, int32_t dtype = -1) {
+  const std::string& add(const std::string& instr, std::vector<std::string> inputs, std::string out, sdk::Shape shape,
+                         std::vector<ir::NodeAttr> attrs = {}, int32_t dtype = -1) {
     ir::Node n;
     n.node_id = next_id++;
     n.instr = instr;
@@ -45,11 +45,9 @@ struct Builder {
 std::vector<Param> parameters(const Dims& d) {
   const int64_t D = d.features, H = d.hidden, p = d.latent, Hh = d.head_hidden, C = d.outputs;
   std::vector<Param> ps = {
-      {"enc.W1", {D, H}, D, H},       {"enc.b1", {H}, 0, 0},
-      {"enc.W_mu", {H, p}, H, p},     {"enc.b_mu", {p}, 0, 0},
-      {"enc.W_lv", {H, p}, H, p},     {"enc.b_lv", {p}, 0, 0},
-      {"head.W1", {p, Hh}, p, Hh},    {"head.b1", {Hh}, 0, 0},
-      {"head.W2", {Hh, C}, Hh, C},    {"head.b2", {C}, 0, 0},
+      {"enc.W1", {D, H}, D, H},    {"enc.b1", {H}, 0, 0},   {"enc.W_mu", {H, p}, H, p},  {"enc.b_mu", {p}, 0, 0},
+      {"enc.W_lv", {H, p}, H, p},  {"enc.b_lv", {p}, 0, 0}, {"head.W1", {p, Hh}, p, Hh}, {"head.b1", {Hh}, 0, 0},
+      {"head.W2", {Hh, C}, Hh, C}, {"head.b2", {C}, 0, 0},
   };
   if (d.training) {
     std::vector<Param> dec = {
@@ -60,10 +58,11 @@ std::vector<Param> parameters(const Dims& d) {
 }
 
 const std::vector<Term>& loss_terms() {
-  static const std::vector<Term> terms = {
-      {"l_sup", "loss.sup", "alpha", 1.0},        {"l_rec", "loss.rec", "lambda_rec", 1.0},
-      {"l_kl", "loss.kl", "lambda_KL", 0.001},    {"l_ot", "loss.ot", "lambda_OT", 0.01},
-      {"l_cov", "loss.covz", "lambda_covz", 0.001}};
+  static const std::vector<Term> terms = {{"l_sup", "loss.sup", "alpha", 1.0},
+                                          {"l_rec", "loss.rec", "lambda_rec", 1.0},
+                                          {"l_kl", "loss.kl", "lambda_KL", 0.001},
+                                          {"l_ot", "loss.ot", "lambda_OT", 0.01},
+                                          {"l_cov", "loss.covz", "lambda_covz", 0.001}};
   return terms;
 }
 
@@ -76,9 +75,12 @@ Task parse_task(const std::string& s) {
 
 const char* task_name(Task t) {
   switch (t) {
-    case Task::Multiclass: return "multiclass";
-    case Task::Binary: return "binary";
-    case Task::Regression: return "regression";
+    case Task::Multiclass:
+      return "multiclass";
+    case Task::Binary:
+      return "binary";
+    case Task::Regression:
+      return "regression";
   }
   return "?";
 }
@@ -97,8 +99,10 @@ ir::Graph build(const Dims& d) {
   Builder b;
   b.g.dtype = d.dtype;
   b.declare("x", "input", {B, D}, d.dtype);
-  if (d.task == Task::Multiclass) b.declare("y", "input", {B}, UMLOS_DTYPE_I64);
-  else b.declare("y", "input", {B, 1}, d.dtype);
+  if (d.task == Task::Multiclass)
+    b.declare("y", "input", {B}, UMLOS_DTYPE_I64);
+  else
+    b.declare("y", "input", {B, 1}, d.dtype);
   b.declare("eps", "input", {B, p}, d.dtype);
   b.declare("c_half", "constant", {1}, d.dtype);
   if (d.training) {
@@ -162,9 +166,15 @@ ir::Graph build(const Dims& d) {
 
   b.segment = "loss";
   switch (d.task) {
-    case Task::Multiclass: b.add("cross_entropy", {"logits", "y"}, "l_sup", {}); break;
-    case Task::Binary: b.add("bce_with_logits", {"logits", "y"}, "l_sup", {}); break;
-    case Task::Regression: b.add("mse", {"logits", "y"}, "l_sup", {}); break;
+    case Task::Multiclass:
+      b.add("cross_entropy", {"logits", "y"}, "l_sup", {});
+      break;
+    case Task::Binary:
+      b.add("bce_with_logits", {"logits", "y"}, "l_sup", {});
+      break;
+    case Task::Regression:
+      b.add("mse", {"logits", "y"}, "l_sup", {});
+      break;
   }
   if (d.training) {
     b.add("mse", {"recon", "x"}, "l_rec", {});

@@ -22,15 +22,15 @@ namespace ir = umlos::modelir;
 enum class Task { Multiclass, Binary, Regression };
 
 struct Dims {
-  int64_t batch = 64;       // B
-  int64_t features = 0;     // D
-  int64_t latent = 64;      // p
-  int64_t hidden = 256;     // encoder/decoder hidden width
+  int64_t batch = 64;    // B
+  int64_t features = 0;  // D
+  int64_t latent = 64;   // p
+  int64_t hidden = 256;  // encoder/decoder hidden width
   int64_t head_hidden = 128;
-  int64_t outputs = 1;      // C (classes for multiclass, 1 otherwise)
+  int64_t outputs = 1;  // C (classes for multiclass, 1 otherwise)
   Task task = Task::Multiclass;
   int32_t dtype = UMLOS_DTYPE_F32;
-  bool training = true;     // false: inference (no decoder, no aux terms)
+  bool training = true;  // false: inference (no decoder, no aux terms)
   // The prototype path of Forward_v2 (docs/symbolic.md): k =
   // equations.size() prototypes (np.protos [k, p]); equation i (canonical
   // text, modules/lib/symbolic/expr.hpp) feeds output column eq_output[i].
@@ -69,10 +69,10 @@ std::vector<std::pair<std::string, double>> prototype_constants(const Dims& d);
 
 // The loss terms, in the fixed order of III.C.
 struct Term {
-  const char* id;         // node output id
-  const char* value;      // value name of the f64 copy ("loss.sup", ...)
-  const char* weight_key; // config key of its weight
-  double default_weight;  // III.C default
+  const char* id;          // node output id
+  const char* value;       // value name of the f64 copy ("loss.sup", ...)
+  const char* weight_key;  // config key of its weight
+  double default_weight;   // III.C default
 };
 const std::vector<Term>& loss_terms();
 

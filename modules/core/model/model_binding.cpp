@@ -22,9 +22,12 @@ Dims dims_from(const sdk::Context& c, int64_t batch, int64_t features, int64_t o
   d.head_hidden = c.config<int64_t>("model.head_hidden", 128);
   d.task = parse_task(c.config("task_type", "multiclass"));
   const std::string dt = c.config("compute_dtype", "f32");
-  if (dt == "f32") d.dtype = UMLOS_DTYPE_F32;
-  else if (dt == "f64") d.dtype = UMLOS_DTYPE_F64;
-  else throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config compute_dtype is '", dt, "', expected f32 or f64");
+  if (dt == "f32")
+    d.dtype = UMLOS_DTYPE_F32;
+  else if (dt == "f64")
+    d.dtype = UMLOS_DTYPE_F64;
+  else
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config compute_dtype is '", dt, "', expected f32 or f64");
   if (dtype_override >= 0) d.dtype = dtype_override;
   if (d.latent < 1 || d.hidden < 1 || d.head_hidden < 1)
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config latent_dim / model.hidden / model.head_hidden must be >= 1");
@@ -40,7 +43,8 @@ int64_t num_outputs(const sdk::Context& c, Task task) {
 // Dims of the training graph from the current batch.
 Dims training_dims(const sdk::Context& c) {
   const sdk::Shape xs = c.shape(c.input("batch.x"));
-  if (xs.size() != 2) throw sdk::Error(UMLOS_SHAPE_MISMATCH, "batch.x must be [B, D], found [", sdk::shape_string(xs), "]");
+  if (xs.size() != 2)
+    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "batch.x must be [B, D], found [", sdk::shape_string(xs), "]");
   Task task = parse_task(c.config("task_type", "multiclass"));
   return dims_from(c, xs[0], xs[1], num_outputs(c, task), c.dtype(c.input("batch.x")));
 }
@@ -57,9 +61,8 @@ std::vector<double> ot_directions(int64_t p) {
   h.text(UMLOS_SPEC_VERSION);
   h.u64(static_cast<uint64_t>(p));
   const std::array<uint8_t, 32> dg = h.finish();
-  const uint32_t key[2] = {
-      (uint32_t(dg[0]) << 24) | (uint32_t(dg[1]) << 16) | (uint32_t(dg[2]) << 8) | dg[3],
-      (uint32_t(dg[4]) << 24) | (uint32_t(dg[5]) << 16) | (uint32_t(dg[6]) << 8) | dg[7]};
+  const uint32_t key[2] = {(uint32_t(dg[0]) << 24) | (uint32_t(dg[1]) << 16) | (uint32_t(dg[2]) << 8) | dg[3],
+                           (uint32_t(dg[4]) << 24) | (uint32_t(dg[5]) << 16) | (uint32_t(dg[6]) << 8) | dg[7]};
   std::vector<double> dirs(static_cast<size_t>(p) * 4);
   for (uint32_t j = 0; j < 4; ++j) {
     double norm2 = 0.0;
@@ -119,7 +122,8 @@ void load_prototypes(const sdk::Context& c, Dims& d) {
     throw sdk::Error(UMLOS_EQUATION_INVALID, e.what());
   }
   if (static_cast<int64_t>(lines.size()) != ps[0])
-    throw sdk::Error(UMLOS_EQUATION_INVALID, "np.protos_equation has ", lines.size(), " lines for ", ps[0], " prototypes");
+    throw sdk::Error(UMLOS_EQUATION_INVALID, "np.protos_equation has ", lines.size(), " lines for ", ps[0],
+                     " prototypes");
   for (const auto& l : lines) {
     d.equations.push_back(umlos::symbolic::print(l.expr));
     d.eq_output.push_back(l.output);
@@ -174,17 +178,18 @@ void bind_activations(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const
     if (!segments.count(n.segment)) continue;
     const std::string name = "model.act." + n.output;
     umlos_tensor* t = const_cast<umlos_tensor*>(c.optional_input(name.c_str()));
-    if (!t) throw sdk::Error(UMLOS_FAILED_PRECONDITION, "activation '", name, "' of segment '", n.segment,
-                             "' is missing: the operators of the ", n.segment, " step must run first this iteration");
+    if (!t)
+      throw sdk::Error(UMLOS_FAILED_PRECONDITION, "activation '", name, "' of segment '", n.segment,
+                       "' is missing: the operators of the ", n.segment, " step must run first this iteration");
     b[n.output] = t;
   }
 }
 
 // Runs one segment; its outputs become model.act.<id> values.
 void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment) {
-  ir::forward(c, g, b,
-              [&](const ir::Node& n) { return c.output(("model.act." + n.output).c_str(), n.dtype, n.output_shape); },
-              [&](const ir::Node& n) { return n.segment == segment; });
+  ir::forward(
+      c, g, b, [&](const ir::Node& n) { return c.output(("model.act." + n.output).c_str(), n.dtype, n.output_shape); },
+      [&](const ir::Node& n) { return n.segment == segment; });
 }
 
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier) {

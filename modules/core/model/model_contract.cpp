@@ -68,7 +68,8 @@ void validate(sdk::Context& c) {
   // KL >= 0 within tolerance.
   if (const umlos_tensor* kl = c.optional_input("loss.kl")) {
     const double v = scalar_f64(c, kl);
-    if (v < -tol) throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "KL = ", v, " < 0 (tolerance ", tol, "); counterexample: loss.kl");
+    if (v < -tol)
+      throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "KL = ", v, " < 0 (tolerance ", tol, "); counterexample: loss.kl");
     ++checks;
   }
   // Cov(z) positive semi-definite: an LDL^T factorisation in binary64 whose

@@ -17,7 +17,10 @@ std::array<uint8_t, 32> merkle_root(std::vector<std::array<uint8_t, 32>> level) 
   while (level.size() > 1) {
     std::vector<std::array<uint8_t, 32>> up;
     for (size_t i = 0; i < level.size(); i += 2) {
-      if (i + 1 == level.size()) { up.push_back(level[i]); continue; }
+      if (i + 1 == level.size()) {
+        up.push_back(level[i]);
+        continue;
+      }
       Sha h;
       h.bytes(level[i].data(), 32);
       h.bytes(level[i + 1].data(), 32);
@@ -43,7 +46,6 @@ void hash_values_f64(Sha& h, const std::vector<double>& v) {
 
 }  // namespace
 
-
 // The 8 items of spec 004 IV, in order, big-endian (docs/model.md).
 void state_fingerprint(sdk::Context& c) {
   Sha h;
@@ -63,8 +65,10 @@ void state_fingerprint(sdk::Context& c) {
   for (const std::string& id : names) {
     for (const char* kind : {"opt.m.", "opt.v."}) {
       const std::string n = kind + id;
-      if (const umlos_tensor* t = c.optional_input(n.c_str())) hash_values_f64(h, c.read<double>(t));
-      else h.u64(0);
+      if (const umlos_tensor* t = c.optional_input(n.c_str()))
+        hash_values_f64(h, c.read<double>(t));
+      else
+        h.u64(0);
     }
   }
   for (const char* n : {"opt.beta1_pow", "opt.beta2_pow"}) {
@@ -85,7 +89,9 @@ void state_fingerprint(sdk::Context& c) {
     const int64_t n = std::min({count, cap, int64_t{8192}});
     std::vector<std::array<uint8_t, 32>> leaves;
     std::vector<uint8_t> buf;
-    auto put = [&](uint64_t u) { for (int k = 0; k < 8; ++k) buf.push_back(static_cast<uint8_t>(u >> (56 - 8 * k))); };
+    auto put = [&](uint64_t u) {
+      for (int k = 0; k < 8; ++k) buf.push_back(static_cast<uint8_t>(u >> (56 - 8 * k)));
+    };
     for (int64_t at = 0; at < n; at += 256) {
       buf.clear();
       for (int64_t e = at; e < std::min(n, at + 256); ++e) {
@@ -106,7 +112,8 @@ void state_fingerprint(sdk::Context& c) {
     h.bytes(root.data(), 32);
   }
   // 4. data cursor.
-  if (const umlos_tensor* cur = c.optional_input("data.cursor")) for (int64_t v : c.read<int64_t>(cur)) h.i64(v);
+  if (const umlos_tensor* cur = c.optional_input("data.cursor"))
+    for (int64_t v : c.read<int64_t>(cur)) h.i64(v);
   if (const umlos_tensor* ph = c.optional_input("data.permutation_hash")) {
     const std::vector<uint8_t> b = c.read<uint8_t>(ph);
     h.bytes(b.data(), b.size());
@@ -119,8 +126,10 @@ void state_fingerprint(sdk::Context& c) {
   h.u64((uint64_t(rs.key[0]) << 32) | rs.key[1]);
   for (uint64_t off : rs.offsets) h.u64(off);
   // 7. prototypes and the SHA-256 of their canonical equations (sorted).
-  if (const umlos_tensor* protos = c.optional_input("np.protos")) hash_values_f64(h, c.read_f64(protos));
-  else h.u64(0);
+  if (const umlos_tensor* protos = c.optional_input("np.protos"))
+    hash_values_f64(h, c.read_f64(protos));
+  else
+    h.u64(0);
   if (const umlos_tensor* eqs = c.optional_input("np.protos_equation_hash")) {
     const std::vector<uint8_t> b = c.read<uint8_t>(eqs);
     h.bytes(b.data(), b.size());
@@ -220,7 +229,8 @@ Evaluation evaluate(sdk::Context& c, const std::string& split, const std::vector
     int64_t hits = 0;
     for (int64_t r = 0; r < B; ++r) {
       int64_t best = 0;  // ties: lowest index (0.D)
-      for (int64_t k = 1; k < C; ++k) if (logits[r * C + k] > logits[r * C + best]) best = k;
+      for (int64_t k = 1; k < C; ++k)
+        if (logits[r * C + k] > logits[r * C + best]) best = k;
       hits += best == ylab[r];
     }
     e.metric = static_cast<double>(hits) / static_cast<double>(B);
@@ -243,7 +253,6 @@ Evaluation evaluate(sdk::Context& c, const std::string& split, const std::vector
 }
 
 }  // namespace
-
 
 // Fingerprint.Functional_v1 (V.C): the first 1024 samples of the validation
 // split (training split when there is none), cyclically repeated when

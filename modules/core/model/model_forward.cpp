@@ -86,7 +86,8 @@ void encode(sdk::Context& c) {
     const int64_t run = std::min(d.batch - r, cap - row);
     c.write_bytes(ring, static_cast<uint64_t>(row * d.latent) * 8, z.data() + r * d.latent,
                   static_cast<uint64_t>(run * d.latent) * 8);
-    c.write_bytes(ring_index, static_cast<uint64_t>(row) * 8, &index[static_cast<size_t>(r)], static_cast<uint64_t>(run) * 8);
+    c.write_bytes(ring_index, static_cast<uint64_t>(row) * 8, &index[static_cast<size_t>(r)],
+                  static_cast<uint64_t>(run) * 8);
     r += run;
   }
   count += d.batch;
@@ -121,8 +122,10 @@ void total_loss(sdk::Context& c) {
     const double v = scalar_f64(c, b.at(term.id));
     const double w = c.config<double>(term.weight_key, term.default_weight);
     c.write(c.output(term.value, UMLOS_DTYPE_F64, {}), std::vector<double>{v});
-    if (std::string(term.id) == "l_sup") total = w * v;
-    else aux += w * v;
+    if (std::string(term.id) == "l_sup")
+      total = w * v;
+    else
+      aux += w * v;
   }
   total += aux;
   c.write(c.output("loss_total", UMLOS_DTYPE_F64, {}), std::vector<double>{total});

@@ -16,13 +16,13 @@
 #include <map>
 #include <set>
 
-#include <umlos/sdk.hpp>
-#include <umlos/sha256.hpp>
 #include <umlos_philox.h>
 #include <umlos_tmmu.h>
+#include <umlos/sdk.hpp>
+#include <umlos/sha256.hpp>
 
-#include "expr.hpp"
 #include "engine.hpp"
+#include "expr.hpp"
 #include "graph.hpp"
 
 namespace sdk = umlos::sdk;

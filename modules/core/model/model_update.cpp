@@ -45,7 +45,8 @@ void update(sdk::Context& c) {
   const ir::Graph& g = bound.g;
   ir::Binding& b = bound.b;
   std::vector<ir::Seed> seeds;
-  for (const Term& term : loss_terms()) seeds.push_back({term.id, c.config<double>(term.weight_key, term.default_weight)});
+  for (const Term& term : loss_terms())
+    seeds.push_back({term.id, c.config<double>(term.weight_key, term.default_weight)});
   const std::vector<Param> ps = parameters(d);
   std::vector<std::string> wrt;
   for (const Param& q : ps) wrt.push_back(q.id);
@@ -71,14 +72,19 @@ void update(sdk::Context& c) {
     for (double x : gv[i]) squares.add(x * x);
   }
   const double norm = UMLOS_SQRT(squares.result());
-  if (!std::isfinite(norm)) throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
+  if (!std::isfinite(norm))
+    throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
   const double clip = c.config<double>("clip_norm", 5.0);
   double scale = 1.0;
   if (clip > 0 && norm > clip) scale = clip / norm;
   // The norm after clipping, recomputed so Validate_v1 checks the bound on
   // the gradient actually applied.
   ChunkedSum clipped_squares;
-  for (auto& v : gv) for (double& x : v) { x *= scale; clipped_squares.add(x * x); }
+  for (auto& v : gv)
+    for (double& x : v) {
+      x *= scale;
+      clipped_squares.add(x * x);
+    }
   const double clipped = UMLOS_SQRT(clipped_squares.result());
 
   const std::string opt = c.config("optimizer.name", "adam");
@@ -92,8 +98,10 @@ void update(sdk::Context& c) {
     const double eps = c.config<double>("optimizer.eps", 1e-8);
     // beta^t by repeated multiplication (no libm pow): kept in the state.
     double b1_pow = b1, b2_pow = b2;
-    if (const umlos_tensor* p1 = c.optional_input("opt.beta1_pow")) b1_pow = one_element<double>(c, p1, "opt.beta1_pow") * b1;
-    if (const umlos_tensor* p2 = c.optional_input("opt.beta2_pow")) b2_pow = one_element<double>(c, p2, "opt.beta2_pow") * b2;
+    if (const umlos_tensor* p1 = c.optional_input("opt.beta1_pow"))
+      b1_pow = one_element<double>(c, p1, "opt.beta1_pow") * b1;
+    if (const umlos_tensor* p2 = c.optional_input("opt.beta2_pow"))
+      b2_pow = one_element<double>(c, p2, "opt.beta2_pow") * b2;
     for (size_t i = 0; i < ps.size(); ++i) {
       const std::string m_name = "opt.m." + ps[i].id, v_name = "opt.v." + ps[i].id;
       std::vector<double> m(gv[i].size(), 0.0), v(gv[i].size(), 0.0);

@@ -16,9 +16,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <umlos/cbor.hpp>
 #include <umlos/sdk.hpp>
+#include <unordered_map>
 
 #include "kmeans.hpp"
 #include "rules.hpp"
@@ -37,8 +37,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // mistake (the kernel's schema check catches these in manifests already;
 // this guards conformance vectors and other callers).
 std::vector<pol::RuleSource> rule_sources(const Value& rules) {
-  if (!rules.is(Value::Kind::Array))
-    throw sdk::Error(UMLOS_POLICY_INVALID, "policy.rules: expected a list of rules");
+  if (!rules.is(Value::Kind::Array)) throw sdk::Error(UMLOS_POLICY_INVALID, "policy.rules: expected a list of rules");
   std::vector<pol::RuleSource> out;
   size_t i = 0;
   for (const Value& r : rules.items()) {
@@ -85,8 +84,10 @@ std::shared_ptr<const pol::RuleSet> cached_rules(const sdk::Context& c) {
   size_t n = 0;
   const umlos_status st = svc->config_cbor(c.raw(), "policy.rules", &bytes, &n);
   std::string key;
-  if (st == UMLOS_OK) key.assign(reinterpret_cast<const char*>(bytes), n);
-  else if (st != UMLOS_NOT_FOUND) throw sdk::Error(st, "config_cbor(\"policy.rules\") failed");
+  if (st == UMLOS_OK)
+    key.assign(reinterpret_cast<const char*>(bytes), n);
+  else if (st != UMLOS_NOT_FOUND)
+    throw sdk::Error(st, "config_cbor(\"policy.rules\") failed");
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -216,8 +217,8 @@ constexpr const char* kRules =
 
 // Two tight clusters on the unit circle, around (1,0) and (0,1); rows 0..5
 // with global indices out of order, row 6 empty (-1), row 7 a zero row.
-const std::vector<double> kZ = {0.0, 1.0,  0.96, 0.28, 0.28, 0.96, 1.0, 0.0,
-                                -0.28, 0.96, 0.96, -0.28, 5.0, 5.0, 0.0, 0.0};
+const std::vector<double> kZ = {0.0,   1.0,  0.96, 0.28,  0.28, 0.96, 1.0, 0.0,
+                                -0.28, 0.96, 0.96, -0.28, 5.0,  5.0,  0.0, 0.0};
 const std::vector<int64_t> kIndex = {3, 1, 4, 0, 5, 2, -1, 7};
 
 // The silhouette of that data set with the clusters found (docs/policy.md):
@@ -298,9 +299,8 @@ sdk::Module describe() {
                .input("np.protos", UMLOS_DTYPE_ANY, sdk::any_shape, O)
                .output("state", UMLOS_DTYPE_I64, sdk::Dims{}, P)
                .run(switch_state)
-               .test(sdk::TestVector("S_PROTO -> S_P")
-                         .input<int64_t>("state", {}, {1})
-                         .expect<int64_t>("state", {}, {0}))
+               .test(
+                   sdk::TestVector("S_PROTO -> S_P").input<int64_t>("state", {}, {1}).expect<int64_t>("state", {}, {0}))
                .test(sdk::TestVector("S_P -> S_PROTO with prototypes")
                          .input<int64_t>("state", {}, {0})
                          .input<double>("np.protos", {2, 2}, {1.0, 0.0, 0.0, 1.0})

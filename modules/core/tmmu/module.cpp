@@ -12,14 +12,12 @@
 
 namespace {
 
-using PlanFn = void (*)(const umlos_plan_request&, const umlos_tmmu::PlanOptions&,
-                        umlos_plan_result&);
+using PlanFn = void (*)(const umlos_plan_request&, const umlos_tmmu::PlanOptions&, umlos_plan_result&);
 
-umlos_status run_guarded(PlanFn fn, const umlos_services* svc, umlos_ctx* ctx,
-                         const umlos_plan_request* request, umlos_plan_result* result) {
+umlos_status run_guarded(PlanFn fn, const umlos_services* svc, umlos_ctx* ctx, const umlos_plan_request* request,
+                         umlos_plan_result* result) {
   try {
-    if (!request || !result)
-      return svc->error(ctx, UMLOS_INVALID_ARGUMENT, "plan(): request or result is NULL");
+    if (!request || !result) return svc->error(ctx, UMLOS_INVALID_ARGUMENT, "plan(): request or result is NULL");
     const umlos_tmmu::PlanOptions options = umlos_tmmu::parse_options(*request);
     fn(*request, options, *result);
     return UMLOS_OK;
@@ -34,13 +32,13 @@ umlos_status run_guarded(PlanFn fn, const umlos_services* svc, umlos_ctx* ctx,
   }
 }
 
-umlos_status plan_slots_entry(const umlos_services* svc, umlos_ctx* ctx,
-                              const umlos_plan_request* request, umlos_plan_result* result) {
+umlos_status plan_slots_entry(const umlos_services* svc, umlos_ctx* ctx, const umlos_plan_request* request,
+                              umlos_plan_result* result) {
   return run_guarded(&umlos_tmmu::plan_slots, svc, ctx, request, result);
 }
 
-umlos_status plan_bytes_entry(const umlos_services* svc, umlos_ctx* ctx,
-                              const umlos_plan_request* request, umlos_plan_result* result) {
+umlos_status plan_bytes_entry(const umlos_services* svc, umlos_ctx* ctx, const umlos_plan_request* request,
+                              umlos_plan_result* result) {
   return run_guarded(&umlos_tmmu::plan_bytes, svc, ctx, request, result);
 }
 
@@ -56,12 +54,19 @@ const umlos_tmmu_strategy_desc kBytePlanner = {
 
 const umlos_tmmu_strategy_desc* const kStrategies[] = {&kSlotPlanner, &kBytePlanner};
 
-const umlos_module_desc kModule = {
-    sizeof(umlos_module_desc), UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR, "umlos_tmmu", "1.0.0",
-    nullptr, 0,  // operators
-    0, nullptr,  // drivers
-    kStrategies, 2,
-    0, nullptr};  // invariants
+const umlos_module_desc kModule = {sizeof(umlos_module_desc),
+                                   UMLOS_ABI_MAJOR,
+                                   UMLOS_ABI_MINOR,
+                                   "umlos_tmmu",
+                                   "1.0.0",
+                                   nullptr,
+                                   0,  // operators
+                                   0,
+                                   nullptr,  // drivers
+                                   kStrategies,
+                                   2,
+                                   0,
+                                   nullptr};  // invariants
 
 const umlos_module_desc* tmmu_entry(const umlos_services*) { return &kModule; }
 

@@ -103,7 +103,8 @@ static umlos_status read_config_i64(const umlos_services* svc, umlos_ctx* ctx, c
   int64_t v = dflt;
   if (svc->config_i64) {
     umlos_status s = svc->config_i64(ctx, key, &v);
-    if (s == UMLOS_NOT_FOUND) v = dflt;
+    if (s == UMLOS_NOT_FOUND)
+      v = dflt;
     else if (s != UMLOS_OK)
       return report(svc, ctx, UMLOS_INVALID_ARGUMENT,
                     std::string("cpu_driver: driver.config.") + key + " must be an integer");
@@ -201,14 +202,16 @@ static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t
     if (!out) fail(UMLOS_INVALID_ARGUMENT, "buffer_alloc: out is NULL");
     uint64_t align = std::max<uint64_t>(64, alignment);
     if ((align & (align - 1)) != 0)
-      fail(UMLOS_ALIGNMENT_VIOLATION, "buffer_alloc: alignment " + std::to_string(alignment) + " is not a power of two");
+      fail(UMLOS_ALIGNMENT_VIOLATION,
+           "buffer_alloc: alignment " + std::to_string(alignment) + " is not a power of two");
     // aligned_alloc needs a size that is a multiple of the alignment; never 0.
     uint64_t rounded = (std::max<uint64_t>(bytes, 1) + align - 1) / align * align;
-    if (rounded < bytes) fail(UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc: " + std::to_string(bytes) + " bytes is too large");
+    if (rounded < bytes)
+      fail(UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc: " + std::to_string(bytes) + " bytes is too large");
     void* p = std::aligned_alloc(align, rounded);
     if (!p)
-      fail(UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc: could not allocate " + std::to_string(bytes) + " bytes aligned to " +
-                                         std::to_string(align));
+      fail(UMLOS_RESOURCE_EXHAUSTED,
+           "buffer_alloc: could not allocate " + std::to_string(bytes) + " bytes aligned to " + std::to_string(align));
     std::memset(p, 0, rounded);
     auto* b = new Buffer;
     b->data = static_cast<uint8_t*>(p);
@@ -260,12 +263,13 @@ static Operand to_operand(const std::string& primitive, const std::string& role,
   if (dtype_size(v.dtype) == 0)
     fail(UMLOS_PRIMITIVE_UNSUPPORTED, primitive + ": " + role + ": unknown dtype " + std::to_string(v.dtype));
   if (v.rank > UMLOS_MAX_RANK)
-    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": rank " + std::to_string(v.rank) + " exceeds " +
-                                   std::to_string(UMLOS_MAX_RANK));
+    fail(UMLOS_SHAPE_MISMATCH,
+         primitive + ": " + role + ": rank " + std::to_string(v.rank) + " exceeds " + std::to_string(UMLOS_MAX_RANK));
   o.dims.assign(v.dims, v.dims + v.rank);
   o.numel = 1;
   for (int64_t d : o.dims) {
-    if (d < 0) fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": negative extent in shape " + shape_string(o.dims));
+    if (d < 0)
+      fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": negative extent in shape " + shape_string(o.dims));
     o.numel *= d;
   }
   auto* b = reinterpret_cast<Buffer*>(v.buffer);
@@ -310,9 +314,17 @@ static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_
     Operand o = to_operand("rng_fill", "output", *out);
     int32_t want = 0;
     switch (req->distribution) {
-      case UMLOS_DIST_U32: want = UMLOS_DTYPE_U32; break;
-      case UMLOS_DIST_UNIFORM_F64: case UMLOS_DIST_NORMAL_F64: want = UMLOS_DTYPE_F64; break;
-      case UMLOS_DIST_UNIFORM_F32: case UMLOS_DIST_NORMAL_F32: want = UMLOS_DTYPE_F32; break;
+      case UMLOS_DIST_U32:
+        want = UMLOS_DTYPE_U32;
+        break;
+      case UMLOS_DIST_UNIFORM_F64:
+      case UMLOS_DIST_NORMAL_F64:
+        want = UMLOS_DTYPE_F64;
+        break;
+      case UMLOS_DIST_UNIFORM_F32:
+      case UMLOS_DIST_NORMAL_F32:
+        want = UMLOS_DTYPE_F32;
+        break;
       default:
         fail(UMLOS_INVALID_ARGUMENT, "rng_fill: unknown distribution " + std::to_string(req->distribution));
     }
@@ -329,11 +341,21 @@ static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_
       for (int64_t i = b; i < e; ++i) {
         uint64_t ui = static_cast<uint64_t>(i);
         switch (dist) {
-          case UMLOS_DIST_U32: o.as<uint32_t>()[i] = umlos_draw_element_u32(key, stream, d, ui); break;
-          case UMLOS_DIST_UNIFORM_F64: o.as<double>()[i] = umlos_draw_element_uniform_f64(key, stream, d, ui); break;
-          case UMLOS_DIST_UNIFORM_F32: o.as<float>()[i] = umlos_draw_element_uniform_f32(key, stream, d, ui); break;
-          case UMLOS_DIST_NORMAL_F64: o.as<double>()[i] = umlos_draw_element_normal_f64(key, stream, d, ui); break;
-          case UMLOS_DIST_NORMAL_F32: o.as<float>()[i] = umlos_draw_element_normal_f32(key, stream, d, ui); break;
+          case UMLOS_DIST_U32:
+            o.as<uint32_t>()[i] = umlos_draw_element_u32(key, stream, d, ui);
+            break;
+          case UMLOS_DIST_UNIFORM_F64:
+            o.as<double>()[i] = umlos_draw_element_uniform_f64(key, stream, d, ui);
+            break;
+          case UMLOS_DIST_UNIFORM_F32:
+            o.as<float>()[i] = umlos_draw_element_uniform_f32(key, stream, d, ui);
+            break;
+          case UMLOS_DIST_NORMAL_F64:
+            o.as<double>()[i] = umlos_draw_element_normal_f64(key, stream, d, ui);
+            break;
+          case UMLOS_DIST_NORMAL_F32:
+            o.as<float>()[i] = umlos_draw_element_normal_f32(key, stream, d, ui);
+            break;
         }
       }
     });

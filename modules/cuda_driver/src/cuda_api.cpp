@@ -41,12 +41,13 @@ bool load_cuda_api(const CudaApi** out, std::string* message) {
     }
     api.handle = h;
     api.library = lib;
-#define UMLOS_CUDA_RESOLVE(member, symbol, ...)                                                  \
-  api.member = reinterpret_cast<decltype(api.member)>(::dlsym(h, symbol));                       \
-  if (!api.member) {                                                                             \
-    error = lib + " has no symbol " symbol ": the NVIDIA driver is too old for this module "     \
-                  "(CUDA 12 or newer is needed)";                                                \
-    return;                                                                                      \
+#define UMLOS_CUDA_RESOLVE(member, symbol, ...)                            \
+  api.member = reinterpret_cast<decltype(api.member)>(::dlsym(h, symbol)); \
+  if (!api.member) {                                                       \
+    error = lib + " has no symbol " symbol                                 \
+                  ": the NVIDIA driver is too old for this module "        \
+                  "(CUDA 12 or newer is needed)";                          \
+    return;                                                                \
   }
     UMLOS_CUDA_SYMBOLS(UMLOS_CUDA_RESOLVE)
 #undef UMLOS_CUDA_RESOLVE

@@ -29,30 +29,30 @@ constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 
 // X-macro: name in libcuda, return type is always CUresult, parameters.
-#define UMLOS_CUDA_SYMBOLS(X)                                                                 \
-  X(cuInit, "cuInit", unsigned int)                                                            \
-  X(cuDriverGetVersion, "cuDriverGetVersion", int*)                                            \
-  X(cuDeviceGetCount, "cuDeviceGetCount", int*)                                                \
-  X(cuDeviceGet, "cuDeviceGet", CUdevice*, int)                                                \
-  X(cuDeviceGetName, "cuDeviceGetName", char*, int, CUdevice)                                  \
-  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", int*, int, CUdevice)                         \
-  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", size_t*, CUdevice)                                \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUcontext*, CUdevice)                \
-  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUdevice)                       \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent", CUcontext)                                             \
-  X(cuCtxSynchronize, "cuCtxSynchronize")                                                      \
-  X(cuModuleLoadData, "cuModuleLoadData", CUmodule*, const void*)                              \
-  X(cuModuleUnload, "cuModuleUnload", CUmodule)                                                \
-  X(cuModuleGetFunction, "cuModuleGetFunction", CUfunction*, CUmodule, const char*)            \
-  X(cuLaunchKernel, "cuLaunchKernel", CUfunction, unsigned, unsigned, unsigned, unsigned,     \
-    unsigned, unsigned, unsigned, CUstream, void**, void**)                                    \
-  X(cuMemAlloc, "cuMemAlloc_v2", CUdeviceptr*, size_t)                                         \
-  X(cuMemFree, "cuMemFree_v2", CUdeviceptr)                                                    \
-  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", CUdeviceptr, const void*, size_t)                         \
-  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", void*, CUdeviceptr, size_t)                               \
-  X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", CUdeviceptr, CUdeviceptr, size_t)                         \
-  X(cuMemsetD8, "cuMemsetD8_v2", CUdeviceptr, unsigned char, size_t)                           \
-  X(cuGetErrorName, "cuGetErrorName", CUresult, const char**)                                  \
+#define UMLOS_CUDA_SYMBOLS(X)                                                                                 \
+  X(cuInit, "cuInit", unsigned int)                                                                           \
+  X(cuDriverGetVersion, "cuDriverGetVersion", int*)                                                           \
+  X(cuDeviceGetCount, "cuDeviceGetCount", int*)                                                               \
+  X(cuDeviceGet, "cuDeviceGet", CUdevice*, int)                                                               \
+  X(cuDeviceGetName, "cuDeviceGetName", char*, int, CUdevice)                                                 \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", int*, int, CUdevice)                                        \
+  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", size_t*, CUdevice)                                               \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUcontext*, CUdevice)                               \
+  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUdevice)                                      \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", CUcontext)                                                            \
+  X(cuCtxSynchronize, "cuCtxSynchronize")                                                                     \
+  X(cuModuleLoadData, "cuModuleLoadData", CUmodule*, const void*)                                             \
+  X(cuModuleUnload, "cuModuleUnload", CUmodule)                                                               \
+  X(cuModuleGetFunction, "cuModuleGetFunction", CUfunction*, CUmodule, const char*)                           \
+  X(cuLaunchKernel, "cuLaunchKernel", CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
+    unsigned, CUstream, void**, void**)                                                                       \
+  X(cuMemAlloc, "cuMemAlloc_v2", CUdeviceptr*, size_t)                                                        \
+  X(cuMemFree, "cuMemFree_v2", CUdeviceptr)                                                                   \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", CUdeviceptr, const void*, size_t)                                        \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", void*, CUdeviceptr, size_t)                                              \
+  X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", CUdeviceptr, CUdeviceptr, size_t)                                        \
+  X(cuMemsetD8, "cuMemsetD8_v2", CUdeviceptr, unsigned char, size_t)                                          \
+  X(cuGetErrorName, "cuGetErrorName", CUresult, const char**)                                                 \
   X(cuGetErrorString, "cuGetErrorString", CUresult, const char**)
 
 struct CudaApi {

@@ -96,11 +96,31 @@ struct Buffer {
 };
 
 // Kernel names in kernels.cu; resolved once in create().
-#define UMLOS_CUDA_KERNELS(X)                                                                     \
-  X(fill_u8) X(fill_u32) X(fill_u64) X(rng_fill) X(unary_f32) X(unary_f64) X(unary_grad_f32)     \
-  X(unary_grad_f64) X(binary_f32) X(binary_f64) X(accumulate_f32) X(accumulate_f64)              \
-  X(bias_add_f32) X(bias_add_f64) X(chunk_sums_f32) X(chunk_sums_f64) X(fold_chunks_f32)         \
-  X(fold_chunks_f64) X(softmax_f32) X(softmax_f64) X(gemm_f32) X(gemm_f64)
+// clang-format off (one name per line; clang-format reflows X-macro lists)
+#define UMLOS_CUDA_KERNELS(X) \
+  X(fill_u8)                  \
+  X(fill_u32)                 \
+  X(fill_u64)                 \
+  X(rng_fill)                 \
+  X(unary_f32)                \
+  X(unary_f64)                \
+  X(unary_grad_f32)           \
+  X(unary_grad_f64)           \
+  X(binary_f32)               \
+  X(binary_f64)               \
+  X(accumulate_f32)           \
+  X(accumulate_f64)           \
+  X(bias_add_f32)             \
+  X(bias_add_f64)             \
+  X(chunk_sums_f32)           \
+  X(chunk_sums_f64)           \
+  X(fold_chunks_f32)          \
+  X(fold_chunks_f64)          \
+  X(softmax_f32)              \
+  X(softmax_f64)              \
+  X(gemm_f32)                 \
+  X(gemm_f64)
+// clang-format on
 
 struct Kernels {
 #define UMLOS_CUDA_KERNEL_FIELD(name) CUfunction name = nullptr;
@@ -182,7 +202,8 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
   int64_t ordinal = 0;
   if (svc && svc->config_i64) {
     umlos_status s = svc->config_i64(ctx, "device", &ordinal);
-    if (s == UMLOS_NOT_FOUND) ordinal = 0;
+    if (s == UMLOS_NOT_FOUND)
+      ordinal = 0;
     else if (s != UMLOS_OK)
       return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cuda_driver: driver.config.device must be an integer");
   }
@@ -194,7 +215,8 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
   int count = 0;
   r = cu->cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS || count == 0)
-    return report(svc, ctx, UMLOS_UNAVAILABLE, "cuda_driver: no CUDA device on this machine (the NVIDIA driver is installed)");
+    return report(svc, ctx, UMLOS_UNAVAILABLE,
+                  "cuda_driver: no CUDA device on this machine (the NVIDIA driver is installed)");
   if (ordinal < 0 || ordinal >= count)
     return report(svc, ctx, UMLOS_INVALID_ARGUMENT,
                   "cuda_driver: driver.config.device = " + std::to_string(ordinal) + ", but this machine has " +
@@ -217,7 +239,8 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
     if (inst->cc_major < 9) {
       s = report(svc, ctx, UMLOS_UNAVAILABLE,
                  "cuda_driver: device " + std::to_string(inst->ordinal) + " (" + inst->device_name +
-                     ") has compute capability " + std::to_string(inst->cc_major) + "." + std::to_string(inst->cc_minor) +
+                     ") has compute capability " + std::to_string(inst->cc_major) + "." +
+                     std::to_string(inst->cc_minor) +
                      "; this build carries sm_90 code and compute_90 PTX only (rebuild with -DUMLOS_CUDA_ARCHS=...)");
       delete inst;
       return s;
@@ -225,8 +248,9 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
     check_cu(inst, cu->cuDevicePrimaryCtxRetain(&inst->context, inst->device), "cuDevicePrimaryCtxRetain");
     check_cu(inst, cu->cuCtxSetCurrent(inst->context), "cuCtxSetCurrent");
     check_cu(inst, cu->cuModuleLoadData(&inst->module, kFatbin), "cuModuleLoadData (embedded fatbin)");
-#define UMLOS_CUDA_GET(name) \
-  check_cu(inst, cu->cuModuleGetFunction(&inst->k.name, inst->module, "umlos_" #name), "cuModuleGetFunction umlos_" #name);
+#define UMLOS_CUDA_GET(name)                                                           \
+  check_cu(inst, cu->cuModuleGetFunction(&inst->k.name, inst->module, "umlos_" #name), \
+           "cuModuleGetFunction umlos_" #name);
     UMLOS_CUDA_KERNELS(UMLOS_CUDA_GET)
 #undef UMLOS_CUDA_GET
     inst->pool = new cpu_driver::ThreadPool(1);
@@ -254,9 +278,9 @@ static umlos_status driver_describe(void* instance, char* out, size_t capacity) 
     std::snprintf(out, capacity, "cuda (not started)");
     return UMLOS_OK;
   }
-  std::snprintf(out, capacity, "cuda %s (sm_%d%d, %d SMs), driver %d.%d, device %d, one stream", inst->device_name.c_str(),
-                inst->cc_major, inst->cc_minor, inst->sms, inst->driver_version / 1000, (inst->driver_version % 1000) / 10,
-                inst->ordinal);
+  std::snprintf(out, capacity, "cuda %s (sm_%d%d, %d SMs), driver %d.%d, device %d, one stream",
+                inst->device_name.c_str(), inst->cc_major, inst->cc_minor, inst->sms, inst->driver_version / 1000,
+                (inst->driver_version % 1000) / 10, inst->ordinal);
   return UMLOS_OK;
 }
 
@@ -292,7 +316,8 @@ static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t
     if (!out) fail(UMLOS_INVALID_ARGUMENT, "buffer_alloc: out is NULL");
     uint64_t align = std::max<uint64_t>(256, alignment);  // cuMemAlloc gives 256
     if ((align & (align - 1)) != 0)
-      fail(UMLOS_ALIGNMENT_VIOLATION, "buffer_alloc: alignment " + std::to_string(alignment) + " is not a power of two");
+      fail(UMLOS_ALIGNMENT_VIOLATION,
+           "buffer_alloc: alignment " + std::to_string(alignment) + " is not a power of two");
     uint64_t extra = align > 256 ? align - 256 : 0;
     uint64_t total = std::max<uint64_t>(bytes, 1) + extra;
     if (total < bytes) fail(UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc: " + std::to_string(bytes) + " bytes is too large");
@@ -326,8 +351,8 @@ static void driver_buffer_free(void* instance, umlos_buffer* buffer) {
 static void check_range(const char* what, const Buffer* b, uint64_t offset, uint64_t bytes) {
   if (!b) fail(UMLOS_INVALID_ARGUMENT, std::string(what) + ": buffer is NULL");
   if (offset > b->bytes || bytes > b->bytes - offset)
-    fail(UMLOS_OUT_OF_RANGE, std::string(what) + ": offset " + std::to_string(offset) + " + size " + std::to_string(bytes) +
-                                 " exceeds the buffer size " + std::to_string(b->bytes));
+    fail(UMLOS_OUT_OF_RANGE, std::string(what) + ": offset " + std::to_string(offset) + " + size " +
+                                 std::to_string(bytes) + " exceeds the buffer size " + std::to_string(b->bytes));
 }
 
 static umlos_status driver_buffer_write(void* instance, umlos_ctx* ctx, umlos_buffer* buffer, uint64_t offset,
@@ -369,12 +394,13 @@ static Operand to_operand(const std::string& primitive, const std::string& role,
   if (cpu_driver::dtype_size(v.dtype) == 0)
     fail(UMLOS_PRIMITIVE_UNSUPPORTED, primitive + ": " + role + ": unknown dtype " + std::to_string(v.dtype));
   if (v.rank > UMLOS_MAX_RANK)
-    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": rank " + std::to_string(v.rank) + " exceeds " +
-                                   std::to_string(UMLOS_MAX_RANK));
+    fail(UMLOS_SHAPE_MISMATCH,
+         primitive + ": " + role + ": rank " + std::to_string(v.rank) + " exceeds " + std::to_string(UMLOS_MAX_RANK));
   o.dims.assign(v.dims, v.dims + v.rank);
   o.numel = 1;
   for (int64_t d : o.dims) {
-    if (d < 0) fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": negative extent in shape " + shape_string(o.dims));
+    if (d < 0)
+      fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": negative extent in shape " + shape_string(o.dims));
     o.numel *= d;
   }
   auto* b = reinterpret_cast<const Buffer*>(v.buffer);
@@ -434,13 +460,13 @@ static void native_unary(Instance* inst, Call& c) {
   if (dt == UMLOS_DTYPE_F32) {
     float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
     if (Op == U_CLAMP && !(flo <= fhi))
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(flo)) + ") must not exceed hi (" +
-                                       std::to_string(double(fhi)) + ")");
+      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(flo)) +
+                                       ") must not exceed hi (" + std::to_string(double(fhi)) + ")");
     launch(inst, inst->k.unary_f32, launch_1d(n), {&op, &x, &y, &n, &flo, &fhi}, "umlos_unary_f32");
   } else {
     if (Op == U_CLAMP && !(lo <= hi))
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(lo) + ") must not exceed hi (" +
-                                       std::to_string(hi) + ")");
+      fail(UMLOS_INVALID_ARGUMENT,
+           c.primitive + ": attribute lo (" + std::to_string(lo) + ") must not exceed hi (" + std::to_string(hi) + ")");
     launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f64");
   }
 }
@@ -461,13 +487,13 @@ static void native_unary_grad(Instance* inst, Call& c) {
   if (dt == UMLOS_DTYPE_F32) {
     float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
     if (Op == U_CLAMP && !(flo <= fhi))
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(flo)) + ") must not exceed hi (" +
-                                       std::to_string(double(fhi)) + ")");
+      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(flo)) +
+                                       ") must not exceed hi (" + std::to_string(double(fhi)) + ")");
     launch(inst, inst->k.unary_grad_f32, launch_1d(n), {&op, &x, &g, &dx, &n, &flo, &fhi}, "umlos_unary_grad_f32");
   } else {
     if (Op == U_CLAMP && !(lo <= hi))
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(lo) + ") must not exceed hi (" +
-                                       std::to_string(hi) + ")");
+      fail(UMLOS_INVALID_ARGUMENT,
+           c.primitive + ": attribute lo (" + std::to_string(lo) + ") must not exceed hi (" + std::to_string(hi) + ")");
     launch(inst, inst->k.unary_grad_f64, launch_1d(n), {&op, &x, &g, &dx, &n, &lo, &hi}, "umlos_unary_grad_f64");
   }
 }
@@ -530,25 +556,35 @@ static void native_fill(Instance* inst, Call& c) {
   double v = c.attr_float("value", 0.0);
   CUdeviceptr p = dptr(y);
   int64_t n = y.numel;
-  auto as_bits32 = [](auto value) { uint32_t u; std::memcpy(&u, &value, 4); return u; };
-  auto as_bits64 = [](auto value) { uint64_t u; std::memcpy(&u, &value, 8); return u; };
+  auto as_bits32 = [](auto value) {
+    uint32_t u;
+    std::memcpy(&u, &value, 4);
+    return u;
+  };
+  auto as_bits64 = [](auto value) {
+    uint64_t u;
+    std::memcpy(&u, &value, 8);
+    return u;
+  };
   switch (y.dtype) {
     case UMLOS_DTYPE_U8: {
       uint8_t b = static_cast<uint8_t>(v);
       launch(inst, inst->k.fill_u8, launch_1d(n), {&p, &n, &b}, "umlos_fill_u8");
       return;
     }
-    case UMLOS_DTYPE_F32: case UMLOS_DTYPE_I32: case UMLOS_DTYPE_U32: {
-      uint32_t u = y.dtype == UMLOS_DTYPE_F32 ? as_bits32(static_cast<float>(v))
-                 : y.dtype == UMLOS_DTYPE_I32 ? as_bits32(static_cast<int32_t>(v))
-                                              : static_cast<uint32_t>(v);
+    case UMLOS_DTYPE_F32:
+    case UMLOS_DTYPE_I32:
+    case UMLOS_DTYPE_U32: {
+      uint32_t u = y.dtype == UMLOS_DTYPE_F32   ? as_bits32(static_cast<float>(v))
+                   : y.dtype == UMLOS_DTYPE_I32 ? as_bits32(static_cast<int32_t>(v))
+                                                : static_cast<uint32_t>(v);
       launch(inst, inst->k.fill_u32, launch_1d(n), {&p, &n, &u}, "umlos_fill_u32");
       return;
     }
     default: {
-      uint64_t u = y.dtype == UMLOS_DTYPE_F64 ? as_bits64(v)
-                 : y.dtype == UMLOS_DTYPE_I64 ? as_bits64(static_cast<int64_t>(v))
-                                              : static_cast<uint64_t>(v);
+      uint64_t u = y.dtype == UMLOS_DTYPE_F64   ? as_bits64(v)
+                   : y.dtype == UMLOS_DTYPE_I64 ? as_bits64(static_cast<int64_t>(v))
+                                                : static_cast<uint64_t>(v);
       launch(inst, inst->k.fill_u64, launch_1d(n), {&p, &n, &u}, "umlos_fill_u64");
       return;
     }
@@ -556,7 +592,8 @@ static void native_fill(Instance* inst, Call& c) {
 }
 
 static void device_copy(Instance* inst, const Operand& to, const Operand& from, uint64_t bytes) {
-  if (bytes && dptr(to) != dptr(from)) check_cu(inst, inst->cu->cuMemcpyDtoD(dptr(to), dptr(from), bytes), "cuMemcpyDtoD_v2");
+  if (bytes && dptr(to) != dptr(from))
+    check_cu(inst, inst->cu->cuMemcpyDtoD(dptr(to), dptr(from), bytes), "cuMemcpyDtoD_v2");
 }
 
 static void native_copy(Instance* inst, Call& c) {
@@ -571,7 +608,8 @@ static void native_reshape(Instance* inst, Call& c) {
   c.expect_out_dtype(0, c.in[0].dtype);
   if (c.out[0].numel != c.in[0].numel)
     c.shape_error(c.out_name(0) + " " + shape_string(c.out[0].dims) + " has " + std::to_string(c.out[0].numel) +
-                  " elements, " + c.in_name(0) + " " + shape_string(c.in[0].dims) + " has " + std::to_string(c.in[0].numel));
+                  " elements, " + c.in_name(0) + " " + shape_string(c.in[0].dims) + " has " +
+                  std::to_string(c.in[0].numel));
   device_copy(inst, c.out[0], c.in[0], c.in[0].bytes());
 }
 
@@ -607,8 +645,10 @@ static void native_stat(Instance* inst, Call& c) {
     len = x.dims[axis];
     inner = cpu_driver::dims_product(x.dims, axis + 1, x.dims.size());
     out_dims = x.dims;
-    if (keep) out_dims[axis] = 1;
-    else out_dims.erase(out_dims.begin() + axis);
+    if (keep)
+      out_dims[axis] = 1;
+    else
+      out_dims.erase(out_dims.begin() + axis);
   }
   if (!(out_dims.empty() && c.out[0].rank() == 1 && c.out[0].dims[0] == 1)) c.expect_out_shape(0, out_dims);
   double divisor = 1.0;
@@ -617,9 +657,11 @@ static void native_stat(Instance* inst, Call& c) {
     divisor = static_cast<double>(len);
   } else if (K == S_VAR) {
     int64_t corr = c.attr_int("correction", 0);
-    if (corr < 0) fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
+    if (corr < 0)
+      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
     if (len - corr <= 0)
-      c.shape_error(c.in_name(0) + ": reduced length " + std::to_string(len) + " must exceed correction " + std::to_string(corr));
+      c.shape_error(c.in_name(0) + ": reduced length " + std::to_string(len) + " must exceed correction " +
+                    std::to_string(corr));
     divisor = static_cast<double>(len - corr);
   }
   ReducePlan p = plan_reduce(outer, len, inner);
@@ -667,12 +709,18 @@ static void native_softmax(Instance* inst, Call& c) {
 }
 
 // matmul (linalg.cpp matmul_shape), forward and gradient, one strided GEMM.
-using cpu_driver::MatmulShape;
 using cpu_driver::matmul_shape;
+using cpu_driver::MatmulShape;
 
 static MatmulDims dims_of(const MatmulShape& s) {
   MatmulDims d;
-  d.batch = s.batch; d.M = s.M; d.N = s.N; d.K = s.K; d.ta = s.ta; d.tb = s.tb; d.shared_b = s.shared_b;
+  d.batch = s.batch;
+  d.M = s.M;
+  d.N = s.N;
+  d.K = s.K;
+  d.ta = s.ta;
+  d.tb = s.tb;
+  d.shared_b = s.shared_b;
   return d;
 }
 
@@ -683,8 +731,9 @@ static void run_gemm(Instance* inst, bool f32, CUdeviceptr a, CUdeviceptr b, CUd
     fail(UMLOS_SHAPE_MISMATCH, "matmul: " + std::to_string(g.M) + " rows x " + std::to_string(g.batch) +
                                    " batches exceed this driver's grid limits (65535 tiles of 16 rows, 65535 batches)");
   void* args[] = {&a, &b, &c, &g};
-  check_cu(inst, inst->cu->cuLaunchKernel(f32 ? inst->k.gemm_f32 : inst->k.gemm_f64, l.gx, l.gy, l.gz, l.bx, l.by, 1, 0,
-                                          nullptr, args, nullptr),
+  check_cu(inst,
+           inst->cu->cuLaunchKernel(f32 ? inst->k.gemm_f32 : inst->k.gemm_f64, l.gx, l.gy, l.gz, l.bx, l.by, 1, 0,
+                                    nullptr, args, nullptr),
            "umlos_gemm");
 }
 
@@ -716,22 +765,44 @@ static void native_matmul_grad(Instance* inst, Call& c) {
 
 static const std::map<std::string, NativeFn>& native_table() {
   static const std::map<std::string, NativeFn> t = {
-      {"relu", native_unary<U_RELU>}, {"tanh", native_unary<U_TANH>}, {"sigmoid", native_unary<U_SIGMOID>},
-      {"exp", native_unary<U_EXP>}, {"log", native_unary<U_LOG>}, {"sin", native_unary<U_SIN>},
-      {"cos", native_unary<U_COS>}, {"sqrt", native_unary<U_SQRT>}, {"clamp", native_unary<U_CLAMP>},
+      {"relu", native_unary<U_RELU>},
+      {"tanh", native_unary<U_TANH>},
+      {"sigmoid", native_unary<U_SIGMOID>},
+      {"exp", native_unary<U_EXP>},
+      {"log", native_unary<U_LOG>},
+      {"sin", native_unary<U_SIN>},
+      {"cos", native_unary<U_COS>},
+      {"sqrt", native_unary<U_SQRT>},
+      {"clamp", native_unary<U_CLAMP>},
       {"gelu", native_unary<U_GELU>},
-      {"relu_grad", native_unary_grad<U_RELU>}, {"tanh_grad", native_unary_grad<U_TANH>},
-      {"sigmoid_grad", native_unary_grad<U_SIGMOID>}, {"exp_grad", native_unary_grad<U_EXP>},
-      {"log_grad", native_unary_grad<U_LOG>}, {"sin_grad", native_unary_grad<U_SIN>},
-      {"cos_grad", native_unary_grad<U_COS>}, {"sqrt_grad", native_unary_grad<U_SQRT>},
-      {"clamp_grad", native_unary_grad<U_CLAMP>}, {"gelu_grad", native_unary_grad<U_GELU>},
-      {"add", native_binary<B_ADD>}, {"sub", native_binary<B_SUB>}, {"mul", native_binary<B_MUL>},
-      {"div", native_binary<B_DIV>}, {"bias_add", native_bias_add}, {"accumulate", native_accumulate},
-      {"zero", native_zero}, {"fill", native_fill}, {"copy", native_copy}, {"reshape", native_reshape},
+      {"relu_grad", native_unary_grad<U_RELU>},
+      {"tanh_grad", native_unary_grad<U_TANH>},
+      {"sigmoid_grad", native_unary_grad<U_SIGMOID>},
+      {"exp_grad", native_unary_grad<U_EXP>},
+      {"log_grad", native_unary_grad<U_LOG>},
+      {"sin_grad", native_unary_grad<U_SIN>},
+      {"cos_grad", native_unary_grad<U_COS>},
+      {"sqrt_grad", native_unary_grad<U_SQRT>},
+      {"clamp_grad", native_unary_grad<U_CLAMP>},
+      {"gelu_grad", native_unary_grad<U_GELU>},
+      {"add", native_binary<B_ADD>},
+      {"sub", native_binary<B_SUB>},
+      {"mul", native_binary<B_MUL>},
+      {"div", native_binary<B_DIV>},
+      {"bias_add", native_bias_add},
+      {"accumulate", native_accumulate},
+      {"zero", native_zero},
+      {"fill", native_fill},
+      {"copy", native_copy},
+      {"reshape", native_reshape},
       {"reshape_grad", native_reshape_grad},
-      {"sum", native_stat<S_SUM>}, {"mean", native_stat<S_MEAN>}, {"variance", native_stat<S_VAR>},
-      {"softmax", native_softmax<0>}, {"log_softmax", native_softmax<1>},
-      {"matmul", native_matmul}, {"matmul_grad", native_matmul_grad},
+      {"sum", native_stat<S_SUM>},
+      {"mean", native_stat<S_MEAN>},
+      {"variance", native_stat<S_VAR>},
+      {"softmax", native_softmax<0>},
+      {"log_softmax", native_softmax<1>},
+      {"matmul", native_matmul},
+      {"matmul_grad", native_matmul_grad},
   };
   return t;
 }
@@ -753,7 +824,8 @@ static void run_staged(Instance* inst, Call& c, const std::vector<DeviceOperand>
   for (auto& o : c.in) stage(o);
   for (auto& o : c.out) stage(o);
   for (auto& kv : host)
-    if (!kv.second.empty()) check_cu(inst, inst->cu->cuMemcpyDtoH(kv.second.data(), kv.first, kv.second.size()), "cuMemcpyDtoH_v2 (staging)");
+    if (!kv.second.empty())
+      check_cu(inst, inst->cu->cuMemcpyDtoH(kv.second.data(), kv.first, kv.second.size()), "cuMemcpyDtoH_v2 (staging)");
   std::vector<CUdeviceptr> out_dev;
   for (auto& o : c.in) o.data = host[dptr(o)].data();
   for (auto& o : c.out) {
@@ -769,14 +841,16 @@ static void run_staged(Instance* inst, Call& c, const std::vector<DeviceOperand>
   (void)out_where;
 }
 
-static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* primitive, const umlos_tensor_view* inputs,
-                                    uint32_t n_inputs, const umlos_tensor_view* outputs, uint32_t n_outputs,
-                                    const umlos_attr* attrs, uint32_t n_attrs) {
+static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* primitive,
+                                    const umlos_tensor_view* inputs, uint32_t n_inputs,
+                                    const umlos_tensor_view* outputs, uint32_t n_outputs, const umlos_attr* attrs,
+                                    uint32_t n_attrs) {
   auto* inst = static_cast<Instance*>(instance);
   return guarded(inst, ctx, [&] {
     std::string name = primitive ? primitive : "";
     auto it = registry().find(name);
-    if (it == registry().end()) fail(UMLOS_PRIMITIVE_UNSUPPORTED, "no primitive '" + name + "' (docs/primitives.md lists them)");
+    if (it == registry().end())
+      fail(UMLOS_PRIMITIVE_UNSUPPORTED, "no primitive '" + name + "' (docs/primitives.md lists them)");
     Call c;
     c.info = &it->second;
     c.primitive = name;
@@ -786,7 +860,8 @@ static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* 
     if ((n_inputs && !inputs) || (n_outputs && !outputs)) fail(UMLOS_INVALID_ARGUMENT, name + ": NULL operand array");
     std::vector<DeviceOperand> in_where(n_inputs), out_where(n_outputs);
     for (uint32_t i = 0; i < n_inputs; ++i) c.in.push_back(to_operand(name, c.in_name(i), inputs[i], &in_where[i]));
-    for (uint32_t i = 0; i < n_outputs; ++i) c.out.push_back(to_operand(name, c.out_name(i), outputs[i], &out_where[i]));
+    for (uint32_t i = 0; i < n_outputs; ++i)
+      c.out.push_back(to_operand(name, c.out_name(i), outputs[i], &out_where[i]));
     auto nat = native_table().find(name);
     if (nat != native_table().end()) {
       nat->second(inst, c);
@@ -799,7 +874,8 @@ static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* 
   });
 }
 
-static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_rng_request* req, const umlos_tensor_view* out) {
+static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_rng_request* req,
+                                    const umlos_tensor_view* out) {
   auto* inst = static_cast<Instance*>(instance);
   return guarded(inst, ctx, [&] {
     if (!req || !out) fail(UMLOS_INVALID_ARGUMENT, "rng_fill: NULL request or output");
@@ -810,12 +886,28 @@ static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_
     Operand o = to_operand("rng_fill", "output", *out, &where);
     int32_t want = 0, kind = 0;
     switch (req->distribution) {
-      case UMLOS_DIST_U32: want = UMLOS_DTYPE_U32; kind = 0; break;
-      case UMLOS_DIST_UNIFORM_F32: want = UMLOS_DTYPE_F32; kind = 1; break;
-      case UMLOS_DIST_UNIFORM_F64: want = UMLOS_DTYPE_F64; kind = 2; break;
-      case UMLOS_DIST_NORMAL_F32: want = UMLOS_DTYPE_F32; kind = 3; break;
-      case UMLOS_DIST_NORMAL_F64: want = UMLOS_DTYPE_F64; kind = 4; break;
-      default: fail(UMLOS_INVALID_ARGUMENT, "rng_fill: unknown distribution " + std::to_string(req->distribution));
+      case UMLOS_DIST_U32:
+        want = UMLOS_DTYPE_U32;
+        kind = 0;
+        break;
+      case UMLOS_DIST_UNIFORM_F32:
+        want = UMLOS_DTYPE_F32;
+        kind = 1;
+        break;
+      case UMLOS_DIST_UNIFORM_F64:
+        want = UMLOS_DTYPE_F64;
+        kind = 2;
+        break;
+      case UMLOS_DIST_NORMAL_F32:
+        want = UMLOS_DTYPE_F32;
+        kind = 3;
+        break;
+      case UMLOS_DIST_NORMAL_F64:
+        want = UMLOS_DTYPE_F64;
+        kind = 4;
+        break;
+      default:
+        fail(UMLOS_INVALID_ARGUMENT, "rng_fill: unknown distribution " + std::to_string(req->distribution));
     }
     if (o.dtype != want)
       fail(UMLOS_SHAPE_MISMATCH, std::string("rng_fill: distribution ") + std::to_string(req->distribution) +

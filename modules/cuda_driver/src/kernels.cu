@@ -32,17 +32,27 @@ extern "C" __global__ void umlos_fill_u64(uint64_t* y, int64_t n, uint64_t v) { 
 // Element i of draw (key, stream, d): the published mapping, bit for bit.
 // dist: umlos_distribution (1 U32, 2 UNIFORM_F32, 3 UNIFORM_F64, 4 NORMAL_F32,
 // 5 NORMAL_F64; driver.cpp passes the ABI value through).
-extern "C" __global__ void umlos_rng_fill(void* out, int64_t n, int32_t dist, uint32_t k0, uint32_t k1,
-                                          uint32_t stream, uint64_t d, int32_t kind) {
+extern "C" __global__ void umlos_rng_fill(void* out, int64_t n, int32_t dist, uint32_t k0, uint32_t k1, uint32_t stream,
+                                          uint64_t d, int32_t kind) {
   const uint32_t key[2] = {k0, k1};
   GRID_STRIDE(i, n) {
     uint64_t u = (uint64_t)i;
     switch (kind) {
-      case 0: ((uint32_t*)out)[i] = umlos_draw_element_u32(key, stream, d, u); break;
-      case 1: ((float*)out)[i] = umlos_draw_element_uniform_f32(key, stream, d, u); break;
-      case 2: ((double*)out)[i] = umlos_draw_element_uniform_f64(key, stream, d, u); break;
-      case 3: ((float*)out)[i] = umlos_draw_element_normal_f32(key, stream, d, u); break;
-      default: ((double*)out)[i] = umlos_draw_element_normal_f64(key, stream, d, u); break;
+      case 0:
+        ((uint32_t*)out)[i] = umlos_draw_element_u32(key, stream, d, u);
+        break;
+      case 1:
+        ((float*)out)[i] = umlos_draw_element_uniform_f32(key, stream, d, u);
+        break;
+      case 2:
+        ((double*)out)[i] = umlos_draw_element_uniform_f64(key, stream, d, u);
+        break;
+      case 3:
+        ((float*)out)[i] = umlos_draw_element_normal_f32(key, stream, d, u);
+        break;
+      default:
+        ((double*)out)[i] = umlos_draw_element_normal_f64(key, stream, d, u);
+        break;
     }
   }
   (void)dist;
@@ -53,27 +63,76 @@ extern "C" __global__ void umlos_rng_fill(void* out, int64_t n, int32_t dist, ui
 // op codes shared with driver.cpp (enum UnaryOp there).
 enum { U_RELU, U_TANH, U_SIGMOID, U_EXP, U_LOG, U_SIN, U_COS, U_SQRT, U_CLAMP, U_GELU };
 
-template <class T> __device__ inline T d_exp(T x);
-template <> __device__ inline float d_exp(float x) { return expf(x); }
-template <> __device__ inline double d_exp(double x) { return exp(x); }
-template <class T> __device__ inline T d_tanh(T x);
-template <> __device__ inline float d_tanh(float x) { return tanhf(x); }
-template <> __device__ inline double d_tanh(double x) { return tanh(x); }
-template <class T> __device__ inline T d_log(T x);
-template <> __device__ inline float d_log(float x) { return logf(x); }
-template <> __device__ inline double d_log(double x) { return log(x); }
-template <class T> __device__ inline T d_sin(T x);
-template <> __device__ inline float d_sin(float x) { return sinf(x); }
-template <> __device__ inline double d_sin(double x) { return sin(x); }
-template <class T> __device__ inline T d_cos(T x);
-template <> __device__ inline float d_cos(float x) { return cosf(x); }
-template <> __device__ inline double d_cos(double x) { return cos(x); }
-template <class T> __device__ inline T d_sqrt(T x);
-template <> __device__ inline float d_sqrt(float x) { return sqrtf(x); }  // IEEE (--prec-sqrt=true)
-template <> __device__ inline double d_sqrt(double x) { return sqrt(x); }
-template <class T> __device__ inline T d_erf(T x);
-template <> __device__ inline float d_erf(float x) { return erff(x); }
-template <> __device__ inline double d_erf(double x) { return erf(x); }
+template <class T>
+__device__ inline T d_exp(T x);
+template <>
+__device__ inline float d_exp(float x) {
+  return expf(x);
+}
+template <>
+__device__ inline double d_exp(double x) {
+  return exp(x);
+}
+template <class T>
+__device__ inline T d_tanh(T x);
+template <>
+__device__ inline float d_tanh(float x) {
+  return tanhf(x);
+}
+template <>
+__device__ inline double d_tanh(double x) {
+  return tanh(x);
+}
+template <class T>
+__device__ inline T d_log(T x);
+template <>
+__device__ inline float d_log(float x) {
+  return logf(x);
+}
+template <>
+__device__ inline double d_log(double x) {
+  return log(x);
+}
+template <class T>
+__device__ inline T d_sin(T x);
+template <>
+__device__ inline float d_sin(float x) {
+  return sinf(x);
+}
+template <>
+__device__ inline double d_sin(double x) {
+  return sin(x);
+}
+template <class T>
+__device__ inline T d_cos(T x);
+template <>
+__device__ inline float d_cos(float x) {
+  return cosf(x);
+}
+template <>
+__device__ inline double d_cos(double x) {
+  return cos(x);
+}
+template <class T>
+__device__ inline T d_sqrt(T x);
+template <>
+__device__ inline float d_sqrt(float x) {
+  return sqrtf(x);
+}  // IEEE (--prec-sqrt=true)
+template <>
+__device__ inline double d_sqrt(double x) {
+  return sqrt(x);
+}
+template <class T>
+__device__ inline T d_erf(T x);
+template <>
+__device__ inline float d_erf(float x) {
+  return erff(x);
+}
+template <>
+__device__ inline double d_erf(double x) {
+  return erf(x);
+}
 
 template <class T>
 __device__ inline T sigmoid_of(T x) {
@@ -85,31 +144,54 @@ __device__ inline T sigmoid_of(T x) {
 template <class T>
 __device__ inline T unary_value(int op, T x, T lo, T hi) {
   switch (op) {
-    case U_RELU: return x > T(0) ? x : T(0);
-    case U_TANH: return d_tanh(x);
-    case U_SIGMOID: return sigmoid_of(x);
-    case U_EXP: return d_exp(x);
-    case U_LOG: return d_log(x);
-    case U_SIN: return d_sin(x);
-    case U_COS: return d_cos(x);
-    case U_SQRT: return d_sqrt(x);
-    case U_CLAMP: return x < lo ? lo : (x > hi ? hi : x);
-    default: return T(0.5) * x * (T(1) + d_erf(x * T(0.70710678118654752440)));
+    case U_RELU:
+      return x > T(0) ? x : T(0);
+    case U_TANH:
+      return d_tanh(x);
+    case U_SIGMOID:
+      return sigmoid_of(x);
+    case U_EXP:
+      return d_exp(x);
+    case U_LOG:
+      return d_log(x);
+    case U_SIN:
+      return d_sin(x);
+    case U_COS:
+      return d_cos(x);
+    case U_SQRT:
+      return d_sqrt(x);
+    case U_CLAMP:
+      return x < lo ? lo : (x > hi ? hi : x);
+    default:
+      return T(0.5) * x * (T(1) + d_erf(x * T(0.70710678118654752440)));
   }
 }
 
 template <class T>
 __device__ inline T unary_grad_value(int op, T x, T g, T lo, T hi) {
   switch (op) {
-    case U_RELU: return x > T(0) ? g : T(0);
-    case U_TANH: { T t = d_tanh(x); return g * (T(1) - t * t); }
-    case U_SIGMOID: { T s = sigmoid_of(x); return g * (s * (T(1) - s)); }
-    case U_EXP: return g * d_exp(x);
-    case U_LOG: return g / x;
-    case U_SIN: return g * d_cos(x);
-    case U_COS: return -(g * d_sin(x));
-    case U_SQRT: return g / (T(2) * d_sqrt(x));
-    case U_CLAMP: return (x >= lo && x <= hi) ? g : T(0);
+    case U_RELU:
+      return x > T(0) ? g : T(0);
+    case U_TANH: {
+      T t = d_tanh(x);
+      return g * (T(1) - t * t);
+    }
+    case U_SIGMOID: {
+      T s = sigmoid_of(x);
+      return g * (s * (T(1) - s));
+    }
+    case U_EXP:
+      return g * d_exp(x);
+    case U_LOG:
+      return g / x;
+    case U_SIN:
+      return g * d_cos(x);
+    case U_COS:
+      return -(g * d_sin(x));
+    case U_SQRT:
+      return g / (T(2) * d_sqrt(x));
+    case U_CLAMP:
+      return (x >= lo && x <= hi) ? g : T(0);
     default: {
       T cdf = T(0.5) * (T(1) + d_erf(x * T(0.70710678118654752440)));
       T pdf = d_exp(T(-0.5) * x * x) * T(0.39894228040143267794);
@@ -118,13 +200,12 @@ __device__ inline T unary_grad_value(int op, T x, T g, T lo, T hi) {
   }
 }
 
-#define UNARY_KERNELS(T, SUF)                                                                            \
-  extern "C" __global__ void umlos_unary_##SUF(int op, const T* x, T* y, int64_t n, T lo, T hi) {        \
-    GRID_STRIDE(i, n) y[i] = unary_value<T>(op, x[i], lo, hi);                                           \
-  }                                                                                                      \
-  extern "C" __global__ void umlos_unary_grad_##SUF(int op, const T* x, const T* g, T* dx, int64_t n,    \
-                                                    T lo, T hi) {                                        \
-    GRID_STRIDE(i, n) dx[i] = unary_grad_value<T>(op, x[i], g[i], lo, hi);                               \
+#define UNARY_KERNELS(T, SUF)                                                                                       \
+  extern "C" __global__ void umlos_unary_##SUF(int op, const T* x, T* y, int64_t n, T lo, T hi) {                   \
+    GRID_STRIDE(i, n) y[i] = unary_value<T>(op, x[i], lo, hi);                                                      \
+  }                                                                                                                 \
+  extern "C" __global__ void umlos_unary_grad_##SUF(int op, const T* x, const T* g, T* dx, int64_t n, T lo, T hi) { \
+    GRID_STRIDE(i, n) dx[i] = unary_grad_value<T>(op, x[i], g[i], lo, hi);                                          \
   }
 UNARY_KERNELS(float, f32)
 UNARY_KERNELS(double, f64)
@@ -134,27 +215,30 @@ enum { B_ADD, B_SUB, B_MUL, B_DIV };
 template <class T>
 __device__ inline T binary_value(int op, T a, T b) {
   switch (op) {
-    case B_ADD: return a + b;
-    case B_SUB: return a - b;
-    case B_MUL: return a * b;
-    default: return a / b;
+    case B_ADD:
+      return a + b;
+    case B_SUB:
+      return a - b;
+    case B_MUL:
+      return a * b;
+    default:
+      return a / b;
   }
 }
 
-#define BINARY_KERNELS(T, SUF)                                                                            \
-  extern "C" __global__ void umlos_binary_##SUF(int op, const T* a, const T* b, T* y, BroadcastDesc d) {  \
-    GRID_STRIDE(p, d.numel) {                                                                             \
-      int64_t ia, ib;                                                                                     \
-      broadcast_offsets(d, p, &ia, &ib);                                                                  \
-      y[p] = binary_value<T>(op, a[ia], b[ib]);                                                           \
-    }                                                                                                     \
-  }                                                                                                       \
-  extern "C" __global__ void umlos_accumulate_##SUF(T* a, const T* b, int64_t n) {                        \
-    GRID_STRIDE(i, n) a[i] = a[i] + b[i];                                                                 \
-  }                                                                                                       \
-  extern "C" __global__ void umlos_bias_add_##SUF(const T* x, const T* bias, T* y, int64_t n,             \
-                                                  int64_t cols) {                                         \
-    GRID_STRIDE(i, n) y[i] = x[i] + bias[i % cols];                                                       \
+#define BINARY_KERNELS(T, SUF)                                                                                \
+  extern "C" __global__ void umlos_binary_##SUF(int op, const T* a, const T* b, T* y, BroadcastDesc d) {      \
+    GRID_STRIDE(p, d.numel) {                                                                                 \
+      int64_t ia, ib;                                                                                         \
+      broadcast_offsets(d, p, &ia, &ib);                                                                      \
+      y[p] = binary_value<T>(op, a[ia], b[ib]);                                                               \
+    }                                                                                                         \
+  }                                                                                                           \
+  extern "C" __global__ void umlos_accumulate_##SUF(T* a, const T* b, int64_t n) {                            \
+    GRID_STRIDE(i, n) a[i] = a[i] + b[i];                                                                     \
+  }                                                                                                           \
+  extern "C" __global__ void umlos_bias_add_##SUF(const T* x, const T* bias, T* y, int64_t n, int64_t cols) { \
+    GRID_STRIDE(i, n) y[i] = x[i] + bias[i % cols];                                                           \
   }
 BINARY_KERNELS(float, f32)
 BINARY_KERNELS(double, f64)
@@ -200,14 +284,14 @@ __device__ inline void fold_chunks(const double* partial, T* out, double* keep, 
   }
 }
 
-#define SUM_KERNELS(T, SUF)                                                                               \
-  extern "C" __global__ void umlos_chunk_sums_##SUF(const T* x, double* partial, ReducePlan p, int mode,  \
-                                                    const double* center) {                               \
-    chunk_sums<T>(x, partial, p, mode, center);                                                           \
-  }                                                                                                       \
-  extern "C" __global__ void umlos_fold_chunks_##SUF(const double* partial, T* out, double* keep,         \
-                                                     ReducePlan p, double divisor) {                      \
-    fold_chunks<T>(partial, out, keep, p, divisor);                                                       \
+#define SUM_KERNELS(T, SUF)                                                                                     \
+  extern "C" __global__ void umlos_chunk_sums_##SUF(const T* x, double* partial, ReducePlan p, int mode,        \
+                                                    const double* center) {                                     \
+    chunk_sums<T>(x, partial, p, mode, center);                                                                 \
+  }                                                                                                             \
+  extern "C" __global__ void umlos_fold_chunks_##SUF(const double* partial, T* out, double* keep, ReducePlan p, \
+                                                     double divisor) {                                          \
+    fold_chunks<T>(partial, out, keep, p, divisor);                                                             \
   }
 SUM_KERNELS(float, f32)
 SUM_KERNELS(double, f64)

@@ -24,11 +24,11 @@
 
 namespace cuda_driver {
 
-constexpr int kMaxRank = 8;          // UMLOS_MAX_RANK
+constexpr int kMaxRank = 8;                     // UMLOS_MAX_RANK
 constexpr int64_t kSumChunk = UMLOS_SUM_CHUNK;  // the canonical sum's chunk (spec 004 0.E)
-constexpr unsigned kBlock = 256;     // threads per block of the 1-D kernels
-constexpr int64_t kMaxGrid = 65535;  // 1-D grids are capped; kernels loop (grid-stride)
-constexpr int kGemmTile = 16;        // GEMM tile (divides kSumChunk: chunk ends fall on tile ends)
+constexpr unsigned kBlock = 256;                // threads per block of the 1-D kernels
+constexpr int64_t kMaxGrid = 65535;             // 1-D grids are capped; kernels loop (grid-stride)
+constexpr int kGemmTile = 16;                   // GEMM tile (divides kSumChunk: chunk ends fall on tile ends)
 
 // ---------------------------------------------------------------- geometry
 
@@ -56,9 +56,9 @@ inline Launch launch_1d(int64_t n, unsigned block = kBlock) {
 // output folds its chunk sums in ascending order.
 struct ReducePlan {
   int64_t outer = 1, len = 0, inner = 1;
-  int64_t chunks = 0;     // ceil(len / 256)
-  int64_t outputs = 1;    // outer * inner
-  int64_t partials = 0;   // outputs * chunks: doubles of scratch
+  int64_t chunks = 0;    // ceil(len / 256)
+  int64_t outputs = 1;   // outer * inner
+  int64_t partials = 0;  // outputs * chunks: doubles of scratch
 };
 
 inline ReducePlan plan_reduce(int64_t outer, int64_t len, int64_t inner) {
@@ -171,7 +171,6 @@ inline Launch3 launch_gemm(const GemmDesc& g) {
   return l;
 }
 
-
 // The three products of matmul (docs/primitives.md), for a = [.., M, K]
 // ([.., K, M] when ta), b = [K, N] ([N, K] when tb) or with a's batch dims
 // (shared_b false), dc = [.., M, N].
@@ -183,10 +182,22 @@ struct MatmulDims {
 // c = op(a) op(b): A = op(a), B = op(b), reduction over K.
 inline GemmDesc gemm_forward_desc(const MatmulDims& s) {
   GemmDesc g;
-  g.batch = s.batch; g.M = s.M; g.N = s.N; g.K = s.K; g.k_inner = s.K > 0 ? s.K : 1;
-  g.a_b = s.M * s.K; g.a_i = s.ta ? 1 : s.K; g.a_ki = s.ta ? s.M : 1; g.a_ko = 0;
-  g.b_b = s.shared_b ? 0 : s.K * s.N; g.b_j = s.tb ? s.K : 1; g.b_ki = s.tb ? 1 : s.N; g.b_ko = 0;
-  g.c_b = s.M * s.N; g.c_i = s.N; g.c_j = 1;
+  g.batch = s.batch;
+  g.M = s.M;
+  g.N = s.N;
+  g.K = s.K;
+  g.k_inner = s.K > 0 ? s.K : 1;
+  g.a_b = s.M * s.K;
+  g.a_i = s.ta ? 1 : s.K;
+  g.a_ki = s.ta ? s.M : 1;
+  g.a_ko = 0;
+  g.b_b = s.shared_b ? 0 : s.K * s.N;
+  g.b_j = s.tb ? s.K : 1;
+  g.b_ki = s.tb ? 1 : s.N;
+  g.b_ko = 0;
+  g.c_b = s.M * s.N;
+  g.c_i = s.N;
+  g.c_j = 1;
   return g;
 }
 
@@ -195,11 +206,23 @@ inline GemmDesc gemm_forward_desc(const MatmulDims& s) {
 inline GemmDesc gemm_grad_a_desc(const MatmulDims& s) {
   const int64_t M = s.M, N = s.N, K = s.K;
   GemmDesc g;
-  g.batch = s.batch; g.M = M; g.N = K; g.K = N; g.k_inner = N > 0 ? N : 1;
-  g.a_b = M * N; g.a_i = N; g.a_ki = 1; g.a_ko = 0;
+  g.batch = s.batch;
+  g.M = M;
+  g.N = K;
+  g.K = N;
+  g.k_inner = N > 0 ? N : 1;
+  g.a_b = M * N;
+  g.a_i = N;
+  g.a_ki = 1;
+  g.a_ko = 0;
   // op(b)(k, n) = tb ? b[n*K + k] : b[k*N + n]
-  g.b_b = s.shared_b ? 0 : K * N; g.b_j = s.tb ? 1 : N; g.b_ki = s.tb ? K : 1; g.b_ko = 0;
-  g.c_b = M * K; g.c_i = s.ta ? 1 : K; g.c_j = s.ta ? M : 1;
+  g.b_b = s.shared_b ? 0 : K * N;
+  g.b_j = s.tb ? 1 : N;
+  g.b_ki = s.tb ? K : 1;
+  g.b_ko = 0;
+  g.c_b = M * K;
+  g.c_i = s.ta ? 1 : K;
+  g.c_j = s.ta ? M : 1;
   return g;
 }
 
@@ -210,11 +233,22 @@ inline GemmDesc gemm_grad_b_desc(const MatmulDims& s) {
   const int64_t M = s.M, N = s.N, K = s.K;
   GemmDesc g;
   g.batch = s.shared_b ? 1 : s.batch;
-  g.M = K; g.N = N; g.K = s.shared_b ? s.batch * M : M; g.k_inner = M > 0 ? M : 1;
+  g.M = K;
+  g.N = N;
+  g.K = s.shared_b ? s.batch * M : M;
+  g.k_inner = M > 0 ? M : 1;
   // op(a)(bi, m, k) = ta ? a[bi*M*K + k*M + m] : a[bi*M*K + m*K + k]
-  g.a_b = M * K; g.a_i = s.ta ? M : 1; g.a_ko = M * K; g.a_ki = s.ta ? 1 : K;
-  g.b_b = M * N; g.b_j = 1; g.b_ko = M * N; g.b_ki = N;
-  g.c_b = K * N; g.c_i = s.tb ? 1 : N; g.c_j = s.tb ? K : 1;
+  g.a_b = M * K;
+  g.a_i = s.ta ? M : 1;
+  g.a_ko = M * K;
+  g.a_ki = s.ta ? 1 : K;
+  g.b_b = M * N;
+  g.b_j = 1;
+  g.b_ko = M * N;
+  g.b_ki = N;
+  g.c_b = K * N;
+  g.c_i = s.tb ? 1 : N;
+  g.c_j = s.tb ? K : 1;
   return g;
 }
 

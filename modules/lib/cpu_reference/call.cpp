@@ -72,46 +72,46 @@ int32_t Call::float_dtype() const {
 
 void Call::expect_in_dtype(size_t i, int32_t dtype) const {
   if (in[i].dtype != dtype)
-    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + in_name(i) + ": expected dtype " + dtype_name(dtype) +
-                                   ", got " + dtype_name(in[i].dtype));
+    fail(UMLOS_SHAPE_MISMATCH,
+         primitive + ": " + in_name(i) + ": expected dtype " + dtype_name(dtype) + ", got " + dtype_name(in[i].dtype));
 }
 
 void Call::expect_out_dtype(size_t i, int32_t dtype) const {
   if (out[i].dtype != dtype)
-    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + out_name(i) + ": expected dtype " + dtype_name(dtype) +
-                                   ", got " + dtype_name(out[i].dtype));
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + out_name(i) + ": expected dtype " + dtype_name(dtype) + ", got " +
+                                   dtype_name(out[i].dtype));
 }
 
 void Call::expect_index_dtype(size_t i) const {
   if (in[i].dtype != UMLOS_DTYPE_I32 && in[i].dtype != UMLOS_DTYPE_I64)
-    fail(UMLOS_PRIMITIVE_UNSUPPORTED, primitive + ": " + in_name(i) + ": expected dtype i32 or i64, got " +
-                                          dtype_name(in[i].dtype));
+    fail(UMLOS_PRIMITIVE_UNSUPPORTED,
+         primitive + ": " + in_name(i) + ": expected dtype i32 or i64, got " + dtype_name(in[i].dtype));
 }
 
 void Call::expect_in_shape(size_t i, const std::vector<int64_t>& dims) const {
   if (in[i].dims != dims)
-    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + in_name(i) + ": expected shape " + shape_string(dims) +
-                                   ", got " + shape_string(in[i].dims));
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + in_name(i) + ": expected shape " + shape_string(dims) + ", got " +
+                                   shape_string(in[i].dims));
 }
 
 void Call::expect_out_shape(size_t i, const std::vector<int64_t>& dims) const {
   if (out[i].dims != dims)
-    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + out_name(i) + ": expected shape " + shape_string(dims) +
-                                   ", got " + shape_string(out[i].dims));
+    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + out_name(i) + ": expected shape " + shape_string(dims) + ", got " +
+                                   shape_string(out[i].dims));
 }
 
 static bool is_scalar(const Operand& o) { return o.rank() == 0 || (o.rank() == 1 && o.dims[0] == 1); }
 
 void Call::expect_scalar_in(size_t i) const {
   if (!is_scalar(in[i]))
-    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + in_name(i) + ": expected a scalar (shape [] or [1]), got " +
-                                   shape_string(in[i].dims));
+    fail(UMLOS_SHAPE_MISMATCH,
+         primitive + ": " + in_name(i) + ": expected a scalar (shape [] or [1]), got " + shape_string(in[i].dims));
 }
 
 void Call::expect_scalar_out(size_t i) const {
   if (!is_scalar(out[i]))
-    fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + out_name(i) + ": expected a scalar (shape [] or [1]), got " +
-                                   shape_string(out[i].dims));
+    fail(UMLOS_SHAPE_MISMATCH,
+         primitive + ": " + out_name(i) + ": expected a scalar (shape [] or [1]), got " + shape_string(out[i].dims));
 }
 
 void Call::shape_error(const std::string& what) const { fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + what); }
@@ -123,14 +123,18 @@ const umlos_attr* Call::find_attr(const char* key) const {
 }
 
 static const char* attr_kind_name(int32_t kind) {
-  return kind == UMLOS_ATTR_INT ? "int" : kind == UMLOS_ATTR_FLOAT ? "float" : kind == UMLOS_ATTR_STRING ? "string" : "unknown";
+  return kind == UMLOS_ATTR_INT      ? "int"
+         : kind == UMLOS_ATTR_FLOAT  ? "float"
+         : kind == UMLOS_ATTR_STRING ? "string"
+                                     : "unknown";
 }
 
 int64_t Call::attr_int(const char* key, int64_t dflt) const {
   const umlos_attr* a = find_attr(key);
   if (!a) return dflt;
   if (a->kind != UMLOS_ATTR_INT)
-    fail(UMLOS_INVALID_ARGUMENT, primitive + ": attribute '" + key + "': expected an int, got a " + attr_kind_name(a->kind));
+    fail(UMLOS_INVALID_ARGUMENT,
+         primitive + ": attribute '" + key + "': expected an int, got a " + attr_kind_name(a->kind));
   return a->i;
 }
 
@@ -139,7 +143,8 @@ double Call::attr_float(const char* key, double dflt) const {
   if (!a) return dflt;
   if (a->kind == UMLOS_ATTR_INT) return static_cast<double>(a->i);
   if (a->kind != UMLOS_ATTR_FLOAT)
-    fail(UMLOS_INVALID_ARGUMENT, primitive + ": attribute '" + key + "': expected a float, got a " + attr_kind_name(a->kind));
+    fail(UMLOS_INVALID_ARGUMENT,
+         primitive + ": attribute '" + key + "': expected a float, got a " + attr_kind_name(a->kind));
   return a->f;
 }
 
@@ -147,7 +152,8 @@ std::string Call::attr_string(const char* key, const std::string& dflt) const {
   const umlos_attr* a = find_attr(key);
   if (!a) return dflt;
   if (a->kind != UMLOS_ATTR_STRING || !a->s)
-    fail(UMLOS_INVALID_ARGUMENT, primitive + ": attribute '" + key + "': expected a string, got a " + attr_kind_name(a->kind));
+    fail(UMLOS_INVALID_ARGUMENT,
+         primitive + ": attribute '" + key + "': expected a string, got a " + attr_kind_name(a->kind));
   return a->s;
 }
 

@@ -93,7 +93,9 @@ struct Operand {
 
   int rank() const { return static_cast<int>(dims.size()); }
   template <class T>
-  T* as() const { return reinterpret_cast<T*>(data); }
+  T* as() const {
+    return reinterpret_cast<T*>(data);
+  }
   uint64_t bytes() const { return static_cast<uint64_t>(numel) * dtype_size(dtype); }
 };
 
@@ -125,7 +127,7 @@ struct Call {
   void expect_index_dtype(size_t i) const;  // I32 or I64
   void expect_in_shape(size_t i, const std::vector<int64_t>& dims) const;
   void expect_out_shape(size_t i, const std::vector<int64_t>& dims) const;
-  void expect_scalar_in(size_t i) const;   // rank 0 (or numel 1 of rank 1)
+  void expect_scalar_in(size_t i) const;  // rank 0 (or numel 1 of rank 1)
   void expect_scalar_out(size_t i) const;
   [[noreturn]] void shape_error(const std::string& what) const;
 
@@ -156,8 +158,7 @@ void register_shape_ops(std::vector<PrimitiveInfo>& out);
 
 // Reads an index operand (I32 or I64) element as int64.
 inline int64_t index_at(const Operand& idx, int64_t i) {
-  return idx.dtype == UMLOS_DTYPE_I32 ? static_cast<int64_t>(idx.as<int32_t>()[i])
-                                      : idx.as<int64_t>()[i];
+  return idx.dtype == UMLOS_DTYPE_I32 ? static_cast<int64_t>(idx.as<int32_t>()[i]) : idx.as<int64_t>()[i];
 }
 
 // Product of dims[begin, end).
@@ -172,16 +173,15 @@ inline int64_t dims_product(const std::vector<int64_t>& dims, size_t begin, size
 // canonical sum of its contributions in ascending flat index of `full`.
 // Writes target_numel values through write(j, sum).
 void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, const double* full,
-                     const std::vector<int64_t>& target_dims,
-                     const std::function<void(int64_t, double)>& write);
+                     const std::vector<int64_t>& target_dims, const std::function<void(int64_t, double)>& write);
 
 // matmul's operand shapes (trans_a/trans_b, batch dimensions, b shared
 // across the batch when rank 2) checked and resolved; SHAPE_MISMATCH through
 // c.shape_error naming the operand otherwise. cuda_driver uses it too.
 struct MatmulShape {
   bool ta = false, tb = false;
-  int64_t batch = 1;       // number of independent products
-  bool shared_b = false;   // b is rank 2 and used by every batch
+  int64_t batch = 1;      // number of independent products
+  bool shared_b = false;  // b is rank 2 and used by every batch
   int64_t M = 0, N = 0, K = 0;
   std::vector<int64_t> out_dims;
 };

@@ -86,10 +86,14 @@ enum class BinaryKind { Add, Sub, Mul, Div };
 template <class T>
 T apply_binary(BinaryKind k, T a, T b) {
   switch (k) {
-    case BinaryKind::Add: return a + b;
-    case BinaryKind::Sub: return a - b;
-    case BinaryKind::Mul: return a * b;
-    default: return a / b;
+    case BinaryKind::Add:
+      return a + b;
+    case BinaryKind::Sub:
+      return a - b;
+    case BinaryKind::Mul:
+      return a * b;
+    default:
+      return a / b;
   }
 }
 
@@ -107,7 +111,8 @@ void binary_forward(Call& c, BinaryKind kind) {
     if (same) {
       for (int64_t p = s; p < e; ++p) py[p] = apply_binary<T>(kind, pa[p], pb[p]);
     } else {
-      for_each_broadcast(bc, s, e, [&](int64_t p, int64_t ia, int64_t ib) { py[p] = apply_binary<T>(kind, pa[ia], pb[ib]); });
+      for_each_broadcast(bc, s, e,
+                         [&](int64_t p, int64_t ia, int64_t ib) { py[p] = apply_binary<T>(kind, pa[ia], pb[ib]); });
     }
   });
 }
@@ -115,9 +120,11 @@ void binary_forward(Call& c, BinaryKind kind) {
 // Writes the binary64 contributions `full` (shape out_dims) into `target`,
 // summing over broadcast axes.
 template <class T>
-void store_reduced(Call& c, const std::vector<int64_t>& out_dims, const std::vector<double>& full, const Operand& target) {
+void store_reduced(Call& c, const std::vector<int64_t>& out_dims, const std::vector<double>& full,
+                   const Operand& target) {
   T* dst = target.as<T>();
-  reduce_to_shape(*c.pool, out_dims, full.data(), target.dims, [&](int64_t j, double v) { dst[j] = static_cast<T>(v); });
+  reduce_to_shape(*c.pool, out_dims, full.data(), target.dims,
+                  [&](int64_t j, double v) { dst[j] = static_cast<T>(v); });
 }
 
 template <class T>
@@ -135,10 +142,22 @@ void binary_grad(Call& c, BinaryKind kind) {
     for_each_broadcast(bc, s, e, [&](int64_t p, int64_t ia, int64_t ib) {
       double g = pg[p], x = pa[ia], w = pb[ib];
       switch (kind) {
-        case BinaryKind::Add: ga[p] = g; gb[p] = g; break;
-        case BinaryKind::Sub: ga[p] = g; gb[p] = -g; break;
-        case BinaryKind::Mul: ga[p] = g * w; gb[p] = g * x; break;
-        case BinaryKind::Div: ga[p] = g / w; gb[p] = (-g * (x / w)) / w; break;  // never squares w: b*b under/overflows for |b| < 1.5e-154 or > 1.3e154
+        case BinaryKind::Add:
+          ga[p] = g;
+          gb[p] = g;
+          break;
+        case BinaryKind::Sub:
+          ga[p] = g;
+          gb[p] = -g;
+          break;
+        case BinaryKind::Mul:
+          ga[p] = g * w;
+          gb[p] = g * x;
+          break;
+        case BinaryKind::Div:
+          ga[p] = g / w;
+          gb[p] = (-g * (x / w)) / w;
+          break;  // never squares w: b*b under/overflows for |b| < 1.5e-154 or > 1.3e154
       }
     });
   });
@@ -152,8 +171,10 @@ void binary_fwd_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(1, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) binary_forward<float>(c, K);
-  else binary_forward<double>(c, K);
+  if (dt == UMLOS_DTYPE_F32)
+    binary_forward<float>(c, K);
+  else
+    binary_forward<double>(c, K);
 }
 
 template <BinaryKind K>
@@ -162,8 +183,10 @@ void binary_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
   for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32) binary_grad<float>(c, K);
-  else binary_grad<double>(c, K);
+  if (dt == UMLOS_DTYPE_F32)
+    binary_grad<float>(c, K);
+  else
+    binary_grad<double>(c, K);
 }
 
 // ---------------------------------------------------------------- bias_add
@@ -213,8 +236,10 @@ void bias_add_fwd_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(1, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) bias_add_fwd<float>(c);
-  else bias_add_fwd<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    bias_add_fwd<float>(c);
+  else
+    bias_add_fwd<double>(c);
 }
 
 void bias_add_grad_entry(Call& c) {
@@ -222,8 +247,10 @@ void bias_add_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
   for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32) bias_add_grad<float>(c);
-  else bias_add_grad<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    bias_add_grad<float>(c);
+  else
+    bias_add_grad<double>(c);
 }
 
 // ---------------------------------------------------------------- unary
@@ -246,15 +273,24 @@ struct UnaryParams {
 template <class T>
 T unary_value(UnaryKind k, T x, const UnaryParams<T>& prm) {
   switch (k) {
-    case UnaryKind::Relu: return x > T(0) ? x : T(0);
-    case UnaryKind::Tanh: return std::tanh(x);
-    case UnaryKind::Sigmoid: return sigmoid_of(x);
-    case UnaryKind::Exp: return std::exp(x);
-    case UnaryKind::Log: return std::log(x);
-    case UnaryKind::Sin: return std::sin(x);
-    case UnaryKind::Cos: return std::cos(x);
-    case UnaryKind::Sqrt: return std::sqrt(x);
-    case UnaryKind::Clamp: return x < prm.lo ? prm.lo : (x > prm.hi ? prm.hi : x);
+    case UnaryKind::Relu:
+      return x > T(0) ? x : T(0);
+    case UnaryKind::Tanh:
+      return std::tanh(x);
+    case UnaryKind::Sigmoid:
+      return sigmoid_of(x);
+    case UnaryKind::Exp:
+      return std::exp(x);
+    case UnaryKind::Log:
+      return std::log(x);
+    case UnaryKind::Sin:
+      return std::sin(x);
+    case UnaryKind::Cos:
+      return std::cos(x);
+    case UnaryKind::Sqrt:
+      return std::sqrt(x);
+    case UnaryKind::Clamp:
+      return x < prm.lo ? prm.lo : (x > prm.hi ? prm.hi : x);
     case UnaryKind::Gelu:
       // erf form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
       return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
@@ -265,7 +301,8 @@ T unary_value(UnaryKind k, T x, const UnaryParams<T>& prm) {
 template <class T>
 T unary_derivative_times(UnaryKind k, T x, T g, const UnaryParams<T>& prm) {
   switch (k) {
-    case UnaryKind::Relu: return x > T(0) ? g : T(0);
+    case UnaryKind::Relu:
+      return x > T(0) ? g : T(0);
     case UnaryKind::Tanh: {
       T t = std::tanh(x);
       return g * (T(1) - t * t);
@@ -274,12 +311,18 @@ T unary_derivative_times(UnaryKind k, T x, T g, const UnaryParams<T>& prm) {
       T s = sigmoid_of(x);
       return g * (s * (T(1) - s));
     }
-    case UnaryKind::Exp: return g * std::exp(x);
-    case UnaryKind::Log: return g / x;
-    case UnaryKind::Sin: return g * std::cos(x);
-    case UnaryKind::Cos: return -(g * std::sin(x));
-    case UnaryKind::Sqrt: return g / (T(2) * std::sqrt(x));
-    case UnaryKind::Clamp: return (x >= prm.lo && x <= prm.hi) ? g : T(0);
+    case UnaryKind::Exp:
+      return g * std::exp(x);
+    case UnaryKind::Log:
+      return g / x;
+    case UnaryKind::Sin:
+      return g * std::cos(x);
+    case UnaryKind::Cos:
+      return -(g * std::sin(x));
+    case UnaryKind::Sqrt:
+      return g / (T(2) * std::sqrt(x));
+    case UnaryKind::Clamp:
+      return (x >= prm.lo && x <= prm.hi) ? g : T(0);
     case UnaryKind::Gelu: {
       T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
       T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);  // 1/sqrt(2 pi)
@@ -333,8 +376,10 @@ void unary_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) unary_forward<float>(c, K);
-  else unary_forward<double>(c, K);
+  if (dt == UMLOS_DTYPE_F32)
+    unary_forward<float>(c, K);
+  else
+    unary_forward<double>(c, K);
 }
 
 template <UnaryKind K>
@@ -343,8 +388,10 @@ void unary_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(1, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) unary_grad<float>(c, K);
-  else unary_grad<double>(c, K);
+  if (dt == UMLOS_DTYPE_F32)
+    unary_grad<float>(c, K);
+  else
+    unary_grad<double>(c, K);
 }
 
 // ---------------------------------------------------------------- utilities
@@ -362,14 +409,29 @@ void fill_entry(Call& c) {
     });
   };
   switch (y.dtype) {
-    case UMLOS_DTYPE_F32: fill_as(float{}); break;
-    case UMLOS_DTYPE_F64: fill_as(double{}); break;
-    case UMLOS_DTYPE_I32: fill_as(int32_t{}); break;
-    case UMLOS_DTYPE_I64: fill_as(int64_t{}); break;
-    case UMLOS_DTYPE_U8: fill_as(uint8_t{}); break;
-    case UMLOS_DTYPE_U32: fill_as(uint32_t{}); break;
-    case UMLOS_DTYPE_U64: fill_as(uint64_t{}); break;
-    default: fail(UMLOS_PRIMITIVE_UNSUPPORTED, c.primitive + ": unsupported dtype " + dtype_name(y.dtype));
+    case UMLOS_DTYPE_F32:
+      fill_as(float{});
+      break;
+    case UMLOS_DTYPE_F64:
+      fill_as(double{});
+      break;
+    case UMLOS_DTYPE_I32:
+      fill_as(int32_t{});
+      break;
+    case UMLOS_DTYPE_I64:
+      fill_as(int64_t{});
+      break;
+    case UMLOS_DTYPE_U8:
+      fill_as(uint8_t{});
+      break;
+    case UMLOS_DTYPE_U32:
+      fill_as(uint32_t{});
+      break;
+    case UMLOS_DTYPE_U64:
+      fill_as(uint64_t{});
+      break;
+    default:
+      fail(UMLOS_PRIMITIVE_UNSUPPORTED, c.primitive + ": unsupported dtype " + dtype_name(y.dtype));
   }
 }
 
@@ -399,8 +461,10 @@ void accumulate_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
   c.expect_out_shape(0, c.in[0].dims);
-  if (dt == UMLOS_DTYPE_F32) accumulate<float>(c);
-  else accumulate<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    accumulate<float>(c);
+  else
+    accumulate<double>(c);
 }
 
 }  // namespace

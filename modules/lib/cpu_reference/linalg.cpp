@@ -54,10 +54,14 @@ void tile_chunk_baseline(const double* const a[kTileRows], const double* panel, 
     double* o1 = acc[1] + half * 4;
     double* o2 = acc[2] + half * 4;
     double* o3 = acc[3] + half * 4;
-    _mm_storeu_pd(o0, c00); _mm_storeu_pd(o0 + 2, c01);
-    _mm_storeu_pd(o1, c10); _mm_storeu_pd(o1 + 2, c11);
-    _mm_storeu_pd(o2, c20); _mm_storeu_pd(o2 + 2, c21);
-    _mm_storeu_pd(o3, c30); _mm_storeu_pd(o3 + 2, c31);
+    _mm_storeu_pd(o0, c00);
+    _mm_storeu_pd(o0 + 2, c01);
+    _mm_storeu_pd(o1, c10);
+    _mm_storeu_pd(o1 + 2, c11);
+    _mm_storeu_pd(o2, c20);
+    _mm_storeu_pd(o2 + 2, c21);
+    _mm_storeu_pd(o3, c30);
+    _mm_storeu_pd(o3 + 2, c31);
   }
 }
 
@@ -79,10 +83,14 @@ __attribute__((target("avx2"))) void tile_chunk_avx2(const double* const a[kTile
     c30 = _mm256_add_pd(c30, _mm256_mul_pd(x3, b0));
     c31 = _mm256_add_pd(c31, _mm256_mul_pd(x3, b1));
   }
-  _mm256_storeu_pd(acc[0], c00); _mm256_storeu_pd(acc[0] + 4, c01);
-  _mm256_storeu_pd(acc[1], c10); _mm256_storeu_pd(acc[1] + 4, c11);
-  _mm256_storeu_pd(acc[2], c20); _mm256_storeu_pd(acc[2] + 4, c21);
-  _mm256_storeu_pd(acc[3], c30); _mm256_storeu_pd(acc[3] + 4, c31);
+  _mm256_storeu_pd(acc[0], c00);
+  _mm256_storeu_pd(acc[0] + 4, c01);
+  _mm256_storeu_pd(acc[1], c10);
+  _mm256_storeu_pd(acc[1] + 4, c11);
+  _mm256_storeu_pd(acc[2], c20);
+  _mm256_storeu_pd(acc[2] + 4, c21);
+  _mm256_storeu_pd(acc[3], c30);
+  _mm256_storeu_pd(acc[3] + 4, c31);
 }
 #else
 void tile_chunk_baseline(const double* const a[kTileRows], const double* panel, int64_t kn,
@@ -186,7 +194,6 @@ void unpack(ThreadPool& pool, const double* src, int64_t rows, int64_t cols, boo
 
 // ---------------------------------------------------------------- matmul
 
-
 template <class T>
 void matmul_forward(Call& c) {
   MatmulShape s = matmul_shape(c);
@@ -200,15 +207,20 @@ void matmul_forward(Call& c) {
     M *= batches;
     batches = 1;
   }
-  std::vector<double> A(static_cast<size_t>(M * s.K)), B(static_cast<size_t>(s.K * s.N)), C(static_cast<size_t>(M * s.N));
+  std::vector<double> A(static_cast<size_t>(M * s.K)), B(static_cast<size_t>(s.K * s.N)),
+      C(static_cast<size_t>(M * s.N));
   for (int64_t bi = 0; bi < batches; ++bi) {
     const T* a = pa + bi * M * s.K;
     const T* b = pb + (s.shared_b ? 0 : bi * s.K * s.N);
-    if (s.ta) pack(*c.pool, a, s.K, M, true, A.data());
-    else pack(*c.pool, a, M, s.K, false, A.data());
+    if (s.ta)
+      pack(*c.pool, a, s.K, M, true, A.data());
+    else
+      pack(*c.pool, a, M, s.K, false, A.data());
     if (bi == 0 || !s.shared_b) {
-      if (s.tb) pack(*c.pool, b, s.N, s.K, true, B.data());
-      else pack(*c.pool, b, s.K, s.N, false, B.data());
+      if (s.tb)
+        pack(*c.pool, b, s.N, s.K, true, B.data());
+      else
+        pack(*c.pool, b, s.K, s.N, false, B.data());
     }
     gemm_core(*c.pool, M, s.N, s.K, A.data(), B.data(), C.data(), c.block, c.simd);
     unpack(*c.pool, C.data(), M, s.N, false, pc + bi * M * s.N);
@@ -234,8 +246,10 @@ void matmul_grad(Call& c) {
     pack(*c.pool, pg + bi * M * N, M, N, false, G.data());
     if (bi == 0 || !s.shared_b) {
       // op(B)^T is [N, K]: b itself when tb, else b transposed.
-      if (s.tb) pack(*c.pool, b, N, K, false, Bt.data());
-      else pack(*c.pool, b, K, N, true, Bt.data());
+      if (s.tb)
+        pack(*c.pool, b, N, K, false, Bt.data());
+      else
+        pack(*c.pool, b, K, N, true, Bt.data());
     }
     gemm_core(*c.pool, M, K, N, G.data(), Bt.data(), D.data(), c.block, c.simd);
     unpack(*c.pool, D.data(), M, K, s.ta, pda + bi * M * K);
@@ -244,7 +258,8 @@ void matmul_grad(Call& c) {
   // batch's rows in ascending (batch, row) order: one product of length batch*M.
   int64_t groups = s.shared_b ? 1 : s.batch;
   int64_t rows = s.shared_b ? s.batch * M : M;
-  std::vector<double> At(static_cast<size_t>(K * rows)), Gall(static_cast<size_t>(rows * N)), E(static_cast<size_t>(K * N));
+  std::vector<double> At(static_cast<size_t>(K * rows)), Gall(static_cast<size_t>(rows * N)),
+      E(static_cast<size_t>(K * N));
   for (int64_t gi = 0; gi < groups; ++gi) {
     // op(A)^T for the group: [K, rows]; each batch contributes M columns.
     int64_t nb = s.shared_b ? s.batch : 1;
@@ -266,8 +281,10 @@ void matmul_fwd_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(1, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) matmul_forward<float>(c);
-  else matmul_forward<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    matmul_forward<float>(c);
+  else
+    matmul_forward<double>(c);
 }
 
 void matmul_grad_entry(Call& c) {
@@ -275,8 +292,10 @@ void matmul_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
   for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32) matmul_grad<float>(c);
-  else matmul_grad<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    matmul_grad<float>(c);
+  else
+    matmul_grad<double>(c);
 }
 
 // ---------------------------------------------------------------- row helpers
@@ -314,8 +333,8 @@ void check_rows_pair(const Call& c) {
   if (a.rank() != 2) c.shape_error(c.in_name(0) + ": expected rank 2 [n, d], got " + shape_string(a.dims));
   if (b.rank() != 2) c.shape_error(c.in_name(1) + ": expected rank 2 [m, d], got " + shape_string(b.dims));
   if (a.dims[1] != b.dims[1])
-    c.shape_error(c.in_name(1) + ": expected " + std::to_string(a.dims[1]) + " columns (as " + c.in_name(0) + "), got " +
-                  std::to_string(b.dims[1]));
+    c.shape_error(c.in_name(1) + ": expected " + std::to_string(a.dims[1]) + " columns (as " + c.in_name(0) +
+                  "), got " + std::to_string(b.dims[1]));
 }
 
 struct CosineParts {
@@ -343,7 +362,8 @@ CosineParts cosine_parts(Call& c, double eps) {
 
 double eps_attr(const Call& c, double dflt) {
   double eps = c.attr_float("eps", dflt);
-  if (!(eps > 0)) fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'eps' must be > 0, got " + std::to_string(eps));
+  if (!(eps > 0))
+    fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'eps' must be > 0, got " + std::to_string(eps));
   return eps;
 }
 
@@ -459,13 +479,16 @@ Centered centered(Call& c) {
   r.n = x.dims[0];
   r.d = x.dims[1];
   int64_t corr = c.attr_int("correction", 1);
-  if (corr < 0) fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
+  if (corr < 0)
+    fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
   if (r.n - corr <= 0)
-    c.shape_error(c.in_name(0) + ": " + std::to_string(r.n) + " samples must exceed correction " + std::to_string(corr));
+    c.shape_error(c.in_name(0) + ": " + std::to_string(r.n) + " samples must exceed correction " +
+                  std::to_string(corr));
   r.denom = static_cast<double>(r.n - corr);
   r.Xc = widen<T>(*c.pool, x);
   std::vector<double> mean(static_cast<size_t>(r.d));
-  reduce_to_shape(*c.pool, x.dims, r.Xc.data(), {r.d}, [&](int64_t j, double s) { mean[j] = s / static_cast<double>(r.n); });
+  reduce_to_shape(*c.pool, x.dims, r.Xc.data(), {r.d},
+                  [&](int64_t j, double s) { mean[j] = s / static_cast<double>(r.n); });
   for (int64_t i = 0; i < r.n; ++i)
     for (int64_t j = 0; j < r.d; ++j) r.Xc[i * r.d + j] -= mean[j];
   return r;
@@ -594,12 +617,20 @@ void by_dtype(Call& c) {
   int32_t dt = c.float_dtype();
   for (size_t i = 1; i < c.in.size(); ++i) c.expect_in_dtype(i, dt);
   for (size_t i = 0; i < c.out.size(); ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32) F32(c);
-  else F64(c);
+  if (dt == UMLOS_DTYPE_F32)
+    F32(c);
+  else
+    F64(c);
 }
 
-void cosine_fwd_entry(Call& c) { c.expect_counts(2, 1); by_dtype<cosine_forward<float>, cosine_forward<double>>(c); }
-void cosine_grad_entry(Call& c) { c.expect_counts(3, 2); by_dtype<cosine_grad<float>, cosine_grad<double>>(c); }
+void cosine_fwd_entry(Call& c) {
+  c.expect_counts(2, 1);
+  by_dtype<cosine_forward<float>, cosine_forward<double>>(c);
+}
+void cosine_grad_entry(Call& c) {
+  c.expect_counts(3, 2);
+  by_dtype<cosine_grad<float>, cosine_grad<double>>(c);
+}
 void rownorm_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
   by_dtype<row_normalize_forward<float>, row_normalize_forward<double>>(c);
@@ -608,10 +639,22 @@ void rownorm_grad_entry(Call& c) {
   c.expect_counts(2, 1);
   by_dtype<row_normalize_grad<float>, row_normalize_grad<double>>(c);
 }
-void cov_fwd_entry(Call& c) { c.expect_counts(1, 1); by_dtype<covariance_forward<float>, covariance_forward<double>>(c); }
-void cov_grad_entry(Call& c) { c.expect_counts(2, 1); by_dtype<covariance_grad<float>, covariance_grad<double>>(c); }
-void ln_fwd_entry(Call& c) { c.expect_counts(3, 1); by_dtype<layer_norm_forward<float>, layer_norm_forward<double>>(c); }
-void ln_grad_entry(Call& c) { c.expect_counts(4, 3); by_dtype<layer_norm_grad<float>, layer_norm_grad<double>>(c); }
+void cov_fwd_entry(Call& c) {
+  c.expect_counts(1, 1);
+  by_dtype<covariance_forward<float>, covariance_forward<double>>(c);
+}
+void cov_grad_entry(Call& c) {
+  c.expect_counts(2, 1);
+  by_dtype<covariance_grad<float>, covariance_grad<double>>(c);
+}
+void ln_fwd_entry(Call& c) {
+  c.expect_counts(3, 1);
+  by_dtype<layer_norm_forward<float>, layer_norm_forward<double>>(c);
+}
+void ln_grad_entry(Call& c) {
+  c.expect_counts(4, 3);
+  by_dtype<layer_norm_grad<float>, layer_norm_grad<double>>(c);
+}
 
 }  // namespace
 
@@ -644,17 +687,17 @@ MatmulShape matmul_shape(const Call& c) {
   int64_t kb = s.tb ? b_cols : b_rows;
   s.N = s.tb ? b_rows : b_cols;
   if (kb != s.K)
-    c.shape_error("inner dimensions differ: " + c.in_name(0) + " " + shape_string(a.dims) + (s.ta ? " (transposed)" : "") +
-                  " gives K = " + std::to_string(s.K) + ", " + c.in_name(1) + " " + shape_string(b.dims) +
-                  (s.tb ? " (transposed)" : "") + " gives K = " + std::to_string(kb));
+    c.shape_error("inner dimensions differ: " + c.in_name(0) + " " + shape_string(a.dims) +
+                  (s.ta ? " (transposed)" : "") + " gives K = " + std::to_string(s.K) + ", " + c.in_name(1) + " " +
+                  shape_string(b.dims) + (s.tb ? " (transposed)" : "") + " gives K = " + std::to_string(kb));
   std::vector<int64_t> batch_dims(a.dims.begin(), a.dims.end() - 2);
   if (rb == 2) {
     s.shared_b = true;
   } else {
     std::vector<int64_t> b_batch(b.dims.begin(), b.dims.end() - 2);
     if (b_batch != batch_dims)
-      c.shape_error(c.in_name(1) + ": batch dimensions " + shape_string(b_batch) + " differ from " + c.in_name(0) + "'s " +
-                    shape_string(batch_dims) + " (b must be rank 2 or have a's batch dimensions)");
+      c.shape_error(c.in_name(1) + ": batch dimensions " + shape_string(b_batch) + " differ from " + c.in_name(0) +
+                    "'s " + shape_string(batch_dims) + " (b must be rank 2 or have a's batch dimensions)");
   }
   s.batch = dims_product(batch_dims, 0, batch_dims.size());
   s.out_dims = batch_dims;

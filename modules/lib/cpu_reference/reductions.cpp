@@ -40,8 +40,10 @@ AxisView axis_view(const Call& c, const Operand& x) {
   v.len = x.dims[axis];
   v.inner = dims_product(x.dims, axis + 1, x.dims.size());
   v.out_dims = x.dims;
-  if (keep) v.out_dims[axis] = 1;
-  else v.out_dims.erase(v.out_dims.begin() + axis);
+  if (keep)
+    v.out_dims[axis] = 1;
+  else
+    v.out_dims.erase(v.out_dims.begin() + axis);
   return v;
 }
 
@@ -49,8 +51,10 @@ AxisView axis_view(const Call& c, const Operand& x) {
 void expect_reduced_shape(const Call& c, size_t out_or_in, bool is_input, const std::vector<int64_t>& dims) {
   const Operand& o = is_input ? c.in[out_or_in] : c.out[out_or_in];
   if (dims.empty() && o.rank() == 1 && o.dims[0] == 1) return;
-  if (is_input) c.expect_in_shape(out_or_in, dims);
-  else c.expect_out_shape(out_or_in, dims);
+  if (is_input)
+    c.expect_in_shape(out_or_in, dims);
+  else
+    c.expect_out_shape(out_or_in, dims);
 }
 
 double divisor_of(const Call& c, StatKind k, int64_t len) {
@@ -60,9 +64,11 @@ double divisor_of(const Call& c, StatKind k, int64_t len) {
     return static_cast<double>(len);
   }
   int64_t corr = c.attr_int("correction", 0);
-  if (corr < 0) fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
+  if (corr < 0)
+    fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
   if (len - corr <= 0)
-    c.shape_error(c.in_name(0) + ": reduced length " + std::to_string(len) + " must exceed correction " + std::to_string(corr));
+    c.shape_error(c.in_name(0) + ": reduced length " + std::to_string(len) + " must exceed correction " +
+                  std::to_string(corr));
   return static_cast<double>(len - corr);
 }
 
@@ -104,10 +110,12 @@ void stat_forward(Call& c, StatKind k) {
     if (k == StatKind::Variance) {
       double m = canonical_sum(*c.pool, v.len, [&](int64_t i) { return static_cast<double>(px[i]); }) /
                  static_cast<double>(v.len);
-      r = canonical_sum(*c.pool, v.len, [&](int64_t i) {
-            double d = static_cast<double>(px[i]) - m;
-            return d * d;
-          }) / divisor;
+      r = canonical_sum(*c.pool, v.len,
+                        [&](int64_t i) {
+                          double d = static_cast<double>(px[i]) - m;
+                          return d * d;
+                        }) /
+          divisor;
     } else {
       r = canonical_sum(*c.pool, v.len, [&](int64_t i) { return static_cast<double>(px[i]); });
       if (k == StatKind::Mean) r /= divisor;
@@ -161,8 +169,10 @@ void stat_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) stat_forward<float>(c, K);
-  else stat_forward<double>(c, K);
+  if (dt == UMLOS_DTYPE_F32)
+    stat_forward<float>(c, K);
+  else
+    stat_forward<double>(c, K);
 }
 
 template <StatKind K>
@@ -171,8 +181,10 @@ void stat_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(1, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) stat_grad<float>(c, K);
-  else stat_grad<double>(c, K);
+  if (dt == UMLOS_DTYPE_F32)
+    stat_grad<float>(c, K);
+  else
+    stat_grad<double>(c, K);
 }
 
 // ---------------------------------------------------------------- softmax
@@ -262,8 +274,10 @@ void softmax_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) softmax_forward<float>(c, LogForm);
-  else softmax_forward<double>(c, LogForm);
+  if (dt == UMLOS_DTYPE_F32)
+    softmax_forward<float>(c, LogForm);
+  else
+    softmax_forward<double>(c, LogForm);
 }
 
 template <bool LogForm>
@@ -272,8 +286,10 @@ void softmax_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(1, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) softmax_grad<float>(c, LogForm);
-  else softmax_grad<double>(c, LogForm);
+  if (dt == UMLOS_DTYPE_F32)
+    softmax_grad<float>(c, LogForm);
+  else
+    softmax_grad<double>(c, LogForm);
 }
 
 // ---------------------------------------------------------------- cross_entropy
@@ -288,8 +304,8 @@ void check_cross_entropy(const Call& c) {
   for (int64_t i = 0; i < labels.numel; ++i) {
     int64_t l = index_at(labels, i);
     if (l < 0 || l >= classes)
-      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(1) + ": labels[" + std::to_string(i) + "] = " +
-                                   std::to_string(l) + " is outside [0, " + std::to_string(classes) + ")");
+      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(1) + ": labels[" + std::to_string(i) +
+                                   "] = " + std::to_string(l) + " is outside [0, " + std::to_string(classes) + ")");
   }
 }
 
@@ -339,8 +355,10 @@ void cross_entropy_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) cross_entropy_forward<float>(c);
-  else cross_entropy_forward<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    cross_entropy_forward<float>(c);
+  else
+    cross_entropy_forward<double>(c);
 }
 
 void cross_entropy_grad_entry(Call& c) {
@@ -348,8 +366,10 @@ void cross_entropy_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(2, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) cross_entropy_grad<float>(c);
-  else cross_entropy_grad<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    cross_entropy_grad<float>(c);
+  else
+    cross_entropy_grad<double>(c);
 }
 
 // ---------------------------------------------------------------- pairwise losses
@@ -390,10 +410,12 @@ double pair_divisor(const Call& c, PairLoss k, const Operand& a) {
     std::string red = c.attr_string("reduction", "sum");
     if (red == "sum") return 1.0;
     if (red == "batch_mean") {
-      if (a.rank() == 0 || a.dims[0] == 0) c.shape_error(c.in_name(0) + ": batch_mean needs a leading batch axis of extent >= 1");
+      if (a.rank() == 0 || a.dims[0] == 0)
+        c.shape_error(c.in_name(0) + ": batch_mean needs a leading batch axis of extent >= 1");
       return static_cast<double>(a.dims[0]);
     }
-    fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'reduction': expected \"sum\" or \"batch_mean\", got \"" + red + "\"");
+    fail(UMLOS_INVALID_ARGUMENT,
+         c.primitive + ": attribute 'reduction': expected \"sum\" or \"batch_mean\", got \"" + red + "\"");
   }
   if (a.numel == 0) c.shape_error(c.in_name(0) + ": mean over zero elements");
   return static_cast<double>(a.numel);
@@ -444,21 +466,27 @@ void pair_fwd_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(1, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) pair_loss_forward<float>(c, K);
-  else pair_loss_forward<double>(c, K);
+  if (dt == UMLOS_DTYPE_F32)
+    pair_loss_forward<float>(c, K);
+  else
+    pair_loss_forward<double>(c, K);
 }
 
 template <PairLoss K>
 void pair_grad_entry(Call& c) {
   // The second input's gradient is optional for the losses with a target
   // (bce, mse) and required for gaussian_kl (logvar is a model output).
-  if (K == PairLoss::GaussianKl) c.expect_counts(3, 2);
-  else c.expect_counts(3, 3, 1, 2);
+  if (K == PairLoss::GaussianKl)
+    c.expect_counts(3, 2);
+  else
+    c.expect_counts(3, 3, 1, 2);
   int32_t dt = c.float_dtype();
   for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
   for (size_t i = 0; i < c.out.size(); ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32) pair_loss_grad<float>(c, K);
-  else pair_loss_grad<double>(c, K);
+  if (dt == UMLOS_DTYPE_F32)
+    pair_loss_grad<float>(c, K);
+  else
+    pair_loss_grad<double>(c, K);
 }
 
 }  // namespace

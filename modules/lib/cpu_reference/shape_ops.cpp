@@ -20,7 +20,8 @@ void reshape_entry(Call& c) {
   c.expect_out_dtype(0, c.in[0].dtype);
   if (c.out[0].numel != c.in[0].numel)
     c.shape_error(c.out_name(0) + " " + shape_string(c.out[0].dims) + " has " + std::to_string(c.out[0].numel) +
-                  " elements, " + c.in_name(0) + " " + shape_string(c.in[0].dims) + " has " + std::to_string(c.in[0].numel));
+                  " elements, " + c.in_name(0) + " " + shape_string(c.in[0].dims) + " has " +
+                  std::to_string(c.in[0].numel));
   if (c.out[0].data != c.in[0].data) std::memmove(c.out[0].data, c.in[0].data, c.in[0].bytes());
 }
 
@@ -51,7 +52,8 @@ std::vector<int> parse_perm(const Call& c, int rank) {
     char* end = nullptr;
     long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0')
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'perm' = \"" + s + "\" is not a comma-separated list of axes");
+      fail(UMLOS_INVALID_ARGUMENT,
+           c.primitive + ": attribute 'perm' = \"" + s + "\" is not a comma-separated list of axes");
     perm.push_back(static_cast<int>(v));
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -59,8 +61,10 @@ std::vector<int> parse_perm(const Call& c, int rank) {
   std::vector<int> seen(rank, 0);
   bool ok = static_cast<int>(perm.size()) == rank;
   for (int p : perm) {
-    if (p < 0 || p >= rank || seen[p]) ok = false;
-    else seen[p] = 1;
+    if (p < 0 || p >= rank || seen[p])
+      ok = false;
+    else
+      seen[p] = 1;
   }
   if (!ok)
     c.shape_error("attribute 'perm' = \"" + s + "\" is not a permutation of the " + std::to_string(rank) + " axes of " +
@@ -161,8 +165,10 @@ void concat_copy(ThreadPool& pool, const std::vector<int64_t>& whole_dims, int a
         int64_t n = lens[i] * inner;
         uint8_t* w = whole + (o * total + at) * inner * es;
         uint8_t* p = parts[i] + o * n * es;
-        if (to_whole) std::memcpy(w, p, n * es);
-        else std::memcpy(p, w, n * es);
+        if (to_whole)
+          std::memcpy(w, p, n * es);
+        else
+          std::memcpy(p, w, n * es);
         at += lens[i];
       }
     }
@@ -188,7 +194,8 @@ void concat_grad_entry(Call& c) {
   // inputs x0..x{k-1}, dy; outputs dx0..dx{k-1}
   if (c.in.size() < 2 || c.out.size() + 1 != c.in.size())
     fail(UMLOS_SHAPE_MISMATCH, c.primitive + ": expected k+1 inputs (x0..x{k-1}, dy) and k outputs, got " +
-                                   std::to_string(c.in.size()) + " inputs and " + std::to_string(c.out.size()) + " outputs");
+                                   std::to_string(c.in.size()) + " inputs and " + std::to_string(c.out.size()) +
+                                   " outputs");
   size_t k = c.out.size();
   int axis = 0;
   std::vector<int64_t> dims = concat_dims(c, k, axis);
@@ -237,8 +244,10 @@ void slice_copy(ThreadPool& pool, const Operand& x, const SliceSpec& s, uint8_t*
     for (int64_t o = b; o < e; ++o) {
       uint8_t* sp = small + o * s.length * inner * es;
       uint8_t* bp = big + (o * extent + s.start) * inner * es;
-      if (to_small) std::memcpy(sp, bp, s.length * inner * es);
-      else std::memcpy(bp, sp, s.length * inner * es);
+      if (to_small)
+        std::memcpy(sp, bp, s.length * inner * es);
+      else
+        std::memcpy(bp, sp, s.length * inner * es);
     }
   });
 }
@@ -272,8 +281,8 @@ std::vector<int64_t> gather_dims(const Call& c) {
   for (int64_t i = 0; i < idx.numel; ++i) {
     int64_t r = index_at(idx, i);
     if (r < 0 || r >= rows)
-      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(1) + ": index[" + std::to_string(i) + "] = " +
-                                   std::to_string(r) + " is outside [0, " + std::to_string(rows) + ")");
+      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(1) + ": index[" + std::to_string(i) +
+                                   "] = " + std::to_string(r) + " is outside [0, " + std::to_string(rows) + ")");
   }
   std::vector<int64_t> dims = idx.dims;
   dims.insert(dims.end(), table.dims.begin() + 1, table.dims.end());
@@ -288,7 +297,8 @@ void gather_entry(Call& c) {
   size_t row_bytes = static_cast<size_t>(dims_product(table.dims, 1, table.dims.size())) * dtype_size(table.dtype);
   uint8_t* out = c.out[0].data;
   c.pool->parallel_for(idx.numel, 64, [&](int64_t s, int64_t e) {
-    for (int64_t p = s; p < e; ++p) std::memcpy(out + p * row_bytes, table.data + index_at(idx, p) * row_bytes, row_bytes);
+    for (int64_t p = s; p < e; ++p)
+      std::memcpy(out + p * row_bytes, table.data + index_at(idx, p) * row_bytes, row_bytes);
   });
 }
 
@@ -327,8 +337,10 @@ void gather_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(2, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) gather_grad<float>(c);
-  else gather_grad<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    gather_grad<float>(c);
+  else
+    gather_grad<double>(c);
 }
 
 // ---------------------------------------------------------------- sort
@@ -414,8 +426,10 @@ void sort_entry(Call& c) {
   c.expect_counts(1, 1, 1, 2);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) sort_forward<float>(c);
-  else sort_forward<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    sort_forward<float>(c);
+  else
+    sort_forward<double>(c);
 }
 
 void sort_grad_entry(Call& c) {
@@ -423,8 +437,10 @@ void sort_grad_entry(Call& c) {
   int32_t dt = c.float_dtype();
   c.expect_in_dtype(1, dt);
   c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32) sort_grad<float>(c);
-  else sort_grad<double>(c);
+  if (dt == UMLOS_DTYPE_F32)
+    sort_grad<float>(c);
+  else
+    sort_grad<double>(c);
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <set>
 
@@ -15,12 +15,14 @@ namespace umlos::modelir {
 using sdk::cbor::Value;
 
 const TensorDecl* Graph::decl(const std::string& id) const {
-  for (const TensorDecl& d : declared) if (d.id == id) return &d;
+  for (const TensorDecl& d : declared)
+    if (d.id == id) return &d;
   return nullptr;
 }
 
 const Node* Graph::producer(const std::string& id) const {
-  for (const Node& n : nodes) if (n.output == id) return &n;
+  for (const Node& n : nodes)
+    if (n.output == id) return &n;
   return nullptr;
 }
 
@@ -138,24 +140,28 @@ void finalize(Graph& g) {
   }
   using Ready = std::pair<int64_t, size_t>;
   std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
-  for (size_t i = 0; i < nodes.size(); ++i) if (indegree[i] == 0) ready.push({nodes[i].node_id, i});
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (indegree[i] == 0) ready.push({nodes[i].node_id, i});
   std::vector<size_t> order;
   while (!ready.empty()) {
     size_t i = ready.top().second;
     ready.pop();
     order.push_back(i);
-    for (size_t c : consumers[i]) if (--indegree[c] == 0) ready.push({nodes[c].node_id, c});
+    for (size_t c : consumers[i])
+      if (--indegree[c] == 0) ready.push({nodes[c].node_id, c});
   }
   if (order.size() != nodes.size()) {
     std::string stuck;
-    for (size_t i = 0; i < nodes.size(); ++i) if (indegree[i] > 0) stuck += " " + std::to_string(nodes[i].node_id);
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (indegree[i] > 0) stuck += " " + std::to_string(nodes[i].node_id);
     throw sdk::Error(UMLOS_CYCLE_DETECTED, "the graph has a cycle through nodes", stuck);
   }
   for (size_t i : order) g.nodes.push_back(std::move(nodes[i]));
   for (const std::string& o : g.outputs) {
     if (!producer.count(o) && !declared.count(o)) throw sdk::Error(UMLOS_INVALID_IR, "output '", o, "' is not defined");
   }
-  if (!g.loss.empty() && !producer.count(g.loss)) throw sdk::Error(UMLOS_INVALID_IR, "loss '", g.loss, "' is not a node output");
+  if (!g.loss.empty() && !producer.count(g.loss))
+    throw sdk::Error(UMLOS_INVALID_IR, "loss '", g.loss, "' is not a node output");
 }
 
 Graph load_graph(const Value& ir) {
@@ -196,7 +202,8 @@ Graph load_graph(const Value& ir) {
     for (const Value& in : n.at("inputs").items()) node.inputs.push_back(in.as_text());
     const Value& out = map_at(n.at("output"), where + ": output");
     node.output = out.at("id").as_text();
-    known_keys(out, where + ": output '" + node.output + "'", {"id", "shape", "dtype", "role", "saved_for_backward", "alias"});
+    known_keys(out, where + ": output '" + node.output + "'",
+               {"id", "shape", "dtype", "role", "saved_for_backward", "alias"});
     node.output_shape = shape_of(out.at("shape"), where);
     node.dtype = g.dtype;
     if (const Value* dt = out.find("dtype")) node.dtype = parse_dtype(dt->as_text(), where);
@@ -206,22 +213,28 @@ Graph load_graph(const Value& ir) {
     if (const Value* al = out.find("alias")) node.alias = al->as_text();
     if (const Value* a = n.find("attrs")) {
       for (const auto& [k, v] : a->entries()) {
-        if (v.is(Value::Kind::Int)) node.attrs.push_back(NodeAttr::integer(k, v.as_int()));
-        else if (v.is(Value::Kind::Float)) node.attrs.push_back(NodeAttr::real(k, v.as_double()));
-        else if (v.is(Value::Kind::Text)) node.attrs.push_back(NodeAttr::text(k, v.as_text()));
-        else throw sdk::Error(UMLOS_INVALID_IR, where, ": attribute '", k, "' must be a number or a string");
+        if (v.is(Value::Kind::Int))
+          node.attrs.push_back(NodeAttr::integer(k, v.as_int()));
+        else if (v.is(Value::Kind::Float))
+          node.attrs.push_back(NodeAttr::real(k, v.as_double()));
+        else if (v.is(Value::Kind::Text))
+          node.attrs.push_back(NodeAttr::text(k, v.as_text()));
+        else
+          throw sdk::Error(UMLOS_INVALID_IR, where, ": attribute '", k, "' must be a number or a string");
       }
     }
     if (const Value* s = n.find("segment")) node.segment = s->as_text();
     g.nodes.push_back(std::move(node));
   }
-  if (const Value* o = ir.find("outputs")) for (const Value& v : o->items()) g.outputs.push_back(v.as_text());
+  if (const Value* o = ir.find("outputs"))
+    for (const Value& v : o->items()) g.outputs.push_back(v.as_text());
   if (const Value* l = ir.find("loss")) g.loss = l->as_text();
   if (const Value* e = ir.find("grad_edges")) {
     for (const Value& edge : e->items()) {
       GradEdge ge;
       if (edge.is(Value::Kind::Array)) {
-        if (edge.items().size() != 2) throw sdk::Error(UMLOS_INVALID_IR, "grad_edges: an edge is [from, to] or {from, to}");
+        if (edge.items().size() != 2)
+          throw sdk::Error(UMLOS_INVALID_IR, "grad_edges: an edge is [from, to] or {from, to}");
         ge.from = edge.items()[0].as_int();
         ge.to = edge.items()[1].as_int();
       } else {
@@ -234,8 +247,8 @@ Graph load_graph(const Value& ir) {
   }
   if (const Value* h = ir.find("ir_schema_hash")) g.schema_hash = h->as_text();
   for (const auto& [k, v] : ir.entries()) {
-    static const std::set<std::string> known = {"dtype", "tensors", "nodes", "outputs", "loss", "grad_edges",
-                                                "ir_schema_hash", "name"};
+    static const std::set<std::string> known = {"dtype", "tensors",    "nodes",          "outputs",
+                                                "loss",  "grad_edges", "ir_schema_hash", "name"};
     if (!known.count(k)) throw sdk::Error(UMLOS_INVALID_IR, "ir: unknown key '", k, "'");
   }
   finalize(g);
@@ -246,9 +259,15 @@ std::vector<sdk::Attr> attrs_of(const Node& n) {
   std::vector<sdk::Attr> out;
   for (const NodeAttr& a : n.attrs) {
     switch (a.kind) {
-      case NodeAttr::Kind::Int: out.push_back(sdk::Attr::integer(a.key.c_str(), a.i)); break;
-      case NodeAttr::Kind::Real: out.push_back(sdk::Attr::real(a.key.c_str(), a.f)); break;
-      case NodeAttr::Kind::Text: out.push_back(sdk::Attr::string(a.key.c_str(), a.s.c_str())); break;
+      case NodeAttr::Kind::Int:
+        out.push_back(sdk::Attr::integer(a.key.c_str(), a.i));
+        break;
+      case NodeAttr::Kind::Real:
+        out.push_back(sdk::Attr::real(a.key.c_str(), a.f));
+        break;
+      case NodeAttr::Kind::Text:
+        out.push_back(sdk::Attr::string(a.key.c_str(), a.s.c_str()));
+        break;
     }
   }
   return out;
@@ -266,7 +285,8 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
     ins.reserve(n.inputs.size());
     for (const std::string& in : n.inputs) {
       auto it = b.find(in);
-      if (it == b.end()) throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, " (", n.instr, "): input '", in, "' is not bound");
+      if (it == b.end())
+        throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, " (", n.instr, "): input '", in, "' is not bound");
       ins.push_back(it->second);
     }
     umlos_tensor* out = nullptr;
@@ -299,8 +319,7 @@ bool is_float(int32_t dtype) { return dtype == UMLOS_DTYPE_F32 || dtype == UMLOS
 }  // namespace
 
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
-                                              const std::vector<Seed>& seeds,
-                                              const std::vector<std::string>& wrt) {
+                                              const std::vector<Seed>& seeds, const std::vector<std::string>& wrt) {
   std::vector<size_t> order(g.nodes.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = order.size() - 1 - k;
   return backward(c, g, b, seeds, wrt, order, TraceHook{});
@@ -322,7 +341,8 @@ struct BackwardHooks {
   std::function<void(size_t from, size_t into, int64_t step)> accumulate;
   // Runs node `pos`'s gradient at `step`: reads buffer `dy`, writes `outs`.
   std::function<void(size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>& slots,
-                     int64_t step)> run;
+                     int64_t step)>
+      run;
   // Buffer `index` is dropped after `step` (not a contribution to a tensor
   // the gradients flow through).
   std::function<void(size_t index, int64_t step)> drop;
@@ -336,7 +356,10 @@ std::map<std::string, size_t> walk_backward(const Graph& g, const std::vector<Se
   std::set<std::string> depends(wrt.begin(), wrt.end());
   for (const Node& n : g.nodes) {
     for (const std::string& in : n.inputs) {
-      if (depends.count(in)) { depends.insert(n.output); break; }
+      if (depends.count(in)) {
+        depends.insert(n.output);
+        break;
+      }
     }
   }
   // Contributions keyed by (consumer position + 1, input slot); the seeds
@@ -392,20 +415,19 @@ std::map<std::string, size_t> walk_backward(const Graph& g, const std::vector<Se
 }  // namespace
 
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
-                                              const std::vector<Seed>& seeds,
-                                              const std::vector<std::string>& wrt,
+                                              const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace) {
   return backward(c, g, b, seeds, wrt, order, trace, GradAllocator{});
 }
 
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
-                                              const std::vector<Seed>& seeds,
-                                              const std::vector<std::string>& wrt,
+                                              const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace,
                                               const GradAllocator& alloc) {
   auto bound = [&](const std::string& id) -> umlos_tensor* {
     auto it = b.find(id);
-    if (it == b.end()) throw sdk::Error(UMLOS_INVALID_IR, "backward: tensor '", id, "' is not bound (run forward first)");
+    if (it == b.end())
+      throw sdk::Error(UMLOS_INVALID_IR, "backward: tensor '", id, "' is not bound (run forward first)");
     return it->second;
   };
   std::vector<umlos_tensor*> buffer;
@@ -459,7 +481,8 @@ std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const 
                                          const std::vector<size_t>& order) {
   auto bound = [&](const std::string& id) -> const umlos_tensor* {
     auto it = b.find(id);
-    if (it == b.end()) throw sdk::Error(UMLOS_INVALID_IR, "backward: tensor '", id, "' is not bound (run forward first)");
+    if (it == b.end())
+      throw sdk::Error(UMLOS_INVALID_IR, "backward: tensor '", id, "' is not bound (run forward first)");
     return it->second;
   };
   std::vector<GradBuffer> out;

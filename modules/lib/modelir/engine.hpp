@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include <umlos_tmmu.h>
 #include <umlos/cbor.hpp>
 #include <umlos/sdk.hpp>
-#include <umlos_tmmu.h>
 
 namespace umlos::modelir {
 
@@ -33,9 +33,27 @@ struct NodeAttr {
   int64_t i = 0;
   double f = 0.0;
   std::string s;
-  static NodeAttr integer(std::string k, int64_t v) { NodeAttr a; a.kind = Kind::Int; a.key = std::move(k); a.i = v; return a; }
-  static NodeAttr real(std::string k, double v) { NodeAttr a; a.kind = Kind::Real; a.key = std::move(k); a.f = v; return a; }
-  static NodeAttr text(std::string k, std::string v) { NodeAttr a; a.kind = Kind::Text; a.key = std::move(k); a.s = std::move(v); return a; }
+  static NodeAttr integer(std::string k, int64_t v) {
+    NodeAttr a;
+    a.kind = Kind::Int;
+    a.key = std::move(k);
+    a.i = v;
+    return a;
+  }
+  static NodeAttr real(std::string k, double v) {
+    NodeAttr a;
+    a.kind = Kind::Real;
+    a.key = std::move(k);
+    a.f = v;
+    return a;
+  }
+  static NodeAttr text(std::string k, std::string v) {
+    NodeAttr a;
+    a.kind = Kind::Text;
+    a.key = std::move(k);
+    a.s = std::move(v);
+    return a;
+  }
 };
 
 struct Node {
@@ -72,13 +90,13 @@ struct GradEdge {
 };
 
 struct Graph {
-  int32_t dtype = UMLOS_DTYPE_F64;               // compute dtype of node outputs
-  std::vector<TensorDecl> declared;              // in declaration (registration) order
-  std::vector<Node> nodes;                       // in execution order (Kahn, lowest node_id)
+  int32_t dtype = UMLOS_DTYPE_F64;   // compute dtype of node outputs
+  std::vector<TensorDecl> declared;  // in declaration (registration) order
+  std::vector<Node> nodes;           // in execution order (Kahn, lowest node_id)
   std::vector<std::string> outputs;
-  std::string loss;                              // "" when absent
-  std::vector<GradEdge> grad_edges;              // explicit (IR `grad_edges`); empty: derived from data edges
-  std::string schema_hash;                       // IR `ir_schema_hash` as written ("" when absent)
+  std::string loss;                  // "" when absent
+  std::vector<GradEdge> grad_edges;  // explicit (IR `grad_edges`); empty: derived from data edges
+  std::string schema_hash;           // IR `ir_schema_hash` as written ("" when absent)
 
   const TensorDecl* decl(const std::string& id) const;
   const Node* producer(const std::string& id) const;
@@ -112,8 +130,7 @@ using NodeFilter = std::function<bool(const Node&)>;
 
 // DispatchPrimitive_v1 for every selected node in execution order (all when
 // `select` is empty). Inputs must be bound already.
-void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc,
-             const NodeFilter& select = {});
+void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select = {});
 
 // d(sum_i value_i * seed_i)/d(wrt): the gradient of a weighted sum of scalar
 // (or any-shaped, filled) seed tensors. Nodes run their `<instr>_grad` in
@@ -127,8 +144,7 @@ struct Seed {
   double value = 1.0;
 };
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
-                                              const std::vector<Seed>& seeds,
-                                              const std::vector<std::string>& wrt);
+                                              const std::vector<Seed>& seeds, const std::vector<std::string>& wrt);
 
 // ------------------------------------------- the executor's additions (spec 002)
 // Everything below is additive: graphs built in code (spec 004 model
@@ -168,8 +184,7 @@ struct GradBuffer {
   int64_t end = 0;    // inclusive
 };
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
-                                              const std::vector<Seed>& seeds,
-                                              const std::vector<std::string>& wrt,
+                                              const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace,
                                               const GradAllocator& alloc);
 std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
@@ -224,10 +239,10 @@ PlacedActivations place_forward_activations(sdk::Context& c, const Graph& g,
 
 // What Contract.Validate_v1 checks a graph against.
 struct ValidateOptions {
-  std::string mode = "forward";           // forward | backward | inference
-  std::vector<std::string> offered;       // the driver's primitive names; empty: contract 1.0 (docs/primitives.md)
-  std::string driver = "the driver";      // for messages
-  std::vector<std::string> wrt;           // backward: differentiate w.r.t. these (default: every parameter)
+  std::string mode = "forward";       // forward | backward | inference
+  std::vector<std::string> offered;   // the driver's primitive names; empty: contract 1.0 (docs/primitives.md)
+  std::string driver = "the driver";  // for messages
+  std::vector<std::string> wrt;       // backward: differentiate w.r.t. these (default: every parameter)
 };
 
 // UML_OS.Contract.Validate_v1 (spec 002 §3 step 1): before any primitive
@@ -266,8 +281,7 @@ GradOrder grad_dependency_order(const Graph& g);
 // trace hook. Results do not depend on the order: contributions are summed
 // in (consumer position, edge) order whatever the order they arrive in.
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
-                                              const std::vector<Seed>& seeds,
-                                              const std::vector<std::string>& wrt,
+                                              const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace);
 
 // UML_OS.Model.AnalyzeLiveness_v1: the live interval of every node output in

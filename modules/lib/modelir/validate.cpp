@@ -16,13 +16,13 @@ namespace umlos::modelir {
 namespace {
 
 enum class Kind {
-  Binary,      // add sub mul div: broadcast
+  Binary,  // add sub mul div: broadcast
   BiasAdd,
   Unary,       // relu tanh exp log sin cos sqrt sigmoid clamp gelu
   Reduce,      // sum mean variance
   RowSoftmax,  // softmax log_softmax
   CrossEntropy,
-  PairLoss,    // bce_with_logits mse gaussian_kl
+  PairLoss,  // bce_with_logits mse gaussian_kl
   Matmul,
   Cosine,
   RowNormalize,
@@ -34,7 +34,7 @@ enum class Kind {
   Slice,
   Gather,
   Sort,
-  Fill,        // fill zero
+  Fill,  // fill zero
   Copy,
   Accumulate,
 };
@@ -46,28 +46,45 @@ struct Prim {
 
 const std::map<std::string, Prim>& table() {
   static const std::map<std::string, Prim> t = {
-      {"add", {Kind::Binary, true}},         {"sub", {Kind::Binary, true}},
-      {"mul", {Kind::Binary, true}},         {"div", {Kind::Binary, true}},
-      {"bias_add", {Kind::BiasAdd, true}},   {"relu", {Kind::Unary, true}},
-      {"tanh", {Kind::Unary, true}},         {"exp", {Kind::Unary, true}},
-      {"log", {Kind::Unary, true}},          {"sin", {Kind::Unary, true}},
-      {"cos", {Kind::Unary, true}},          {"sqrt", {Kind::Unary, true}},
-      {"sigmoid", {Kind::Unary, true}},      {"clamp", {Kind::Unary, true}},
-      {"gelu", {Kind::Unary, true}},         {"sum", {Kind::Reduce, true}},
-      {"mean", {Kind::Reduce, true}},        {"variance", {Kind::Reduce, true}},
-      {"softmax", {Kind::RowSoftmax, true}}, {"log_softmax", {Kind::RowSoftmax, true}},
+      {"add", {Kind::Binary, true}},
+      {"sub", {Kind::Binary, true}},
+      {"mul", {Kind::Binary, true}},
+      {"div", {Kind::Binary, true}},
+      {"bias_add", {Kind::BiasAdd, true}},
+      {"relu", {Kind::Unary, true}},
+      {"tanh", {Kind::Unary, true}},
+      {"exp", {Kind::Unary, true}},
+      {"log", {Kind::Unary, true}},
+      {"sin", {Kind::Unary, true}},
+      {"cos", {Kind::Unary, true}},
+      {"sqrt", {Kind::Unary, true}},
+      {"sigmoid", {Kind::Unary, true}},
+      {"clamp", {Kind::Unary, true}},
+      {"gelu", {Kind::Unary, true}},
+      {"sum", {Kind::Reduce, true}},
+      {"mean", {Kind::Reduce, true}},
+      {"variance", {Kind::Reduce, true}},
+      {"softmax", {Kind::RowSoftmax, true}},
+      {"log_softmax", {Kind::RowSoftmax, true}},
       {"cross_entropy", {Kind::CrossEntropy, true}},
       {"bce_with_logits", {Kind::PairLoss, true}},
-      {"mse", {Kind::PairLoss, true}},       {"gaussian_kl", {Kind::PairLoss, true}},
-      {"matmul", {Kind::Matmul, true}},      {"cosine_similarity", {Kind::Cosine, true}},
+      {"mse", {Kind::PairLoss, true}},
+      {"gaussian_kl", {Kind::PairLoss, true}},
+      {"matmul", {Kind::Matmul, true}},
+      {"cosine_similarity", {Kind::Cosine, true}},
       {"row_normalize", {Kind::RowNormalize, true}},
       {"covariance", {Kind::Covariance, true}},
       {"layer_norm", {Kind::LayerNorm, true}},
-      {"reshape", {Kind::Reshape, true}},    {"transpose", {Kind::Transpose, true}},
-      {"concat", {Kind::Concat, true}},      {"slice", {Kind::Slice, true}},
-      {"gather", {Kind::Gather, true}},      {"sort", {Kind::Sort, true}},
-      {"fill", {Kind::Fill, false}},         {"zero", {Kind::Fill, false}},
-      {"copy", {Kind::Copy, false}},         {"accumulate", {Kind::Accumulate, false}},
+      {"reshape", {Kind::Reshape, true}},
+      {"transpose", {Kind::Transpose, true}},
+      {"concat", {Kind::Concat, true}},
+      {"slice", {Kind::Slice, true}},
+      {"gather", {Kind::Gather, true}},
+      {"sort", {Kind::Sort, true}},
+      {"fill", {Kind::Fill, false}},
+      {"zero", {Kind::Fill, false}},
+      {"copy", {Kind::Copy, false}},
+      {"accumulate", {Kind::Accumulate, false}},
   };
   return t;
 }
@@ -114,7 +131,8 @@ struct Checker {
     return in[0].dtype;
   }
   const NodeAttr* attr(const char* key) const {
-    for (const NodeAttr& a : n.attrs) if (a.key == key) return &a;
+    for (const NodeAttr& a : n.attrs)
+      if (a.key == key) return &a;
     return nullptr;
   }
   int64_t attr_int(const char* key, int64_t dflt) const {
@@ -183,8 +201,10 @@ struct Checker {
         if (!attr("axis")) return {keep ? sdk::Shape(x.size(), 1) : sdk::Shape{}, d};
         const size_t a = axis(attr_int("axis", 0), x.size(), "axis");
         sdk::Shape out = x;
-        if (keep) out[a] = 1;
-        else out.erase(out.begin() + static_cast<std::ptrdiff_t>(a));
+        if (keep)
+          out[a] = 1;
+        else
+          out.erase(out.begin() + static_cast<std::ptrdiff_t>(a));
         return {out, d};
       }
       case Kind::RowSoftmax: {
@@ -195,10 +215,13 @@ struct Checker {
       }
       case Kind::CrossEntropy: {
         count(2);
-        if (!is_float(in[0].dtype)) fail(UMLOS_PRIMITIVE_UNSUPPORTED, in_name(0), " is ", dtype_text(in[0].dtype), ", expected f32 or f64");
-        if (!is_index(in[1].dtype)) fail(UMLOS_PRIMITIVE_UNSUPPORTED, in_name(1), " is ", dtype_text(in[1].dtype), ", labels are i32 or i64");
+        if (!is_float(in[0].dtype))
+          fail(UMLOS_PRIMITIVE_UNSUPPORTED, in_name(0), " is ", dtype_text(in[0].dtype), ", expected f32 or f64");
+        if (!is_index(in[1].dtype))
+          fail(UMLOS_PRIMITIVE_UNSUPPORTED, in_name(1), " is ", dtype_text(in[1].dtype), ", labels are i32 or i64");
         if (in[0].shape.size() != 2 || in[1].shape != sdk::Shape{in[0].shape[0]}) {
-          fail(UMLOS_SHAPE_MISMATCH, "logits ", sh(in[0].shape), " and labels ", sh(in[1].shape), ", expected [N, C] and [N]");
+          fail(UMLOS_SHAPE_MISMATCH, "logits ", sh(in[0].shape), " and labels ", sh(in[1].shape),
+               ", expected [N, C] and [N]");
         }
         return {{}, in[0].dtype};
       }
@@ -216,7 +239,8 @@ struct Checker {
         const int32_t d = floats();
         const sdk::Shape& a = in[0].shape;
         const sdk::Shape& b = in[1].shape;
-        if (a.size() < 2 || b.size() < 2) fail(UMLOS_SHAPE_MISMATCH, "operands ", sh(a), " and ", sh(b), " need rank >= 2");
+        if (a.size() < 2 || b.size() < 2)
+          fail(UMLOS_SHAPE_MISMATCH, "operands ", sh(a), " and ", sh(b), " need rank >= 2");
         const bool ta = attr_int("trans_a", 0) != 0, tb = attr_int("trans_b", 0) != 0;
         const int64_t M = ta ? a[a.size() - 1] : a[a.size() - 2];
         const int64_t K = ta ? a[a.size() - 2] : a[a.size() - 1];
@@ -227,8 +251,8 @@ struct Checker {
                in_name(0), " ", sh(a));
         }
         if (K != Kb) {
-          fail(UMLOS_SHAPE_MISMATCH, "inner extents differ: ", in_name(0), " ", sh(a), (ta ? " (trans_a)" : ""), " has K = ", K,
-               ", ", in_name(1), " ", sh(b), (tb ? " (trans_b)" : ""), " has K = ", Kb);
+          fail(UMLOS_SHAPE_MISMATCH, "inner extents differ: ", in_name(0), " ", sh(a), (ta ? " (trans_a)" : ""),
+               " has K = ", K, ", ", in_name(1), " ", sh(b), (tb ? " (trans_b)" : ""), " has K = ", Kb);
         }
         sdk::Shape out(a.begin(), a.end() - 2);
         out.push_back(M);
@@ -239,14 +263,16 @@ struct Checker {
         count(2);
         const int32_t d = floats();
         if (in[0].shape.size() != 2 || in[1].shape.size() != 2 || in[0].shape[1] != in[1].shape[1]) {
-          fail(UMLOS_SHAPE_MISMATCH, "operands ", sh(in[0].shape), " and ", sh(in[1].shape), ", expected [n, d] and [m, d]");
+          fail(UMLOS_SHAPE_MISMATCH, "operands ", sh(in[0].shape), " and ", sh(in[1].shape),
+               ", expected [n, d] and [m, d]");
         }
         return {{in[0].shape[0], in[1].shape[0]}, d};
       }
       case Kind::Covariance: {
         count(1);
         const int32_t d = floats();
-        if (in[0].shape.size() != 2) fail(UMLOS_SHAPE_MISMATCH, in_name(0), " is ", sh(in[0].shape), ", expected [n, d]");
+        if (in[0].shape.size() != 2)
+          fail(UMLOS_SHAPE_MISMATCH, in_name(0), " is ", sh(in[0].shape), ", expected [n, d]");
         return {{in[0].shape[1], in[0].shape[1]}, d};
       }
       case Kind::LayerNorm: {
@@ -282,7 +308,8 @@ struct Checker {
           while (std::getline(ss, item, ',')) {
             char* end = nullptr;
             const long v = std::strtol(item.c_str(), &end, 10);
-            if (item.empty() || *end != '\0' || v < 0) fail(UMLOS_INVALID_IR, "attribute 'perm' = '", p, "' is not a list of axes");
+            if (item.empty() || *end != '\0' || v < 0)
+              fail(UMLOS_INVALID_IR, "attribute 'perm' = '", p, "' is not a list of axes");
             perm.push_back(static_cast<size_t>(v));
           }
         }
@@ -305,11 +332,16 @@ struct Checker {
         sdk::Shape out = x0;
         for (size_t i = 1; i < in.size(); ++i) {
           const sdk::Shape& xi = in[i].shape;
-          if (in[i].dtype != in[0].dtype) fail(UMLOS_SHAPE_MISMATCH, in_name(i), " is ", dtype_text(in[i].dtype), ", input 0 is ", dtype_text(in[0].dtype));
+          if (in[i].dtype != in[0].dtype)
+            fail(UMLOS_SHAPE_MISMATCH, in_name(i), " is ", dtype_text(in[i].dtype), ", input 0 is ",
+                 dtype_text(in[0].dtype));
           bool ok = xi.size() == x0.size();
           for (size_t k = 0; ok && k < xi.size(); ++k) ok = k == a || xi[k] == x0[k];
-          if (!ok) fail(UMLOS_SHAPE_MISMATCH, in_name(i), " ", sh(xi), " does not match ", in_name(0), " ", sh(x0), " off axis ", a);
-          if (__builtin_add_overflow(out[a], xi[a], &out[a])) fail(UMLOS_INVALID_IR, "the extent on axis ", a, " overflows 64 bits");
+          if (!ok)
+            fail(UMLOS_SHAPE_MISMATCH, in_name(i), " ", sh(xi), " does not match ", in_name(0), " ", sh(x0),
+                 " off axis ", a);
+          if (__builtin_add_overflow(out[a], xi[a], &out[a]))
+            fail(UMLOS_INVALID_IR, "the extent on axis ", a, " overflows 64 bits");
         }
         return {out, in[0].dtype};
       }
@@ -328,7 +360,8 @@ struct Checker {
       }
       case Kind::Gather: {
         count(2);
-        if (!is_index(in[1].dtype)) fail(UMLOS_PRIMITIVE_UNSUPPORTED, in_name(1), " is ", dtype_text(in[1].dtype), ", indices are i32 or i64");
+        if (!is_index(in[1].dtype))
+          fail(UMLOS_PRIMITIVE_UNSUPPORTED, in_name(1), " is ", dtype_text(in[1].dtype), ", indices are i32 or i64");
         if (in[0].shape.empty()) fail(UMLOS_SHAPE_MISMATCH, in_name(0), " is a scalar, expected [R, ...]");
         sdk::Shape out = in[1].shape;
         out.insert(out.end(), in[0].shape.begin() + 1, in[0].shape.end());
@@ -343,7 +376,8 @@ struct Checker {
         return {in[0].shape, in[0].dtype};
       }
       case Kind::Accumulate: {
-        fail(UMLOS_INVALID_IR, "'accumulate' reads and writes its output: the executor's own utility, not a graph node");
+        fail(UMLOS_INVALID_IR,
+             "'accumulate' reads and writes its output: the executor's own utility, not a graph node");
       }
     }
     fail(UMLOS_INTERNAL, "unhandled primitive kind");
@@ -480,17 +514,20 @@ GradOrder grad_dependency_order(const Graph& g) {
     ++indegree[t];
   }
   std::priority_queue<size_t> ready;  // latest forward position first
-  for (size_t p = 0; p < N; ++p) if (indegree[p] == 0) ready.push(p);
+  for (size_t p = 0; p < N; ++p)
+    if (indegree[p] == 0) ready.push(p);
   GradOrder out;
   while (!ready.empty()) {
     const size_t p = ready.top();
     ready.pop();
     out.order.push_back(p);
-    for (size_t t : next[p]) if (--indegree[t] == 0) ready.push(t);
+    for (size_t t : next[p])
+      if (--indegree[t] == 0) ready.push(t);
   }
   if (out.order.size() != N) {
     std::string stuck;
-    for (size_t p = 0; p < N; ++p) if (indegree[p] > 0) stuck += " " + std::to_string(g.nodes[p].node_id);
+    for (size_t p = 0; p < N; ++p)
+      if (indegree[p] > 0) stuck += " " + std::to_string(g.nodes[p].node_id);
     throw sdk::Error(UMLOS_CYCLE_DETECTED, "grad_edges have a cycle through nodes", stuck);
   }
   for (size_t k = 0; k < N; ++k) out.reverse_equivalent = out.reverse_equivalent && out.order[k] == N - 1 - k;
@@ -581,9 +618,9 @@ void validate(const Graph& g, const ValidateOptions& o) {
         throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, " (", n.instr, "): alias '", n.alias,
                          "' is not one of its inputs");
       }
-      static const std::set<std::string> in_place = {"reshape", "copy", "add", "sub", "mul", "div", "bias_add",
-                                                     "relu", "tanh", "exp", "log", "sin", "cos", "sqrt",
-                                                     "sigmoid", "clamp", "gelu"};
+      static const std::set<std::string> in_place = {"reshape",  "copy", "add",     "sub",   "mul", "div",
+                                                     "bias_add", "relu", "tanh",    "exp",   "log", "sin",
+                                                     "cos",      "sqrt", "sigmoid", "clamp", "gelu"};
       if (!in_place.count(n.instr)) {
         throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, " (", n.instr, "): '", n.instr,
                          "' may not write over an input (docs/primitives.md, Overlap)");
@@ -612,7 +649,8 @@ void validate(const Graph& g, const ValidateOptions& o) {
   const bool backward = o.mode == "backward";
   std::vector<std::string> wrt = o.wrt;
   if (wrt.empty()) {
-    for (const TensorDecl& d : g.declared) if (d.role == "parameter") wrt.push_back(d.id);
+    for (const TensorDecl& d : g.declared)
+      if (d.role == "parameter") wrt.push_back(d.id);
   }
   GradOrder order;
   if (backward) {

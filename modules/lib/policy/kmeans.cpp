@@ -62,8 +62,7 @@ void cluster_sums(const std::vector<double>& x, size_t n, size_t p, const std::v
   }
 }
 
-double silhouette_from_sums(const std::vector<double>& x, size_t n, size_t p, const std::vector<int64_t>& a,
-                            size_t k) {
+double silhouette_from_sums(const std::vector<double>& x, size_t n, size_t p, const std::vector<int64_t>& a, size_t k) {
   std::vector<double> sums;
   std::vector<size_t> sizes;
   cluster_sums(x, n, p, a, k, sums, sizes);
@@ -202,7 +201,8 @@ KMeansResult spherical_kmeans(const std::vector<double>& rows, size_t p, const K
         if (sizes[c] == 0) continue;  // empty: keep the previous centroid
         std::vector<double> s(sums.begin() + static_cast<std::ptrdiff_t>(c * p),
                               sums.begin() + static_cast<std::ptrdiff_t>((c + 1) * p));
-        if (normalise(s.data(), p)) std::copy(s.begin(), s.end(), centroids.begin() + static_cast<std::ptrdiff_t>(c * p));
+        if (normalise(s.data(), p))
+          std::copy(s.begin(), s.end(), centroids.begin() + static_cast<std::ptrdiff_t>(c * p));
       }
       ++r.iterations;
       assign(x, n, p, centroids, k, next);

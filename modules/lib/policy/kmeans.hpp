@@ -64,17 +64,17 @@ struct KMeansOptions {
 };
 
 struct KMeansResult {
-  size_t n = 0;                      // points clustered (zero rows left out)
-  size_t p = 0;                      // dimension
-  size_t k = 0;                      // centroids: min(options.k, n)
-  std::vector<double> centroids;     // k * p, row-major, unit rows
-  std::vector<int64_t> assignment;   // n, centroid of each point
-  std::vector<size_t> point_row;     // n, the input row of each point
-  std::vector<size_t> seeds;         // k, the point chosen as each initial centroid (SIZE_MAX: the mean)
+  size_t n = 0;                     // points clustered (zero rows left out)
+  size_t p = 0;                     // dimension
+  size_t k = 0;                     // centroids: min(options.k, n)
+  std::vector<double> centroids;    // k * p, row-major, unit rows
+  std::vector<int64_t> assignment;  // n, centroid of each point
+  std::vector<size_t> point_row;    // n, the input row of each point
+  std::vector<size_t> seeds;        // k, the point chosen as each initial centroid (SIZE_MAX: the mean)
   double silhouette = std::numeric_limits<double>::quiet_NaN();
-  int64_t iterations = 0;            // Lloyd updates performed
-  bool converged = false;            // stopped because the assignment was stable
-  size_t skipped_zero = 0;           // rows of norm 0
+  int64_t iterations = 0;   // Lloyd updates performed
+  bool converged = false;   // stopped because the assignment was stable
+  size_t skipped_zero = 0;  // rows of norm 0
 };
 
 // rows: m * p values, row-major. Throws std::invalid_argument for p == 0,

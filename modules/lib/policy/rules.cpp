@@ -37,14 +37,19 @@ enum class Var { SilMean, LossDelta, GradNorm, ResourceUtil, T, State };
 
 struct Condition::Node {
   Op op = Op::Number;
-  int depth = 1;  // levels of the tree below and including this node
+  int depth = 1;        // levels of the tree below and including this node
   double number = 0.0;  // Number; Bool: 0/1
   Var var = Var::T;
   std::shared_ptr<const Node> a, b;
   bool boolean() const {
     switch (op) {
-      case Op::Number: case Op::Var: case Op::Neg: case Op::Mod: return false;
-      default: return true;
+      case Op::Number:
+      case Op::Var:
+      case Op::Neg:
+      case Op::Mod:
+        return false;
+      default:
+        return true;
     }
   }
 };
@@ -57,9 +62,12 @@ struct VarName {
   const char* name;
   Var var;
 };
-constexpr VarName kVars[] = {{"sil_mean", Var::SilMean}, {"loss_delta", Var::LossDelta},
-                             {"grad_norm", Var::GradNorm}, {"resource_util", Var::ResourceUtil},
-                             {"t", Var::T},               {"state", Var::State}};
+constexpr VarName kVars[] = {{"sil_mean", Var::SilMean},
+                             {"loss_delta", Var::LossDelta},
+                             {"grad_norm", Var::GradNorm},
+                             {"resource_util", Var::ResourceUtil},
+                             {"t", Var::T},
+                             {"state", Var::State}};
 constexpr const char* kKnownWords =
     "sil_mean, loss_delta, grad_norm, resource_util, t, state, S_P, S_PROTO, true, false";
 
@@ -71,12 +79,18 @@ const char* var_name(Var v) {
 
 double var_value(Var v, const Metrics& m) {
   switch (v) {
-    case Var::SilMean: return m.sil_mean;
-    case Var::LossDelta: return m.loss_delta;
-    case Var::GradNorm: return m.grad_norm;
-    case Var::ResourceUtil: return m.resource_util;
-    case Var::T: return m.t;
-    case Var::State: return m.state;
+    case Var::SilMean:
+      return m.sil_mean;
+    case Var::LossDelta:
+      return m.loss_delta;
+    case Var::GradNorm:
+      return m.grad_norm;
+    case Var::ResourceUtil:
+      return m.resource_util;
+    case Var::T:
+      return m.t;
+    case Var::State:
+      return m.state;
   }
   return std::nan("");
 }
@@ -84,7 +98,7 @@ double var_value(Var v, const Metrics& m) {
 double floored_mod(double x, double y) {
   if (std::isnan(x) || std::isnan(y) || y == 0.0 || std::isinf(x)) return std::nan("");
   if (std::isinf(y)) return (x == 0.0 || (x > 0) == (y > 0)) ? x : y;  // floor(x/y) is 0 or -1
-  double r = std::fmod(x, y);  // exact
+  double r = std::fmod(x, y);                                          // exact
   if (r != 0.0 && ((r < 0.0) != (y < 0.0))) r += y;
   return r;
 }
@@ -99,32 +113,49 @@ bool is_constant(const Condition::Node& n) {
 
 bool truth(const Condition::Node& n, const Metrics& m) {
   switch (n.op) {
-    case Op::Bool: return n.number != 0.0;
-    case Op::Not: return !truth(*n.a, m);
-    case Op::And: return truth(*n.a, m) && truth(*n.b, m);
-    case Op::Or: return truth(*n.a, m) || truth(*n.b, m);
-    default: break;
+    case Op::Bool:
+      return n.number != 0.0;
+    case Op::Not:
+      return !truth(*n.a, m);
+    case Op::And:
+      return truth(*n.a, m) && truth(*n.b, m);
+    case Op::Or:
+      return truth(*n.a, m) || truth(*n.b, m);
+    default:
+      break;
   }
   const double x = num(*n.a, m), y = num(*n.b, m);
   if (std::isnan(x) || std::isnan(y)) return false;  // missing metric: every comparison is false
   switch (n.op) {
-    case Op::Lt: return x < y;
-    case Op::Le: return x <= y;
-    case Op::Gt: return x > y;
-    case Op::Ge: return x >= y;
-    case Op::Eq: return x == y;
-    case Op::Ne: return x != y;
-    default: return false;
+    case Op::Lt:
+      return x < y;
+    case Op::Le:
+      return x <= y;
+    case Op::Gt:
+      return x > y;
+    case Op::Ge:
+      return x >= y;
+    case Op::Eq:
+      return x == y;
+    case Op::Ne:
+      return x != y;
+    default:
+      return false;
   }
 }
 
 double num(const Condition::Node& n, const Metrics& m) {
   switch (n.op) {
-    case Op::Number: return n.number;
-    case Op::Var: return var_value(n.var, m);
-    case Op::Neg: return -num(*n.a, m);
-    case Op::Mod: return floored_mod(num(*n.a, m), num(*n.b, m));
-    default: return std::nan("");
+    case Op::Number:
+      return n.number;
+    case Op::Var:
+      return var_value(n.var, m);
+    case Op::Neg:
+      return -num(*n.a, m);
+    case Op::Mod:
+      return floored_mod(num(*n.a, m), num(*n.b, m));
+    default:
+      return std::nan("");
   }
 }
 
@@ -136,25 +167,50 @@ std::string number_text(double v) {
 
 std::string canonical_of(const Condition::Node& n) {
   switch (n.op) {
-    case Op::Number: return number_text(n.number);
-    case Op::Var: return var_name(n.var);
-    case Op::Bool: return n.number != 0.0 ? "true" : "false";
-    case Op::Neg: return "(-" + canonical_of(*n.a) + ")";
-    case Op::Not: return "(not " + canonical_of(*n.a) + ")";
-    default: break;
+    case Op::Number:
+      return number_text(n.number);
+    case Op::Var:
+      return var_name(n.var);
+    case Op::Bool:
+      return n.number != 0.0 ? "true" : "false";
+    case Op::Neg:
+      return "(-" + canonical_of(*n.a) + ")";
+    case Op::Not:
+      return "(not " + canonical_of(*n.a) + ")";
+    default:
+      break;
   }
   const char* w = "?";
   switch (n.op) {
-    case Op::Mod: w = "mod"; break;
-    case Op::Lt: w = "<"; break;
-    case Op::Le: w = "<="; break;
-    case Op::Gt: w = ">"; break;
-    case Op::Ge: w = ">="; break;
-    case Op::Eq: w = "=="; break;
-    case Op::Ne: w = "!="; break;
-    case Op::And: w = "and"; break;
-    case Op::Or: w = "or"; break;
-    default: break;
+    case Op::Mod:
+      w = "mod";
+      break;
+    case Op::Lt:
+      w = "<";
+      break;
+    case Op::Le:
+      w = "<=";
+      break;
+    case Op::Gt:
+      w = ">";
+      break;
+    case Op::Ge:
+      w = ">=";
+      break;
+    case Op::Eq:
+      w = "==";
+      break;
+    case Op::Ne:
+      w = "!=";
+      break;
+    case Op::And:
+      w = "and";
+      break;
+    case Op::Or:
+      w = "or";
+      break;
+    default:
+      break;
   }
   return "(" + canonical_of(*n.a) + " " + w + " " + canonical_of(*n.b) + ")";
 }
@@ -242,10 +298,14 @@ std::vector<Token> lex(const std::string& s) {
       if (!matched) {
         if (std::strchr("<>!%-()", c) == nullptr || c == '\0') {
           std::string hint;
-          if (c == '=') hint = " (compare with '==')";
-          else if (c == '&') hint = " (use '&&' or 'and')";
-          else if (c == '|') hint = " (use '||' or 'or')";
-          else if (c == '+' || c == '*' || c == '/') hint = " (only 'mod' / '%' and unary '-' are arithmetic)";
+          if (c == '=')
+            hint = " (compare with '==')";
+          else if (c == '&')
+            hint = " (use '&&' or 'and')";
+          else if (c == '|')
+            hint = " (use '||' or 'or')";
+          else if (c == '+' || c == '*' || c == '/')
+            hint = " (only 'mod' / '%' and unary '-' are arithmetic)";
           syntax(col, std::string("unexpected character '") + c + "'" + hint);
         }
         t.text = std::string(1, c);
@@ -366,8 +426,8 @@ class Parser {
   }
   static bool cmp_op(const Token& t, Op* op) {
     if (t.kind != Tok::Sym) return false;
-    static const std::pair<const char*, Op> ops[] = {{"<", Op::Lt}, {"<=", Op::Le}, {">", Op::Gt},
-                                                      {">=", Op::Ge}, {"==", Op::Eq}, {"!=", Op::Ne}};
+    static const std::pair<const char*, Op> ops[] = {{"<", Op::Lt},  {"<=", Op::Le}, {">", Op::Gt},
+                                                     {">=", Op::Ge}, {"==", Op::Eq}, {"!=", Op::Ne}};
     for (const auto& [s, o] : ops) {
       if (t.text == s) {
         *op = o;
@@ -386,8 +446,8 @@ class Parser {
     want_number(rhs, "the right operand of '" + opt.text + "'");
     Op again;
     if (cmp_op(peek(), &again))
-      syntax(peek().column, "comparisons cannot be chained ('" + opt.text + "' then '" + peek().text +
-                                "'); combine them with 'and'");
+      syntax(peek().column,
+             "comparisons cannot be chained ('" + opt.text + "' then '" + peek().text + "'); combine them with 'and'");
     return {make(op, opt.column, lhs.node, rhs.node), lhs.column};
   }
   Parsed modulo() {
@@ -402,9 +462,8 @@ class Parser {
       if (is_constant(*rhs.node)) {
         const double divisor = num(*rhs.node, Metrics{});
         if (divisor == 0.0 || std::isnan(divisor))
-          syntax(rhs.column, "the divisor of '" + op.text + "' is always " + number_text(divisor) +
-                                 " ('" + canonical_of(*rhs.node) + "'), so x " + op.text +
-                                 " it is undefined for every x");
+          syntax(rhs.column, "the divisor of '" + op.text + "' is always " + number_text(divisor) + " ('" +
+                                 canonical_of(*rhs.node) + "'), so x " + op.text + " it is undefined for every x");
       }
       lhs = {make(Op::Mod, op.column, lhs.node, rhs.node), lhs.column};
     }
@@ -466,8 +525,8 @@ class Parser {
       const Level level(*this, open.column);
       Parsed inner = or_expr();
       if (!is_sym(")"))
-        syntax(peek().column, "expected ')' to close the '(' at column " + std::to_string(open.column) +
-                                  ", found " + describe(peek()));
+        syntax(peek().column, "expected ')' to close the '(' at column " + std::to_string(open.column) + ", found " +
+                                  describe(peek()));
       next();
       return {inner.node, open.column};
     }
@@ -511,14 +570,14 @@ RuleSet parse_rules(const std::vector<RuleSource>& sources) {
     try {
       r.cond = parse_condition(s.cond);
     } catch (const PolicyError& e) {
-      throw PolicyError(base + ".cond: " + quoted(s.cond) + ": " + e.what(), base + ".cond",
-                        static_cast<int64_t>(i), e.column());
+      throw PolicyError(base + ".cond: " + quoted(s.cond) + ": " + e.what(), base + ".cond", static_cast<int64_t>(i),
+                        e.column());
     }
     const int a = action_index(s.action);
     if (a < 0) {
-      throw PolicyError(base + ".action: '" + s.action +
-                            "' is not an action; expected one of optimize, probe, switch, augment",
-                        base + ".action", static_cast<int64_t>(i));
+      throw PolicyError(
+          base + ".action: '" + s.action + "' is not an action; expected one of optimize, probe, switch, augment",
+          base + ".action", static_cast<int64_t>(i));
     }
     r.action = a;
     r.priority = s.priority;

@@ -34,7 +34,10 @@ struct Parser {
   }
   bool eat(char c) {
     skip();
-    if (i < s.size() && s[i] == c) { ++i; return true; }
+    if (i < s.size() && s[i] == c) {
+      ++i;
+      return true;
+    }
     return false;
   }
   Expr expr(int depth) {
@@ -107,13 +110,18 @@ struct Parser {
     while (i < s.size() && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '_')) ++i;
     const std::string name = s.substr(start, i - start);
     Op op;
-    if (name == "sin") op = Op::Sin;
-    else if (name == "cos") op = Op::Cos;
-    else if (name == "exp") op = Op::Exp;
-    else if (name == "log") op = Op::Log;
+    if (name == "sin")
+      op = Op::Sin;
+    else if (name == "cos")
+      op = Op::Cos;
+    else if (name == "exp")
+      op = Op::Exp;
+    else if (name == "log")
+      op = Op::Log;
     else {
       i = start;
-      if (name.empty()) fail(cat("unexpected '", std::string(1, c), "' (the operator set is +, *, /, sin, cos, exp, log)"));
+      if (name.empty())
+        fail(cat("unexpected '", std::string(1, c), "' (the operator set is +, *, /, sin, cos, exp, log)"));
       fail(cat("operator '", name, "' is outside the set {+, *, /, sin, cos, exp, log}"));
     }
     if (!eat('(')) fail(cat("expected '(' after ", name));
@@ -135,11 +143,18 @@ void flatten_into(Expr& out, Expr&& child) {
 
 std::string print_at(const Expr& e, bool top, bool shape) {
   switch (e.op) {
-    case Op::Const: return shape ? "c" : format_number(e.value);
-    case Op::Var: return cat("z", e.var);
-    case Op::Sin: case Op::Cos: case Op::Exp: case Op::Log:
+    case Op::Const:
+      return shape ? "c" : format_number(e.value);
+    case Op::Var:
+      return cat("z", e.var);
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Exp:
+    case Op::Log:
       return cat(op_name(e.op), "(", print_at(e.args[0], true, shape), ")");
-    case Op::Add: case Op::Mul: case Op::Div: {
+    case Op::Add:
+    case Op::Mul:
+    case Op::Div: {
       const char* sep = e.op == Op::Add ? " + " : e.op == Op::Mul ? " * " : " / ";
       std::string r = top ? "" : "(";
       for (size_t k = 0; k < e.args.size(); ++k) {
@@ -162,15 +177,24 @@ void collect_constants(const Expr& e, std::vector<double>& out) {
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::Const: return "const";
-    case Op::Var: return "var";
-    case Op::Add: return "+";
-    case Op::Mul: return "*";
-    case Op::Div: return "/";
-    case Op::Sin: return "sin";
-    case Op::Cos: return "cos";
-    case Op::Exp: return "exp";
-    case Op::Log: return "log";
+    case Op::Const:
+      return "const";
+    case Op::Var:
+      return "var";
+    case Op::Add:
+      return "+";
+    case Op::Mul:
+      return "*";
+    case Op::Div:
+      return "/";
+    case Op::Sin:
+      return "sin";
+    case Op::Cos:
+      return "cos";
+    case Op::Exp:
+      return "exp";
+    case Op::Log:
+      return "log";
   }
   return "?";
 }
@@ -193,8 +217,7 @@ Expr canonical(Expr e) {
     for (Expr& a : e.args) flatten_into(flat, std::move(a));
     std::vector<std::pair<std::string, size_t>> keys;
     for (size_t k = 0; k < flat.args.size(); ++k) keys.push_back({print_at(flat.args[k], false, false), k});
-    std::stable_sort(keys.begin(), keys.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     Expr sorted;
     sorted.op = e.op;
     for (const auto& k : keys) sorted.args.push_back(std::move(flat.args[k.second]));
@@ -250,7 +273,8 @@ std::vector<EquationLine> parse_lines(const std::string& stored, int64_t outputs
     if (text.compare(0, 2, "y[") == 0) {
       size_t close = text.find(']');
       if (close == std::string::npos || close == 2 || close > 20) fail("expected y[<output>] = EXPR");
-      for (size_t k = 2; k < close; ++k) if (text[k] < '0' || text[k] > '9') fail("expected y[<output>] = EXPR");
+      for (size_t k = 2; k < close; ++k)
+        if (text[k] < '0' || text[k] > '9') fail("expected y[<output>] = EXPR");
       l.output = std::stoll(text.substr(2, close - 2));
       at = close + 1;
     } else if (text.compare(0, 1, "y") == 0) {
@@ -288,8 +312,12 @@ double fwd(const Expr& e, const double* z, std::vector<double>& val) {
   val.push_back(0.0);
   double v = 0.0;
   switch (e.op) {
-    case Op::Const: v = e.value; break;
-    case Op::Var: v = z[e.var]; break;
+    case Op::Const:
+      v = e.value;
+      break;
+    case Op::Var:
+      v = z[e.var];
+      break;
     case Op::Add:
       v = fwd(e.args[0], z, val);
       for (size_t k = 1; k < e.args.size(); ++k) v = v + fwd(e.args[k], z, val);
@@ -305,8 +333,12 @@ double fwd(const Expr& e, const double* z, std::vector<double>& val) {
       if (std::isnan(b)) v = b;
       break;
     }
-    case Op::Sin: v = std::sin(fwd(e.args[0], z, val)); break;
-    case Op::Cos: v = std::cos(fwd(e.args[0], z, val)); break;
+    case Op::Sin:
+      v = std::sin(fwd(e.args[0], z, val));
+      break;
+    case Op::Cos:
+      v = std::cos(fwd(e.args[0], z, val));
+      break;
     case Op::Exp: {
       const double a = fwd(e.args[0], z, val);
       v = std::exp(std::isnan(a) ? a : std::min(std::max(a, kExpLo), kExpHi));
@@ -341,7 +373,8 @@ void bwd(const Expr& e, const std::vector<double>& val, size_t me, double g, dou
     case Op::Var:
       if (grad_z) grad_z[e.var] += g;
       return;
-    default: break;
+    default:
+      break;
   }
   std::vector<size_t> child(e.args.size());
   size_t at = me + 1;
@@ -357,7 +390,8 @@ void bwd(const Expr& e, const std::vector<double>& val, size_t me, double g, dou
       // d/d a_k of a_0 * a_1 * ... (left fold): product of the others, in order.
       for (size_t k = 0; k < e.args.size(); ++k) {
         double o = g;
-        for (size_t j = 0; j < e.args.size(); ++j) if (j != k) o = o * val[child[j]];
+        for (size_t j = 0; j < e.args.size(); ++j)
+          if (j != k) o = o * val[child[j]];
         bwd(e.args[k], val, child[k], o, grad_z, grad_c, ci);
       }
       return;
@@ -370,8 +404,12 @@ void bwd(const Expr& e, const std::vector<double>& val, size_t me, double g, dou
       bwd(e.args[1], val, child[1], db, grad_z, grad_c, ci);
       return;
     }
-    case Op::Sin: bwd(e.args[0], val, child[0], g * std::cos(val[child[0]]), grad_z, grad_c, ci); return;
-    case Op::Cos: bwd(e.args[0], val, child[0], g * -std::sin(val[child[0]]), grad_z, grad_c, ci); return;
+    case Op::Sin:
+      bwd(e.args[0], val, child[0], g * std::cos(val[child[0]]), grad_z, grad_c, ci);
+      return;
+    case Op::Cos:
+      bwd(e.args[0], val, child[0], g * -std::sin(val[child[0]]), grad_z, grad_c, ci);
+      return;
     case Op::Exp: {
       const double a = val[child[0]];
       const bool inside = a >= kExpLo && a <= kExpHi;
@@ -383,7 +421,8 @@ void bwd(const Expr& e, const std::vector<double>& val, size_t me, double g, dou
       bwd(e.args[0], val, child[0], a >= kEpsDenom ? g / a : 0.0, grad_z, grad_c, ci);
       return;
     }
-    default: return;
+    default:
+      return;
   }
 }
 
@@ -441,7 +480,8 @@ std::vector<double> eval_batch(const Expr& e, const std::vector<double>& z, int6
         if (!std::isfinite((*grad_z)[i * p + k]))
           throw EvalError(cat("equation '", name, "' at sample ", i, ": gradient w.r.t. z", k, " is not finite"), i);
       }
-      if (grad_c) for (size_t k = 0; k < nc; ++k) (*grad_c)[k] += gc[k];
+      if (grad_c)
+        for (size_t k = 0; k < nc; ++k) (*grad_c)[k] += gc[k];
     }
   }
   return out;
@@ -451,10 +491,31 @@ std::vector<double> eval_batch(const Expr& e, const std::vector<double>& z, int6
 
 namespace {
 
-Expr var(int64_t j) { Expr e; e.op = Op::Var; e.var = j; return e; }
-Expr cst(double v) { Expr e; e.op = Op::Const; e.value = v; return e; }
-Expr un(Op op, Expr a) { Expr e; e.op = op; e.args.push_back(std::move(a)); return e; }
-Expr bin(Op op, Expr a, Expr b) { Expr e; e.op = op; e.args.push_back(std::move(a)); e.args.push_back(std::move(b)); return e; }
+Expr var(int64_t j) {
+  Expr e;
+  e.op = Op::Var;
+  e.var = j;
+  return e;
+}
+Expr cst(double v) {
+  Expr e;
+  e.op = Op::Const;
+  e.value = v;
+  return e;
+}
+Expr un(Op op, Expr a) {
+  Expr e;
+  e.op = op;
+  e.args.push_back(std::move(a));
+  return e;
+}
+Expr bin(Op op, Expr a, Expr b) {
+  Expr e;
+  e.op = op;
+  e.args.push_back(std::move(a));
+  e.args.push_back(std::move(b));
+  return e;
+}
 
 struct Candidate {
   Expr expr;
@@ -482,7 +543,8 @@ bool fit(const std::vector<const std::vector<double>*>& fs, const std::vector<do
   const double scale = A[0] > 0 ? A[0] : 1.0;
   for (size_t k = 0; k < m; ++k) {
     size_t piv = k;
-    for (size_t r = k + 1; r < m; ++r) if (std::fabs(A[r * m + k]) > std::fabs(A[piv * m + k])) piv = r;
+    for (size_t r = k + 1; r < m; ++r)
+      if (std::fabs(A[r * m + k]) > std::fabs(A[piv * m + k])) piv = r;
     if (!(std::fabs(A[piv * m + k]) > 1e-10 * scale)) return false;
     if (piv != k) {
       for (size_t c = 0; c < m; ++c) std::swap(A[k * m + c], A[piv * m + c]);
@@ -508,7 +570,8 @@ bool fit(const std::vector<const std::vector<double>*>& fs, const std::vector<do
     sse += r * r;
   }
   mse = n ? sse / static_cast<double>(n) : 0.0;
-  for (double c : coef) if (!std::isfinite(c)) return false;
+  for (double c : coef)
+    if (!std::isfinite(c)) return false;
   return std::isfinite(mse);
 }
 
@@ -530,10 +593,12 @@ SearchResult search(const std::vector<double>& z, int64_t p, const std::vector<d
   if (z.size() != n * static_cast<size_t>(p))
     throw EquationError(cat("EquationUpdate_v2: z has ", z.size(), " values, expected ", n, " x ", p));
   for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(target[i])) throw EvalError(cat("EquationUpdate_v2: target at sample ", i, " is ", target[i]), static_cast<int64_t>(i));
+    if (!std::isfinite(target[i]))
+      throw EvalError(cat("EquationUpdate_v2: target at sample ", i, " is ", target[i]), static_cast<int64_t>(i));
     for (int64_t k = 0; k < p; ++k)
       if (!std::isfinite(z[i * p + k]))
-        throw EvalError(cat("EquationUpdate_v2: z", k, " at sample ", i, " is ", z[i * p + k]), static_cast<int64_t>(i));
+        throw EvalError(cat("EquationUpdate_v2: z", k, " at sample ", i, " is ", z[i * p + k]),
+                        static_cast<int64_t>(i));
   }
   // Candidate basis terms, in a fixed enumeration order (ties: first).
   std::vector<double> zmin(static_cast<size_t>(p), 0.0);
@@ -548,7 +613,8 @@ SearchResult search(const std::vector<double>& z, int64_t p, const std::vector<d
     c.expr = canonical(std::move(e));
     c.f.resize(n);
     for (size_t i = 0; i < n; ++i) c.f[i] = eval(c.expr, z.data() + i * p);
-    for (double v : c.f) if (!std::isfinite(v)) return;
+    for (double v : c.f)
+      if (!std::isfinite(v)) return;
     cands.push_back(std::move(c));
   };
   const bool any = n > 0;
@@ -574,7 +640,10 @@ SearchResult search(const std::vector<double>& z, int64_t p, const std::vector<d
   SearchResult best;
   {
     std::vector<const std::vector<double>*> none;
-    if (!fit(none, target, coef, mse)) { coef = {0.0}; mse = 0.0; }
+    if (!fit(none, target, coef, mse)) {
+      coef = {0.0};
+      mse = 0.0;
+    }
     best.expr = assemble(chosen, coef);
     best.mse = mse;
     best.complexity = complexity(best.expr);

@@ -119,10 +119,10 @@ struct SearchOptions {
 };
 
 struct SearchResult {
-  Expr expr;             // canonical
-  std::string text;      // print(expr)
-  double mse = 0.0;      // mean squared residual of the fit
-  double score = 0.0;    // mse + penalty * complexity
+  Expr expr;           // canonical
+  std::string text;    // print(expr)
+  double mse = 0.0;    // mean squared residual of the fit
+  double score = 0.0;  // mse + penalty * complexity
   int64_t complexity = 0;
 };
 

@@ -49,7 +49,8 @@ struct Emitter {
                      {ir::NodeAttr::integer("axis", 1), ir::NodeAttr::integer("start", e.var),
                       ir::NodeAttr::integer("length", 1)}),
                 false};
-      case Op::Add: case Op::Mul: {
+      case Op::Add:
+      case Op::Mul: {
         auto acc = emit(e.args[0]);
         for (size_t k = 1; k < e.args.size(); ++k) {
           auto r = emit(e.args[k]);
@@ -68,7 +69,8 @@ struct Emitter {
       case Op::Exp: {
         auto a = emit(e.args[0]);
         const sdk::Shape sh = a.second ? one : col;
-        const std::string c = node("clamp", {a.first}, sh, {ir::NodeAttr::real("lo", kExpLo), ir::NodeAttr::real("hi", kExpHi)});
+        const std::string c =
+            node("clamp", {a.first}, sh, {ir::NodeAttr::real("lo", kExpLo), ir::NodeAttr::real("hi", kExpHi)});
         return {node("exp", {c}, sh), a.second};
       }
       case Op::Log: {
@@ -77,7 +79,8 @@ struct Emitter {
         const std::string c = node("clamp", {a.first}, sh, {ir::NodeAttr::real("lo", kEpsDenom)});
         return {node("log", {c}, sh), a.second};
       }
-      case Op::Sin: case Op::Cos: {
+      case Op::Sin:
+      case Op::Cos: {
         auto a = emit(e.args[0]);
         return {node(e.op == Op::Sin ? "sin" : "cos", {a.first}, a.second ? one : col), a.second};
       }

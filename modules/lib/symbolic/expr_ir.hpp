@@ -25,8 +25,8 @@
 namespace umlos::symbolic {
 
 struct Compiled {
-  std::string output;                      // node output id, shape [B, 1]
-  std::vector<std::string> constant_ids;   // declared [1] tensors, constants() order
+  std::string output;                     // node output id, shape [B, 1]
+  std::vector<std::string> constant_ids;  // declared [1] tensors, constants() order
   std::vector<double> constant_values;
 };
 

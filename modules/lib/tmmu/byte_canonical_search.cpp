@@ -48,9 +48,8 @@ class CanonicalSearch {
     eff_.assign(m_, 0);
     std::vector<uint32_t> by_begin(m_);
     std::iota(by_begin.begin(), by_begin.end(), 0u);
-    std::sort(by_begin.begin(), by_begin.end(), [&](uint32_t x, uint32_t y) {
-      return c.cb[x] != c.cb[y] ? c.cb[x] < c.cb[y] : x < y;
-    });
+    std::sort(by_begin.begin(), by_begin.end(),
+              [&](uint32_t x, uint32_t y) { return c.cb[x] != c.cb[y] ? c.cb[x] < c.cb[y] : x < y; });
     std::vector<std::vector<uint32_t>> ov(m_);
     for (uint32_t a = 0; a < m_; ++a) {
       const uint32_t i = by_begin[a];
@@ -144,7 +143,10 @@ class CanonicalSearch {
   void tails(uint32_t i, uint32_t j, uint64_t old, int dir) {
     auto one = [&](uint32_t p) {
       if (lowmin_[p] != old) return;
-      if (cnt_[p] < 0) { if (dir < 0) mark(p); return; }
+      if (cnt_[p] < 0) {
+        if (dir < 0) mark(p);
+        return;
+      }
       cnt_[p] += dir;
       if (cnt_[p] == 0 && dir < 0) mark(p);
     };
@@ -171,8 +173,7 @@ class CanonicalSearch {
     for (uint32_t r = 0; r < items.size(); ++r) rank_[items[r]] = r;
   }
 
-  Search dfs(const std::vector<uint32_t>& items, uint32_t slo, uint32_t shi, uint64_t last_off,
-             uint32_t last_rank) {
+  Search dfs(const std::vector<uint32_t>& items, uint32_t slo, uint32_t shi, uint64_t last_off, uint32_t last_rank) {
     if (nodes_ >= limit_) return Search::kBudget;
     ++nodes_;
     uint64_t min_height = kNone;
@@ -187,7 +188,7 @@ class CanonicalSearch {
     for (uint32_t i : items) {
       if (off_[i] != kNone) continue;
       const uint64_t o = min_off_[i];
-      if (o >= min_height) continue;  // dominance
+      if (o >= min_height) continue;                                          // dominance
       if (o < last_off || (o == last_off && rank_[i] < last_rank)) continue;  // canonical order
       cand_.push_back(i);
     }
@@ -214,7 +215,10 @@ class CanonicalSearch {
     for (size_t k = base; k < end; ++k) {
       bool hatless = true;
       const Search r = place(cand_[k], ext_[k], items, slo, shi, hatless);
-      if (r != Search::kInfeasible) { result = r; break; }
+      if (r != Search::kInfeasible) {
+        result = r;
+        break;
+      }
       // Hatless pruning (MiniMalloc): an item no unplaced item overlaps
       // constrains nothing; if it fails at its lowest offset, so does the node.
       if (hatless) break;
@@ -227,7 +231,10 @@ class CanonicalSearch {
   // eff_[j]: min_off of an unplaced item, kNone once placed.
   void set_val(uint32_t j, uint64_t v) { eff_[j] = v; }
   void mark(uint32_t p) {
-    if (sec_stamp_[p] != stamp_) { sec_stamp_[p] = stamp_; affected_.push_back(p); }
+    if (sec_stamp_[p] != stamp_) {
+      sec_stamp_[p] = stamp_;
+      affected_.push_back(p);
+    }
   }
 
   // Places i at its min_off. Section inference (every unplaced item of a
@@ -271,7 +278,11 @@ class CanonicalSearch {
       int32_t n = 0;
       for (uint32_t e = sec_start_[p]; e < sec_start_[p + 1]; ++e) {
         const uint64_t x = eff_[sec_items_[e]];
-        if (x < v) { v = x; n = 1; } else if (x == v) ++n;
+        if (x < v) {
+          v = x;
+          n = 1;
+        } else if (x == v)
+          ++n;
       }
       undo_.push_back({2, p, lowmin_[p], cnt_[p]});
       lowmin_[p] = v;
@@ -279,7 +290,10 @@ class CanonicalSearch {
     }
     // In i's own sections every unplaced item now overlaps i: at least h.
     for (uint32_t p = c_.cb[i]; p <= c_.ce[i]; ++p) {
-      if (floor_[p] < h) { undo_.push_back({1, p, floor_[p]}); floor_[p] = h; }
+      if (floor_[p] < h) {
+        undo_.push_back({1, p, floor_[p]});
+        floor_[p] = h;
+      }
       if (!exact_floors_ && (lowmin_[p] < h || cnt_[p] >= 0)) {
         undo_.push_back({2, p, lowmin_[p], cnt_[p]});
         lowmin_[p] = std::max(lowmin_[p], h);
@@ -290,7 +304,10 @@ class CanonicalSearch {
     bool ok = true;
     for (uint32_t p : affected_) {
       const uint64_t lm = lowmin_[p] == kNone ? 0 : lowmin_[p];
-      if (std::max(std::max(o, floor_[p]), lm) + total_[p] > cap_) { ok = false; break; }
+      if (std::max(std::max(o, floor_[p]), lm) + total_[p] > cap_) {
+        ok = false;
+        break;
+      }
     }
     Search r = Search::kInfeasible;
     if (ok) {
@@ -357,6 +374,7 @@ class CanonicalSearch {
   uint64_t stamp_ = 0;
   uint64_t cap_ = 0, nodes_ = 0, limit_ = 0;
   int heuristic_ = 0, first_heuristic_ = 0;
+
  public:
   // Exact section floors in the placed item's own sections too (a scan of
   // each; MiniMalloc's inference) instead of the cheaper bound h.
@@ -370,8 +388,7 @@ class CanonicalSearch {
 // is set and the incumbent exceeds it, else the lower bound), then bisection
 // between the best proven lower bound and the incumbent, each attempt with a
 // share of the node budget. Found plans replace the incumbent.
-void exact_search(const Component& c, const PlanOptions& opt, uint64_t cap_top, ComponentPlan& best,
-                  uint64_t& work) {
+void exact_search(const Component& c, const PlanOptions& opt, uint64_t cap_top, ComponentPlan& best, uint64_t& work) {
   const size_t m = c.size.size();
   if (best.top <= c.lower_bound || m > kExactMaxItems) return;
   // By default only where the heuristics stay more than 2 % above the lower
@@ -395,7 +412,10 @@ void exact_search(const Component& c, const PlanOptions& opt, uint64_t cap_top, 
     if (r == Search::kFound) {
       uint64_t top = 0;
       for (size_t k = 0; k < m; ++k) top = std::max(top, sol[k] + c.size[k]);
-      if (top < best.top) { best.top = top; best.offsets = sol; }
+      if (top < best.top) {
+        best.top = top;
+        best.offsets = sol;
+      }
     } else if (r == Search::kInfeasible) {
       lo = std::max(lo, cap + 1);
     }
@@ -425,8 +445,10 @@ void exact_search(const Component& c, const PlanOptions& opt, uint64_t cap_top, 
     const uint64_t left = budget - cs.nodes();
     const uint64_t cap = best.top - std::min(step, best.top - lo);
     const Search r = attempt(cap, std::min(left, std::max(dive_round, left / 4)));
-    if (r == Search::kInfeasible) step = (best.top - lo) / 2;
-    else if (r == Search::kBudget) step /= 2;
+    if (r == Search::kInfeasible)
+      step = (best.top - lo) / 2;
+    else if (r == Search::kBudget)
+      step /= 2;
   }
   work += cs.nodes();
 }

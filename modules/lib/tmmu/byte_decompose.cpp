@@ -31,11 +31,19 @@ std::vector<Component> decompose(const ArenaItems& arena) {
     const size_t m = c.item.size();
     std::vector<int64_t> pts;
     pts.reserve(2 * m);
-    for (uint32_t id : c.item) { pts.push_back(items[id].begin); pts.push_back(items[id].end); }
+    for (uint32_t id : c.item) {
+      pts.push_back(items[id].begin);
+      pts.push_back(items[id].end);
+    }
     std::sort(pts.begin(), pts.end());
     pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
     c.n_points = static_cast<uint32_t>(pts.size());
-    c.size.resize(m); c.align.resize(m); c.cb.resize(m); c.ce.resize(m); c.duration.resize(m); c.begin.resize(m);
+    c.size.resize(m);
+    c.align.resize(m);
+    c.cb.resize(m);
+    c.ce.resize(m);
+    c.duration.resize(m);
+    c.begin.resize(m);
     uint64_t total = 0;  // bounds every offset: checked once here
     for (size_t k = 0; k < m; ++k) {
       const Item& it = items[c.item[k]];
@@ -74,7 +82,8 @@ std::vector<Component> decompose(const ArenaItems& arena) {
       while (lo < hi) {
         if (lo & 1) best = std::max(best, tree[lo++]);
         if (hi & 1) best = std::max(best, tree[--hi]);
-        lo >>= 1; hi >>= 1;
+        lo >>= 1;
+        hi >>= 1;
       }
       c.pressure[k] = best;
     }

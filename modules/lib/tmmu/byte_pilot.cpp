@@ -40,9 +40,9 @@ constexpr int32_t kPlaced = INT32_MAX;
 // low[j] = max(low[j], top) for every j whose arc overlaps (bx, dx) on the
 // circle of length C (two arcs overlap iff one holds the other's begin);
 // returns the new minimum of low.
-UMLOS_PILOT_KERNEL int32_t raise_overlapping(
-    int32_t* __restrict low, const int32_t* __restrict begin, const int32_t* __restrict dur, uint32_t n, int32_t bx,
-    int32_t dx, int32_t top, int32_t C) {
+UMLOS_PILOT_KERNEL int32_t raise_overlapping(int32_t* __restrict low, const int32_t* __restrict begin,
+                                             const int32_t* __restrict dur, uint32_t n, int32_t bx, int32_t dx,
+                                             int32_t top, int32_t C) {
   int32_t lowest = kPlaced;
   for (size_t j = 0; j < n; ++j) {
     int32_t d1 = begin[j] - bx;  // (begin_j - bx) mod C
@@ -69,9 +69,8 @@ UMLOS_PILOT_KERNEL uint32_t first_equal(const int32_t* __restrict low, uint32_t 
   return static_cast<uint32_t>(i);
 }
 // Over points lo..hi: h = top, rem -= size; returns max(bound, top + rem).
-UMLOS_PILOT_KERNEL int32_t cover_points(
-    int32_t* __restrict h, int32_t* __restrict rem, uint32_t lo, uint32_t hi, int32_t top, int32_t size,
-    int32_t bound) {
+UMLOS_PILOT_KERNEL int32_t cover_points(int32_t* __restrict h, int32_t* __restrict rem, uint32_t lo, uint32_t hi,
+                                        int32_t top, int32_t size, int32_t bound) {
   for (size_t p = lo; p <= hi; ++p) {
     h[p] = top;
     rem[p] -= size;
@@ -87,8 +86,8 @@ class CyclePilot {
   // Representatives in rank order: begin (0..C-1), duration, size and
   // alignment. usable() is false when the units would not fit int32 (then
   // run() must not be called).
-  CyclePilot(int64_t C, const std::vector<int64_t>& rb, const std::vector<int64_t>& dur,
-             const std::vector<uint64_t>& S, const std::vector<uint64_t>& A, uint64_t& work)
+  CyclePilot(int64_t C, const std::vector<int64_t>& rb, const std::vector<int64_t>& dur, const std::vector<uint64_t>& S,
+             const std::vector<uint64_t>& A, uint64_t& work)
       : n_(static_cast<uint32_t>(rb.size())), C_(static_cast<int32_t>(std::min<int64_t>(C, INT32_MAX))) {
     for (uint64_t a : A) unit_ = std::max(unit_, a);
     uint64_t total = 0;
@@ -137,7 +136,10 @@ class CyclePilot {
         if (l == pilot_kernels::kPlaced || (cand.size() == K && l >= s.low[cand.back()])) continue;
         size_t k = cand.size() < K ? cand.size() : K - 1;
         if (cand.size() < K) cand.push_back(i);
-        while (k > 0 && s.low[cand[k - 1]] > l) { cand[k] = cand[k - 1]; --k; }
+        while (k > 0 && s.low[cand[k - 1]] > l) {
+          cand[k] = cand[k - 1];
+          --k;
+        }
         cand[k] = i;
       }
       work += n_;
@@ -167,7 +169,7 @@ class CyclePilot {
 
  private:
   struct State {
-    std::vector<int32_t> low;   // lowest offset in units; kPlaced once placed
+    std::vector<int32_t> low;     // lowest offset in units; kPlaced once placed
     std::vector<int32_t> h, rem;  // per point: skyline, unplaced units holding it
     int32_t top = 0, bound = 0, lowest = 0;
     uint32_t left = 0;
@@ -177,10 +179,12 @@ class CyclePilot {
     s.top = std::max(s.top, top);
     s.low[x] = pilot_kernels::kPlaced;
     --s.left;
-    s.lowest = pilot_kernels::raise_overlapping(s.low.data(), begin_.data(), dur_.data(), n_, begin_[x], dur_[x], top, C_);
+    s.lowest =
+        pilot_kernels::raise_overlapping(s.low.data(), begin_.data(), dur_.data(), n_, begin_[x], dur_[x], top, C_);
     const auto& q = arc_[x];
     s.bound = pilot_kernels::cover_points(s.h.data(), s.rem.data(), q[0], q[1], top, size_[x], s.bound);
-    if (q[2] <= q[3]) s.bound = pilot_kernels::cover_points(s.h.data(), s.rem.data(), q[2], q[3], top, size_[x], s.bound);
+    if (q[2] <= q[3])
+      s.bound = pilot_kernels::cover_points(s.h.data(), s.rem.data(), q[2], q[3], top, size_[x], s.bound);
     work += n_ + (q[1] - q[0] + 1) + (q[2] <= q[3] ? q[3] - q[2] + 1 : 0);
   }
   // The skyline pass from `s` (modified); its top, or a value >= cap as soon
@@ -213,7 +217,9 @@ uint64_t pilot_cycle(const Component& c, const Periodic& per, bool portfolio, ui
                      std::vector<uint64_t>& out, uint64_t& work) {
   const uint32_t n = static_cast<uint32_t>(per.reps.size());
   if (n < 2 || n > kPilotMaxItems) return top;
-  auto area = [&](uint32_t x) { return static_cast<unsigned __int128>(c.size[x]) * static_cast<uint64_t>(c.duration[x]); };
+  auto area = [&](uint32_t x) {
+    return static_cast<unsigned __int128>(c.size[x]) * static_cast<uint64_t>(c.duration[x]);
+  };
   std::vector<uint64_t> off;
   for (const char* keys : {"TW", "TWA"}) {
     if (!portfolio && keys[2] != '\0') break;

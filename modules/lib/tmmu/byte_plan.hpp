@@ -36,9 +36,9 @@ constexpr uint64_t kRefineBudget = 4000000;      // iterated greedy: at most
 constexpr uint64_t kRefineFloor = 500000;        // ... and at least (half the portfolio between)
 // Canonical search (exact): node budgets per component, and the largest
 // component it runs on (each node costs O(items of the component)).
-constexpr uint64_t kDefaultNodes = 50000;     // at most, and
-constexpr uint64_t kDefaultWork = 2000000;     // ... nodes x items
-constexpr uint64_t kDefaultLive = 64;          // ... x min(1, 64 / max live)
+constexpr uint64_t kDefaultNodes = 50000;   // at most, and
+constexpr uint64_t kDefaultWork = 2000000;  // ... nodes x items
+constexpr uint64_t kDefaultLive = 64;       // ... x min(1, 64 / max live)
 constexpr uint64_t kHighNodes = 1000000;
 constexpr uint64_t kExactNodes = 2000000;
 constexpr size_t kExactMaxItems = 2000;
@@ -80,12 +80,12 @@ inline uint64_t splitmix64(uint64_t& state) {
 // One independent sub-problem (a component between cut lines), with times
 // compressed to 0..n_points-1 (overlap is preserved by a monotone map).
 struct Component {
-  std::vector<uint32_t> item;    // arena item index of each local item
-  std::vector<uint64_t> size;    // aligned size (rounded up to its alignment)
+  std::vector<uint32_t> item;  // arena item index of each local item
+  std::vector<uint64_t> size;  // aligned size (rounded up to its alignment)
   std::vector<uint64_t> align;
-  std::vector<uint32_t> cb, ce;  // compressed inclusive interval
-  std::vector<int64_t> duration; // original steps
-  std::vector<int64_t> begin;    // original begin step
+  std::vector<uint32_t> cb, ce;   // compressed inclusive interval
+  std::vector<int64_t> duration;  // original steps
+  std::vector<int64_t> begin;     // original begin step
   uint32_t n_points = 0;
   uint64_t lower_bound = 0;
   std::vector<uint64_t> pressure;  // max live bytes over the item's interval
@@ -139,8 +139,16 @@ class SkylineTree {
   void raise(uint32_t lo, uint32_t hi, uint64_t value) {
     const size_t l = lo + leaves_, r = hi + leaves_ + 1;
     for (size_t a = l, b = r; a < b; a >>= 1, b >>= 1) {
-      if (a & 1) { mx_[a] = std::max(mx_[a], value); tag_[a] = std::max(tag_[a], value); ++a; }
-      if (b & 1) { --b; mx_[b] = std::max(mx_[b], value); tag_[b] = std::max(tag_[b], value); }
+      if (a & 1) {
+        mx_[a] = std::max(mx_[a], value);
+        tag_[a] = std::max(tag_[a], value);
+        ++a;
+      }
+      if (b & 1) {
+        --b;
+        mx_[b] = std::max(mx_[b], value);
+        tag_[b] = std::max(tag_[b], value);
+      }
     }
     for (size_t v = l >> 1; v >= 1; v >>= 1) mx_[v] = std::max(mx_[v], value);
     for (size_t v = (r - 1) >> 1; v >= 1; v >>= 1) mx_[v] = std::max(mx_[v], value);
@@ -229,9 +237,12 @@ CircleArcs circle_arcs(const std::vector<Begin>& begin, const std::vector<Durati
   for (size_t r = 0; r < begin.size(); ++r) {
     const int64_t e = static_cast<int64_t>(begin[r]) + static_cast<int64_t>(duration[r]) - 1;
     const uint32_t lo = index_of(begin[r]);
-    if (e < C) out.arc[r] = {lo, index_of(e), 1, 0};
-    else if (e - C < pts.front()) out.arc[r] = {lo, out.points - 1, 1, 0};
-    else out.arc[r] = {lo, out.points - 1, 0, index_of(e - C)};
+    if (e < C)
+      out.arc[r] = {lo, index_of(e), 1, 0};
+    else if (e - C < pts.front())
+      out.arc[r] = {lo, out.points - 1, 1, 0};
+    else
+      out.arc[r] = {lo, out.points - 1, 0, index_of(e - C)};
   }
   return out;
 }
@@ -253,7 +264,6 @@ void skyline_passes(const Component& c, const PlanOptions& opt, uint64_t portfol
 
 // The canonical search on components above their lower bound
 // (byte_canonical_search.cpp).
-void exact_search(const Component& c, const PlanOptions& opt, uint64_t cap_top, ComponentPlan& best,
-                  uint64_t& work);
+void exact_search(const Component& c, const PlanOptions& opt, uint64_t cap_top, ComponentPlan& best, uint64_t& work);
 
 }  // namespace umlos_tmmu::byte_plan

@@ -38,8 +38,8 @@ class Packer {
   // Places items in `order`; returns max(offset + size), or kNone as soon as
   // that exceeds `cutoff` (the run cannot beat the incumbent).
   // Also gives up (kNone) once `work` passes `work_limit`.
-  uint64_t run(const std::vector<uint32_t>& order, bool best_fit, uint64_t cutoff,
-               std::vector<uint64_t>& off, uint64_t& work, uint64_t work_limit = kNone) {
+  uint64_t run(const std::vector<uint32_t>& order, bool best_fit, uint64_t cutoff, std::vector<uint64_t>& off,
+               uint64_t& work, uint64_t work_limit = kNone) {
     for (auto& b : buckets_) b.clear();
     work += buckets_.size();  // clearing the index is work too
     uint64_t top = 0;
@@ -61,23 +61,36 @@ class Packer {
           const uint64_t cand = (cursor + a - 1) & ~(a - 1);
           if (cand + s <= bl.offset) {
             const uint64_t gap = bl.offset - cursor;  // leading gap included (cursor starts at 0)
-            if (!best_fit) { chosen = cand; done = true; return; }
-            if (gap < best_gap) { best_gap = gap; chosen = cand; if (gap == s) done = true; }
+            if (!best_fit) {
+              chosen = cand;
+              done = true;
+              return;
+            }
+            if (gap < best_gap) {
+              best_gap = gap;
+              chosen = cand;
+              if (gap == s) done = true;
+            }
           }
         }
         cursor = std::max(cursor, bl.end);
       };
       const uint32_t nb = b1 - b0 + 1;
       if (nb == 1) {
-        for (const Block& bl : buckets_[b0]) { visit(bl); if (done) break; }
+        for (const Block& bl : buckets_[b0]) {
+          visit(bl);
+          if (done) break;
+        }
       } else if (nb == 2) {
         // Two sorted lists: a plain merge (no heap).
         const std::vector<Block>& x = buckets_[b0];
         const std::vector<Block>& y = buckets_[b1];
         size_t p = 0, q = 0;
         while (!done && (p < x.size() || q < y.size())) {
-          if (q == y.size() || (p < x.size() && before(x[p], y[q]))) visit(x[p++]);
-          else visit(y[q++]);
+          if (q == y.size() || (p < x.size() && before(x[p], y[q])))
+            visit(x[p++]);
+          else
+            visit(y[q++]);
         }
       } else {
         // k-way merge of the buckets' sorted lists with a binary heap.
@@ -92,8 +105,10 @@ class Packer {
           std::pop_heap(heap_.begin(), heap_.end(), later);
           Cursor& cur = heap_.back();
           visit(buckets_[cur.bucket][cur.pos]);
-          if (++cur.pos < buckets_[cur.bucket].size()) std::push_heap(heap_.begin(), heap_.end(), later);
-          else heap_.pop_back();
+          if (++cur.pos < buckets_[cur.bucket].size())
+            std::push_heap(heap_.begin(), heap_.end(), later);
+          else
+            heap_.pop_back();
         }
       }
       work += 1 + seen;
@@ -133,7 +148,11 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
   const size_t m = c.size.size();
   ComponentPlan best;
   best.offsets.assign(m, 0);
-  if (m == 1) { best.top = c.size[0]; ++work; return best; }
+  if (m == 1) {
+    best.top = c.size[0];
+    ++work;
+    return best;
+  }
   Packer packer(c);
   std::vector<uint64_t> off(m, 0);
   std::vector<uint32_t> best_order;
@@ -145,18 +164,13 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
   const auto& Pr = c.pressure;
   // The portfolio: greedy by size (the baseline every plan must match) first.
   std::vector<std::vector<uint32_t>> orders;
-  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) {
-    return S[x] != S[y] ? S[x] > S[y] : D[x] > D[y]; }));
-  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) {
-    return Pr[x] != Pr[y] ? Pr[x] > Pr[y] : S[x] > S[y]; }));
-  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) {
-    return u128(S[x], D[x]) > u128(S[y], D[y]); }));
-  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) {
-    return D[x] != D[y] ? D[x] > D[y] : S[x] > S[y]; }));
-  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) {
-    return S[x] != S[y] ? S[x] > S[y] : c.cb[x] < c.cb[y]; }));
-  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) {
-    return c.cb[x] != c.cb[y] ? c.cb[x] < c.cb[y] : S[x] > S[y]; }));
+  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) { return S[x] != S[y] ? S[x] > S[y] : D[x] > D[y]; }));
+  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) { return Pr[x] != Pr[y] ? Pr[x] > Pr[y] : S[x] > S[y]; }));
+  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) { return u128(S[x], D[x]) > u128(S[y], D[y]); }));
+  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) { return D[x] != D[y] ? D[x] > D[y] : S[x] > S[y]; }));
+  orders.push_back(order_by(m, [&](uint32_t x, uint32_t y) { return S[x] != S[y] ? S[x] > S[y] : c.cb[x] < c.cb[y]; }));
+  orders.push_back(
+      order_by(m, [&](uint32_t x, uint32_t y) { return c.cb[x] != c.cb[y] ? c.cb[x] < c.cb[y] : S[x] > S[y]; }));
 
   // Greedy by size, both classic variants, always run to the end, whatever
   // the quality, the size or the budgets: best fit (Pisarchyk and Lee) and
@@ -228,8 +242,7 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
   uint64_t budget = opt.work_budget;
   if (budget == 0)
     budget = opt.quality == 2 ? std::max<uint64_t>(40 * portfolio_work, 100000000ull)
-                              : std::min<uint64_t>(std::max<uint64_t>(portfolio_work / 2, kRefineFloor),
-                                                   kRefineBudget);
+                              : std::min<uint64_t>(std::max<uint64_t>(portfolio_work / 2, kRefineFloor), kRefineBudget);
   uint64_t seed = 0x5EEDull ^ m;
   for (size_t k = 0; k < m; ++k) {
     uint64_t h = S[k] ^ (uint64_t(c.cb[k]) << 32) ^ c.ce[k];
@@ -246,8 +259,10 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
       order.clear();
       rest.clear();
       for (uint32_t i : cur_order) {
-        if (cur_off[i] + S[i] + (cur_top >> 6) > cur_top) order.push_back(i);
-        else rest.push_back(i);
+        if (cur_off[i] + S[i] + (cur_top >> 6) > cur_top)
+          order.push_back(i);
+        else
+          rest.push_back(i);
       }
       order.insert(order.end(), rest.begin(), rest.end());
     } else {
@@ -266,7 +281,10 @@ ComponentPlan plan_component(const Component& c, const PlanOptions& opt, uint64_
       cur_top = top;
       cur_off = off;
       cur_order = order;
-      if (top < best.top) { best.top = top; best.offsets = off; }
+      if (top < best.top) {
+        best.top = top;
+        best.offsets = off;
+      }
     }
   }
   skyline_passes(c, opt, portfolio_work, best, work);
@@ -297,8 +315,7 @@ std::vector<uint64_t> lower_bounds(const umlos_plan_request& request) {
   return lb;
 }
 
-void plan_bytes(const umlos_plan_request& request, const PlanOptions& options,
-                umlos_plan_result& result) {
+void plan_bytes(const umlos_plan_request& request, const PlanOptions& options, umlos_plan_result& result) {
   validate_request(request);
   std::vector<ArenaItems> arenas = build_items(request);
   std::vector<ArenaPlan> plans;

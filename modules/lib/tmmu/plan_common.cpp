@@ -45,8 +45,7 @@ PlanOptions parse_options(const umlos_plan_request& request) {
         errno = 0;
         long long p = std::strtoll(a.s, &endp, 10);
         if (errno != 0 || endp == a.s || *endp != '\0')
-          fail(UMLOS_INVALID_ARGUMENT, "option '" + key + "': expected an integer, got '" +
-                                           std::string(a.s) + "'");
+          fail(UMLOS_INVALID_ARGUMENT, "option '" + key + "': expected an integer, got '" + std::string(a.s) + "'");
         v = p;
       } else {
         fail(UMLOS_INVALID_ARGUMENT, "option '" + key + "': expected an integer");
@@ -61,11 +60,16 @@ PlanOptions parse_options(const umlos_plan_request& request) {
     if (key == "memory_bytes_budget") {
       o.memory_bytes_budget = static_cast<uint64_t>(want_int(0, INT64_MAX));
     } else if (key == "quality") {
-      if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "fast") == 0) o.quality = 0;
-      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "default") == 0) o.quality = 1;
-      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "high") == 0) o.quality = 2;
-      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "exact") == 0) o.quality = 3;
-      else o.quality = static_cast<int>(want_int(0, 3));
+      if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "fast") == 0)
+        o.quality = 0;
+      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "default") == 0)
+        o.quality = 1;
+      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "high") == 0)
+        o.quality = 2;
+      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "exact") == 0)
+        o.quality = 3;
+      else
+        o.quality = static_cast<int>(want_int(0, 3));
     } else if (key == "work_budget") {
       o.work_budget = static_cast<uint64_t>(want_int(0, INT64_MAX));
     } else if (key == "search_nodes") {
@@ -80,13 +84,18 @@ PlanOptions parse_options(const umlos_plan_request& request) {
     } else if (key == "pilot_budget") {
       o.pilot_budget = static_cast<uint64_t>(want_int(0, INT64_MAX));
     } else if (key == "pilot") {
-      if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "on") == 0) o.pilot = 1;
-      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "off") == 0) o.pilot = 0;
-      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "portfolio") == 0) o.pilot = 2;
-      else fail(UMLOS_INVALID_ARGUMENT, "option 'pilot': expected \"off\", \"on\" or \"portfolio\"");
+      if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "on") == 0)
+        o.pilot = 1;
+      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "off") == 0)
+        o.pilot = 0;
+      else if (a.kind == UMLOS_ATTR_STRING && a.s && std::strcmp(a.s, "portfolio") == 0)
+        o.pilot = 2;
+      else
+        fail(UMLOS_INVALID_ARGUMENT, "option 'pilot': expected \"off\", \"on\" or \"portfolio\"");
     } else {
-      fail(UMLOS_INVALID_ARGUMENT, "unknown strategy option '" + key +
-                                       "' (known: memory_bytes_budget, quality, work_budget, search_nodes, baseline, pilot, pilot_budget)");
+      fail(UMLOS_INVALID_ARGUMENT,
+           "unknown strategy option '" + key +
+               "' (known: memory_bytes_budget, quality, work_budget, search_nodes, baseline, pilot, pilot_budget)");
     }
   }
   return o;
@@ -97,8 +106,7 @@ void validate_request(const umlos_plan_request& request) {
     fail(UMLOS_INVALID_ARGUMENT, "plan request struct_size too small");
   if (request.n_tensors > 0 && request.tensors == nullptr)
     fail(UMLOS_INVALID_ARGUMENT, "plan request: tensors is NULL");
-  if (request.n_arenas == 0 && request.n_tensors > 0)
-    fail(UMLOS_INVALID_ARGUMENT, "plan request: no arenas");
+  if (request.n_arenas == 0 && request.n_tensors > 0) fail(UMLOS_INVALID_ARGUMENT, "plan request: no arenas");
   for (uint32_t a = 0; a < request.n_arenas; ++a) {
     const umlos_plan_arena& ar = request.arenas[a];
     if (!is_pow2(ar.alignment)) {
@@ -196,24 +204,23 @@ uint64_t footprint_of(const ArenaItems& arena, const std::vector<uint64_t>& offs
   return checked_align_up(top, arena.alignment, "arena footprint");
 }
 
-void commit(const umlos_plan_request& request, const PlanOptions& options,
-            const std::vector<ArenaItems>& arenas, const std::vector<ArenaPlan>& plans,
-            uint64_t work_units, umlos_plan_result& result) {
+void commit(const umlos_plan_request& request, const PlanOptions& options, const std::vector<ArenaItems>& arenas,
+            const std::vector<ArenaPlan>& plans, uint64_t work_units, umlos_plan_result& result) {
   uint64_t total = 0;
   for (size_t a = 0; a < arenas.size(); ++a) {
     const ArenaItems& ar = arenas[a];
     if (ar.capacity != 0 && plans[a].footprint > ar.capacity) {
       std::ostringstream m;
-      m << "arena '" << (request.arenas[a].name ? request.arenas[a].name : "") << "' needs "
-        << plans[a].footprint << " bytes but its capacity is " << ar.capacity;
+      m << "arena '" << (request.arenas[a].name ? request.arenas[a].name : "") << "' needs " << plans[a].footprint
+        << " bytes but its capacity is " << ar.capacity;
       fail(UMLOS_ARENA_TOO_SMALL, m.str());
     }
     total = checked_add(total, plans[a].footprint, "total footprint");
   }
   if (options.memory_bytes_budget != 0 && total > options.memory_bytes_budget) {
     std::ostringstream m;
-    m << "plan needs " << total << " bytes over all arenas, memory_bytes_budget is "
-      << options.memory_bytes_budget << " (nothing committed)";
+    m << "plan needs " << total << " bytes over all arenas, memory_bytes_budget is " << options.memory_bytes_budget
+      << " (nothing committed)";
     fail(UMLOS_QUOTA_EXCEEDED, m.str());
   }
   if (result.struct_size < UMLOS_PLAN_RESULT_SIZE_V1_0 ||

@@ -21,11 +21,11 @@ uint64_t checked_add(uint64_t a, uint64_t b, const char* what);
 // storage: interval = hull of the members' intervals, size and alignment =
 // the largest of the members').
 struct Item {
-  uint64_t size = 0;       // bytes (largest member)
-  uint64_t align = 1;      // max(member alignments, arena alignment)
-  int64_t begin = 0;       // inclusive
-  int64_t end = 0;         // inclusive
-  uint64_t first_index = 0;  // smallest member index: the id tie-break
+  uint64_t size = 0;              // bytes (largest member)
+  uint64_t align = 1;             // max(member alignments, arena alignment)
+  int64_t begin = 0;              // inclusive
+  int64_t end = 0;                // inclusive
+  uint64_t first_index = 0;       // smallest member index: the id tie-break
   std::vector<uint64_t> members;  // request indices, ascending
 };
 
@@ -52,9 +52,8 @@ uint64_t footprint_of(const ArenaItems& arena, const std::vector<uint64_t>& offs
 
 // Checks capacities and the memory budget, then writes the result arrays.
 // Nothing is written when any check fails.
-void commit(const umlos_plan_request& request, const PlanOptions& options,
-            const std::vector<ArenaItems>& arenas, const std::vector<ArenaPlan>& plans,
-            uint64_t work_units, umlos_plan_result& result);
+void commit(const umlos_plan_request& request, const PlanOptions& options, const std::vector<ArenaItems>& arenas,
+            const std::vector<ArenaPlan>& plans, uint64_t work_units, umlos_plan_result& result);
 
 // Slot plan of one arena (spec 001 section 6), used by plan_slots and as the
 // byte planner's fallback candidate.

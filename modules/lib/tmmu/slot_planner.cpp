@@ -74,17 +74,15 @@ ArenaPlan slot_plan_arena(const ArenaItems& arena) {
   const size_t n_slots = slot_size.size();
   std::vector<uint64_t> slot_offset(n_slots, 0);
   for (size_t k = 1; k < n_slots; ++k)
-    slot_offset[k] = checked_align_up(
-        checked_add(slot_offset[k - 1], slot_size[k - 1], "slot offset"), slot_align[k],
-        "slot offset");
+    slot_offset[k] = checked_align_up(checked_add(slot_offset[k - 1], slot_size[k - 1], "slot offset"), slot_align[k],
+                                      "slot offset");
   for (size_t i = 0; i < n; ++i) plan.offsets[i] = slot_offset[plan.slots[i]];
   const uint64_t top = checked_add(slot_offset[n_slots - 1], slot_size[n_slots - 1], "arena end");
   plan.footprint = checked_align_up(top, arena.alignment, "arena footprint");
   return plan;
 }
 
-void plan_slots(const umlos_plan_request& request, const PlanOptions& options,
-                umlos_plan_result& result) {
+void plan_slots(const umlos_plan_request& request, const PlanOptions& options, umlos_plan_result& result) {
   validate_request(request);
   std::vector<ArenaItems> arenas = build_items(request);
   std::vector<ArenaPlan> plans;

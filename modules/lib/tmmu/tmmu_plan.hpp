@@ -74,15 +74,13 @@ void validate_request(const umlos_plan_request& request);
 // aligned prefix sum in slot order. Persistent arenas (0.N parameters) get one
 // slot per tensor in the same order: no reuse, sequential offsets.
 // Alias-group members share one storage (one slot).
-void plan_slots(const umlos_plan_request& request, const PlanOptions& options,
-                umlos_plan_result& result);
+void plan_slots(const umlos_plan_request& request, const PlanOptions& options, umlos_plan_result& result);
 
 // Byte-offset planner (docs/tmmu.md): decomposition at cut lines, a portfolio
 // of greedy orders with best fit (leading gap included) and first fit, early
 // exit at the lower bound, a deterministic peak-driven refinement within a
 // work budget, and the slot plan as a fallback candidate. slots[] = NO_SLOT.
-void plan_bytes(const umlos_plan_request& request, const PlanOptions& options,
-                umlos_plan_result& result);
+void plan_bytes(const umlos_plan_request& request, const PlanOptions& options, umlos_plan_result& result);
 
 // Arena lower bound: max over steps of the sum of aligned sizes of the
 // tensors live at that step (alias groups counted once). Per arena.

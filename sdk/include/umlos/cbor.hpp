@@ -34,7 +34,10 @@ class Value {
   Kind kind() const noexcept { return kind_; }
   bool is(Kind k) const noexcept { return kind_ == k; }
 
-  bool as_bool() const { expect(Kind::Bool, "a boolean"); return b_; }
+  bool as_bool() const {
+    expect(Kind::Bool, "a boolean");
+    return b_;
+  }
   // Integers outside int64 are refused when read (never silently wrapped).
   int64_t as_int() const {
     expect(Kind::Int, "an integer");
@@ -47,10 +50,22 @@ class Value {
     expect(Kind::Float, "a number");
     return f_;
   }
-  const std::string& as_text() const { expect(Kind::Text, "a string"); return s_; }
-  const std::vector<uint8_t>& as_bytes() const { expect(Kind::Bytes, "a byte string"); return bytes_; }
-  const std::vector<Value>& items() const { expect(Kind::Array, "an array"); return items_; }
-  const std::vector<std::pair<std::string, Value>>& entries() const { expect(Kind::Map, "a map"); return entries_; }
+  const std::string& as_text() const {
+    expect(Kind::Text, "a string");
+    return s_;
+  }
+  const std::vector<uint8_t>& as_bytes() const {
+    expect(Kind::Bytes, "a byte string");
+    return bytes_;
+  }
+  const std::vector<Value>& items() const {
+    expect(Kind::Array, "an array");
+    return items_;
+  }
+  const std::vector<std::pair<std::string, Value>>& entries() const {
+    expect(Kind::Map, "a map");
+    return entries_;
+  }
 
   // Map member or nullptr.
   const Value* find(const std::string& key) const {
@@ -76,15 +91,24 @@ class Value {
  private:
   static const char* kind_name(Kind k) {
     switch (k) {
-      case Kind::Null: return "null";
-      case Kind::Undefined: return "undefined";
-      case Kind::Bool: return "a boolean";
-      case Kind::Int: return "an integer";
-      case Kind::Float: return "a float";
-      case Kind::Text: return "a string";
-      case Kind::Bytes: return "a byte string";
-      case Kind::Array: return "an array";
-      default: return "a map";
+      case Kind::Null:
+        return "null";
+      case Kind::Undefined:
+        return "undefined";
+      case Kind::Bool:
+        return "a boolean";
+      case Kind::Int:
+        return "an integer";
+      case Kind::Float:
+        return "a float";
+      case Kind::Text:
+        return "a string";
+      case Kind::Bytes:
+        return "a byte string";
+      case Kind::Array:
+        return "an array";
+      default:
+        return "a map";
     }
   }
   void expect(Kind k, const char* what) const {
@@ -110,9 +134,12 @@ class Value {
     const int exp = (h >> 10) & 0x1f;
     const int mant = h & 0x3ff;
     double v;
-    if (exp == 0) v = std::ldexp(static_cast<double>(mant), -24);
-    else if (exp == 31) v = mant ? NAN : INFINITY;
-    else v = std::ldexp(static_cast<double>(mant + 1024), exp - 25);
+    if (exp == 0)
+      v = std::ldexp(static_cast<double>(mant), -24);
+    else if (exp == 31)
+      v = mant ? NAN : INFINITY;
+    else
+      v = std::ldexp(static_cast<double>(mant + 1024), exp - 25);
     return (h & 0x8000) ? -v : v;
   }
 
@@ -163,11 +190,24 @@ class Value {
         return v;
       }
       case 7: {
-        if (info == 20 || info == 21) { v.kind_ = Kind::Bool; v.b_ = info == 21; return v; }
-        if (info == 22) { v.kind_ = Kind::Null; return v; }
-        if (info == 23) { v.kind_ = Kind::Undefined; return v; }
+        if (info == 20 || info == 21) {
+          v.kind_ = Kind::Bool;
+          v.b_ = info == 21;
+          return v;
+        }
+        if (info == 22) {
+          v.kind_ = Kind::Null;
+          return v;
+        }
+        if (info == 23) {
+          v.kind_ = Kind::Undefined;
+          return v;
+        }
         v.kind_ = Kind::Float;
-        if (info == 25) { v.f_ = half_to_double(static_cast<uint16_t>(read_be(d, size, pos, 2))); return v; }
+        if (info == 25) {
+          v.f_ = half_to_double(static_cast<uint16_t>(read_be(d, size, pos, 2)));
+          return v;
+        }
         if (info == 26) {
           const uint32_t bits = static_cast<uint32_t>(read_be(d, size, pos, 4));
           float f;

@@ -69,12 +69,11 @@ inline bool half_from_double(double d, uint16_t& out) {
   }
   if (a > 65504.0) return false;
   int e2;
-  std::frexp(a, &e2);  // a = f * 2^e2, f in [0.5, 1)
-  const int exponent = e2 - 1;  // a = 1.xxx * 2^exponent, exponent in [-14, 15]
+  std::frexp(a, &e2);                                  // a = f * 2^e2, f in [0.5, 1)
+  const int exponent = e2 - 1;                         // a = 1.xxx * 2^exponent, exponent in [-14, 15]
   const double scaled = std::ldexp(a, 10 - exponent);  // in [1024, 2048)
   if (scaled != std::floor(scaled)) return false;
-  out = sign | static_cast<uint16_t>((exponent + 15) << 10) |
-        static_cast<uint16_t>(static_cast<int>(scaled) - 1024);
+  out = sign | static_cast<uint16_t>((exponent + 15) << 10) | static_cast<uint16_t>(static_cast<int>(scaled) - 1024);
   return true;
 }
 
@@ -117,15 +116,26 @@ inline void write_float(std::vector<uint8_t>& out, double d) {
 // handing the bytes on (streaming a large item into a hash).
 class Writer {
  public:
-  Writer& uint(uint64_t v) { write_head(out, 0, v); return *this; }
-  Writer& integer(int64_t v) {
-    // -1 - n = v  =>  n = -(v + 1), which cannot overflow for any negative v.
-    if (v >= 0) write_head(out, 0, static_cast<uint64_t>(v));
-    else write_head(out, 1, static_cast<uint64_t>(-(v + 1)));
+  Writer& uint(uint64_t v) {
+    write_head(out, 0, v);
     return *this;
   }
-  Writer& negative(uint64_t n) { write_head(out, 1, n); return *this; }  // the value -1 - n
-  Writer& bytes_head(uint64_t n) { write_head(out, 2, n); return *this; }  // the caller appends its n bytes
+  Writer& integer(int64_t v) {
+    // -1 - n = v  =>  n = -(v + 1), which cannot overflow for any negative v.
+    if (v >= 0)
+      write_head(out, 0, static_cast<uint64_t>(v));
+    else
+      write_head(out, 1, static_cast<uint64_t>(-(v + 1)));
+    return *this;
+  }
+  Writer& negative(uint64_t n) {
+    write_head(out, 1, n);
+    return *this;
+  }  // the value -1 - n
+  Writer& bytes_head(uint64_t n) {
+    write_head(out, 2, n);
+    return *this;
+  }  // the caller appends its n bytes
   Writer& bytes(const uint8_t* p, size_t n) {
     write_head(out, 2, n);
     if (n) out.insert(out.end(), p, p + n);
@@ -136,13 +146,34 @@ class Writer {
     out.insert(out.end(), s.begin(), s.end());
     return *this;
   }
-  Writer& array(uint64_t n) { write_head(out, 4, n); return *this; }
-  Writer& map(uint64_t n) { write_head(out, 5, n); return *this; }
-  Writer& tag(uint64_t t) { write_head(out, 6, t); return *this; }  // then the tag's content
-  Writer& boolean(bool b) { out.push_back(b ? 0xf5 : 0xf4); return *this; }
-  Writer& null() { out.push_back(0xf6); return *this; }
-  Writer& undefined() { out.push_back(0xf7); return *this; }
-  Writer& floating(double d) { write_float(out, d); return *this; }
+  Writer& array(uint64_t n) {
+    write_head(out, 4, n);
+    return *this;
+  }
+  Writer& map(uint64_t n) {
+    write_head(out, 5, n);
+    return *this;
+  }
+  Writer& tag(uint64_t t) {
+    write_head(out, 6, t);
+    return *this;
+  }  // then the tag's content
+  Writer& boolean(bool b) {
+    out.push_back(b ? 0xf5 : 0xf4);
+    return *this;
+  }
+  Writer& null() {
+    out.push_back(0xf6);
+    return *this;
+  }
+  Writer& undefined() {
+    out.push_back(0xf7);
+    return *this;
+  }
+  Writer& floating(double d) {
+    write_float(out, d);
+    return *this;
+  }
 
   std::vector<uint8_t> out;
 };

@@ -73,9 +73,9 @@
 #include <exception>
 #include <functional>
 #include <initializer_list>
-#include <new>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -142,13 +142,34 @@ class DeclarationError : public std::invalid_argument {
 // dtype_of<T>: the ABI dtype of a C++ element type (compile error otherwise).
 template <class T>
 struct dtype_of;
-template <> struct dtype_of<float> { static constexpr int32_t value = UMLOS_DTYPE_F32; };
-template <> struct dtype_of<double> { static constexpr int32_t value = UMLOS_DTYPE_F64; };
-template <> struct dtype_of<int32_t> { static constexpr int32_t value = UMLOS_DTYPE_I32; };
-template <> struct dtype_of<int64_t> { static constexpr int32_t value = UMLOS_DTYPE_I64; };
-template <> struct dtype_of<uint8_t> { static constexpr int32_t value = UMLOS_DTYPE_U8; };
-template <> struct dtype_of<uint32_t> { static constexpr int32_t value = UMLOS_DTYPE_U32; };
-template <> struct dtype_of<uint64_t> { static constexpr int32_t value = UMLOS_DTYPE_U64; };
+template <>
+struct dtype_of<float> {
+  static constexpr int32_t value = UMLOS_DTYPE_F32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr int32_t value = UMLOS_DTYPE_F64;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_I32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_I64;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_U8;
+};
+template <>
+struct dtype_of<uint32_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_U32;
+};
+template <>
+struct dtype_of<uint64_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_U64;
+};
 template <class T>
 inline constexpr int32_t dtype_of_v = dtype_of<T>::value;
 
@@ -178,21 +199,32 @@ class CanonicalSum {
 // "none", "init", "cluster", "misc" (spec 004 0.B), or "invalid".
 inline const char* stream_name(int32_t stream) noexcept {
   switch (stream) {
-    case UMLOS_STREAM_NONE: return "none";
-    case UMLOS_STREAM_INIT: return "init";
-    case UMLOS_STREAM_CLUSTER: return "cluster";
-    case UMLOS_STREAM_MISC: return "misc";
-    default: return "invalid";
+    case UMLOS_STREAM_NONE:
+      return "none";
+    case UMLOS_STREAM_INIT:
+      return "init";
+    case UMLOS_STREAM_CLUSTER:
+      return "cluster";
+    case UMLOS_STREAM_MISC:
+      return "misc";
+    default:
+      return "invalid";
   }
 }
 
 // The dtype a draw of `distribution` produces (abi/umlos_philox.h), or 0.
 inline constexpr int32_t distribution_dtype(int32_t distribution) noexcept {
   switch (distribution) {
-    case UMLOS_DIST_U32: return UMLOS_DTYPE_U32;
-    case UMLOS_DIST_UNIFORM_F64: case UMLOS_DIST_NORMAL_F64: return UMLOS_DTYPE_F64;
-    case UMLOS_DIST_UNIFORM_F32: case UMLOS_DIST_NORMAL_F32: return UMLOS_DTYPE_F32;
-    default: return 0;
+    case UMLOS_DIST_U32:
+      return UMLOS_DTYPE_U32;
+    case UMLOS_DIST_UNIFORM_F64:
+    case UMLOS_DIST_NORMAL_F64:
+      return UMLOS_DTYPE_F64;
+    case UMLOS_DIST_UNIFORM_F32:
+    case UMLOS_DIST_NORMAL_F32:
+      return UMLOS_DTYPE_F32;
+    default:
+      return 0;
   }
 }
 
@@ -220,8 +252,7 @@ inline umlos_shape to_abi_shape(const Shape& shape) {
   umlos_shape s{};
   s.rank = static_cast<uint32_t>(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] < 0)
-      throw Error(UMLOS_INVALID_ARGUMENT, "shape ", shape_string(shape), " has a negative extent");
+    if (shape[i] < 0) throw Error(UMLOS_INVALID_ARGUMENT, "shape ", shape_string(shape), " has a negative extent");
     s.dims[i] = shape[i];
   }
   return s;
@@ -240,13 +271,25 @@ inline Shape from_abi_shape(const umlos_shape& s) {
 struct Attr {
   umlos_attr raw{};
   static Attr integer(const char* key, int64_t v) noexcept {
-    Attr a; a.raw.key = key; a.raw.kind = UMLOS_ATTR_INT; a.raw.i = v; return a;
+    Attr a;
+    a.raw.key = key;
+    a.raw.kind = UMLOS_ATTR_INT;
+    a.raw.i = v;
+    return a;
   }
   static Attr real(const char* key, double v) noexcept {
-    Attr a; a.raw.key = key; a.raw.kind = UMLOS_ATTR_FLOAT; a.raw.f = v; return a;
+    Attr a;
+    a.raw.key = key;
+    a.raw.kind = UMLOS_ATTR_FLOAT;
+    a.raw.f = v;
+    return a;
   }
   static Attr string(const char* key, const char* v) noexcept {
-    Attr a; a.raw.key = key; a.raw.kind = UMLOS_ATTR_STRING; a.raw.s = v; return a;
+    Attr a;
+    a.raw.key = key;
+    a.raw.kind = UMLOS_ATTR_STRING;
+    a.raw.s = v;
+    return a;
   }
 };
 
@@ -267,8 +310,7 @@ inline const umlos_services* services() noexcept { return detail::services_slot(
 
 // Reports `message` through svc->error (when it can) and returns the code.
 // Never throws: used on the error path itself.
-inline umlos_status report(const umlos_services* svc, umlos_ctx* ctx, umlos_status code,
-                           const char* message) noexcept {
+inline umlos_status report(const umlos_services* svc, umlos_ctx* ctx, umlos_status code, const char* message) noexcept {
   if (code == UMLOS_OK) code = UMLOS_INTERNAL;
   if (svc && svc->struct_size >= UMLOS_STRUCT_SIZE(umlos_services, error) && svc->error)
     return svc->error(ctx, code, message ? message : "(no message)");
@@ -317,7 +359,7 @@ class Context {
   Context(const umlos_services* svc, umlos_ctx* ctx) noexcept : svc_(svc), ctx_(ctx) {}
 
   const umlos_services* services() const noexcept { return svc_; }  // process lifetime
-  umlos_ctx* raw() const noexcept { return ctx_; }                   // this call only
+  umlos_ctx* raw() const noexcept { return ctx_; }                  // this call only
 
   // ---- named values
 
@@ -325,8 +367,7 @@ class Context {
   // Absent -> Error(NOT_FOUND) (use optional_input for OPTIONAL inputs).
   const umlos_tensor* input(const char* name) const {
     umlos_tensor* t = nullptr;
-    check(svc(&umlos_services::value_get, UMLOS_STRUCT_SIZE(umlos_services, value_get), "value_get")(
-              ctx_, name, &t),
+    check(svc(&umlos_services::value_get, UMLOS_STRUCT_SIZE(umlos_services, value_get), "value_get")(ctx_, name, &t),
           "value_get(\"", name, "\")");
     return t;
   }
@@ -335,8 +376,8 @@ class Context {
   // A declared OPTIONAL input, or nullptr when absent.
   const umlos_tensor* optional_input(const char* name) const {
     umlos_tensor* t = nullptr;
-    const umlos_status st = svc(&umlos_services::value_get,
-                                UMLOS_STRUCT_SIZE(umlos_services, value_get), "value_get")(ctx_, name, &t);
+    const umlos_status st =
+        svc(&umlos_services::value_get, UMLOS_STRUCT_SIZE(umlos_services, value_get), "value_get")(ctx_, name, &t);
     if (st == UMLOS_NOT_FOUND) return nullptr;
     check(st, "value_get(\"", name, "\")");
     return t;
@@ -346,8 +387,8 @@ class Context {
   umlos_tensor* output(const char* name, int32_t dtype, const Shape& shape) const {
     const umlos_shape s = to_abi_shape(shape);
     umlos_tensor* t = nullptr;
-    check(svc(&umlos_services::value_create, UMLOS_STRUCT_SIZE(umlos_services, value_create),
-              "value_create")(ctx_, name, dtype, &s, &t),
+    check(svc(&umlos_services::value_create, UMLOS_STRUCT_SIZE(umlos_services, value_create), "value_create")(
+              ctx_, name, dtype, &s, &t),
           "value_create(\"", name, "\", ", dtype_name(dtype), shape_string(shape), ")");
     return t;
   }
@@ -362,8 +403,8 @@ class Context {
   umlos_tensor* temp(int32_t dtype, const Shape& shape) const {
     const umlos_shape s = to_abi_shape(shape);
     umlos_tensor* t = nullptr;
-    check(svc(&umlos_services::tensor_temp, UMLOS_STRUCT_SIZE(umlos_services, tensor_temp),
-              "tensor_temp")(ctx_, dtype, &s, &t),
+    check(svc(&umlos_services::tensor_temp, UMLOS_STRUCT_SIZE(umlos_services, tensor_temp), "tensor_temp")(ctx_, dtype,
+                                                                                                           &s, &t),
           "tensor_temp(", dtype_name(dtype), shape_string(shape), ")");
     return t;
   }
@@ -417,10 +458,19 @@ class Context {
   // reductions operators do on the host. Error(INVALID_ARGUMENT) otherwise.
   std::vector<double> read_f64(const umlos_tensor* t) const {
     switch (dtype(t)) {
-      case UMLOS_DTYPE_F64: return read<double>(t);
-      case UMLOS_DTYPE_F32: { std::vector<float> v = read<float>(t); return std::vector<double>(v.begin(), v.end()); }
-      case UMLOS_DTYPE_I64: { std::vector<int64_t> v = read<int64_t>(t); return std::vector<double>(v.begin(), v.end()); }
-      default: throw Error(UMLOS_INVALID_ARGUMENT, "read_f64: expected an f64, f32 or i64 tensor, found ", dtype_name(dtype(t)));
+      case UMLOS_DTYPE_F64:
+        return read<double>(t);
+      case UMLOS_DTYPE_F32: {
+        std::vector<float> v = read<float>(t);
+        return std::vector<double>(v.begin(), v.end());
+      }
+      case UMLOS_DTYPE_I64: {
+        std::vector<int64_t> v = read<int64_t>(t);
+        return std::vector<double>(v.begin(), v.end());
+      }
+      default:
+        throw Error(UMLOS_INVALID_ARGUMENT, "read_f64: expected an f64, f32 or i64 tensor, found ",
+                    dtype_name(dtype(t)));
     }
   }
   // Binary64 host values into an f64 or f32 tensor, rounded once to its dtype.
@@ -430,13 +480,13 @@ class Context {
     throw Error(UMLOS_INVALID_ARGUMENT, "write_f64: expected an f64 or f32 tensor, found ", dtype_name(dtype(t)));
   }
   void read_bytes(const umlos_tensor* t, uint64_t offset, void* dst, uint64_t bytes) const {
-    check(svc(&umlos_services::tensor_read, UMLOS_STRUCT_SIZE(umlos_services, tensor_read),
-              "tensor_read")(ctx_, t, offset, dst, bytes),
+    check(svc(&umlos_services::tensor_read, UMLOS_STRUCT_SIZE(umlos_services, tensor_read), "tensor_read")(
+              ctx_, t, offset, dst, bytes),
           "tensor_read(", bytes, " bytes at ", offset, ")");
   }
   void write_bytes(umlos_tensor* t, uint64_t offset, const void* src, uint64_t bytes) const {
-    check(svc(&umlos_services::tensor_write, UMLOS_STRUCT_SIZE(umlos_services, tensor_write),
-              "tensor_write")(ctx_, t, offset, src, bytes),
+    check(svc(&umlos_services::tensor_write, UMLOS_STRUCT_SIZE(umlos_services, tensor_write), "tensor_write")(
+              ctx_, t, offset, src, bytes),
           "tensor_write(", bytes, " bytes at ", offset, ")");
   }
 
@@ -445,10 +495,9 @@ class Context {
   // Runs one primitive of the active driver. The lists are borrowed for the
   // call: c.dispatch("matmul", {a, b}, {y}, {sdk::Attr::integer("transpose_b", 1)});
   void dispatch(const char* primitive, std::initializer_list<const umlos_tensor*> inputs,
-                std::initializer_list<umlos_tensor*> outputs,
-                std::initializer_list<Attr> attrs = {}) const {
-    dispatch(primitive, std::vector<const umlos_tensor*>(inputs),
-             std::vector<umlos_tensor*>(outputs), std::vector<Attr>(attrs));
+                std::initializer_list<umlos_tensor*> outputs, std::initializer_list<Attr> attrs = {}) const {
+    dispatch(primitive, std::vector<const umlos_tensor*>(inputs), std::vector<umlos_tensor*>(outputs),
+             std::vector<Attr>(attrs));
   }
   void dispatch(const char* primitive, const std::vector<const umlos_tensor*>& inputs,
                 const std::vector<umlos_tensor*>& outputs, const std::vector<Attr>& attrs = {}) const {
@@ -456,10 +505,9 @@ class Context {
     raw.reserve(attrs.size());
     for (const Attr& a : attrs) raw.push_back(a.raw);
     check(svc(&umlos_services::dispatch, UMLOS_STRUCT_SIZE(umlos_services, dispatch), "dispatch")(
-              ctx_, primitive, inputs.empty() ? nullptr : inputs.data(),
-              static_cast<uint32_t>(inputs.size()), outputs.empty() ? nullptr : outputs.data(),
-              static_cast<uint32_t>(outputs.size()), raw.empty() ? nullptr : raw.data(),
-              static_cast<uint32_t>(raw.size())),
+              ctx_, primitive, inputs.empty() ? nullptr : inputs.data(), static_cast<uint32_t>(inputs.size()),
+              outputs.empty() ? nullptr : outputs.data(), static_cast<uint32_t>(outputs.size()),
+              raw.empty() ? nullptr : raw.data(), static_cast<uint32_t>(raw.size())),
           "dispatch(\"", primitive, "\")");
   }
 
@@ -468,8 +516,8 @@ class Context {
   // Fills every element of `out` on the device (element i of draw d as
   // abi/umlos_philox.h defines).
   void draw(int32_t stream, int32_t distribution, umlos_tensor* out) const {
-    check(svc(&umlos_services::rng_draw, UMLOS_STRUCT_SIZE(umlos_services, rng_draw), "rng_draw")(
-              ctx_, stream, distribution, out),
+    check(svc(&umlos_services::rng_draw, UMLOS_STRUCT_SIZE(umlos_services, rng_draw), "rng_draw")(ctx_, stream,
+                                                                                                  distribution, out),
           "rng_draw(stream ", stream_name(stream), ", distribution ", distribution, ")");
   }
   // The same draw delivered to the host: `count` values. T must be the
@@ -477,12 +525,11 @@ class Context {
   template <class T>
   std::vector<T> draw_host(int32_t stream, int32_t distribution, uint64_t count) const {
     if (distribution_dtype(distribution) != dtype_of_v<T>)
-      throw Error(UMLOS_INVALID_ARGUMENT, "draw_host<", dtype_name(dtype_of_v<T>),
-                  ">: distribution ", distribution, " yields ",
-                  dtype_name(distribution_dtype(distribution)));
+      throw Error(UMLOS_INVALID_ARGUMENT, "draw_host<", dtype_name(dtype_of_v<T>), ">: distribution ", distribution,
+                  " yields ", dtype_name(distribution_dtype(distribution)));
     std::vector<T> out(count);
-    check(svc(&umlos_services::rng_draw_host, UMLOS_STRUCT_SIZE(umlos_services, rng_draw_host),
-              "rng_draw_host")(ctx_, stream, distribution, out.data(), count),
+    check(svc(&umlos_services::rng_draw_host, UMLOS_STRUCT_SIZE(umlos_services, rng_draw_host), "rng_draw_host")(
+              ctx_, stream, distribution, out.data(), count),
           "rng_draw_host(stream ", stream_name(stream), ", distribution ", distribution, ", ", count, ")");
     return out;
   }
@@ -497,9 +544,8 @@ class Context {
     if constexpr (std::is_same_v<T, std::string>) {
       const char* p = nullptr;
       size_t n = 0;
-      const umlos_status st = svc(&umlos_services::config_str,
-                                  UMLOS_STRUCT_SIZE(umlos_services, config_str), "config_str")(
-          ctx_, key, &p, &n);
+      const umlos_status st = svc(&umlos_services::config_str, UMLOS_STRUCT_SIZE(umlos_services, config_str),
+                                  "config_str")(ctx_, key, &p, &n);
       if (st == UMLOS_NOT_FOUND) return std::nullopt;
       check(st, "config \"", key, "\" as a string");
       return std::string(p, n);
@@ -564,9 +610,18 @@ class Context {
     if (svc_ && svc_->struct_size >= UMLOS_STRUCT_SIZE(umlos_services, log) && svc_->log)
       svc_->log(ctx_, level, cat(parts...).c_str());
   }
-  template <class... Parts> void debug(const Parts&... p) const { log(UMLOS_LOG_DEBUG, p...); }
-  template <class... Parts> void info(const Parts&... p) const { log(UMLOS_LOG_INFO, p...); }
-  template <class... Parts> void warn(const Parts&... p) const { log(UMLOS_LOG_WARN, p...); }
+  template <class... Parts>
+  void debug(const Parts&... p) const {
+    log(UMLOS_LOG_DEBUG, p...);
+  }
+  template <class... Parts>
+  void info(const Parts&... p) const {
+    log(UMLOS_LOG_INFO, p...);
+  }
+  template <class... Parts>
+  void warn(const Parts&... p) const {
+    log(UMLOS_LOG_WARN, p...);
+  }
 
   // Records a failure for this call and returns its code, for
   //   return c.fail(UMLOS_SHAPE_MISMATCH, "x has ", n, " elements");
@@ -579,13 +634,12 @@ class Context {
 
   // Iteration counter t of spec 004 (0 during bootstrap).
   int64_t iteration() const {
-    return svc(&umlos_services::iteration, UMLOS_STRUCT_SIZE(umlos_services, iteration),
-               "iteration")(ctx_);
+    return svc(&umlos_services::iteration, UMLOS_STRUCT_SIZE(umlos_services, iteration), "iteration")(ctx_);
   }
   std::array<uint8_t, 32> replay_token() const {
     std::array<uint8_t, 32> out{};
-    svc(&umlos_services::replay_token, UMLOS_STRUCT_SIZE(umlos_services, replay_token),
-        "replay_token")(ctx_, out.data());
+    svc(&umlos_services::replay_token, UMLOS_STRUCT_SIZE(umlos_services, replay_token), "replay_token")(ctx_,
+                                                                                                        out.data());
     return out;
   }
   // ABI 1.3: the master Philox key and every stream's draw offset (no draw
@@ -596,8 +650,8 @@ class Context {
   };
   RngState rng_state() const {
     RngState r;
-    svc(&umlos_services::rng_state, UMLOS_STRUCT_SIZE(umlos_services, rng_state), "rng_state")(
-        ctx_, r.key.data(), r.offsets.data());
+    svc(&umlos_services::rng_state, UMLOS_STRUCT_SIZE(umlos_services, rng_state), "rng_state")(ctx_, r.key.data(),
+                                                                                               r.offsets.data());
     return r;
   }
 
@@ -616,7 +670,8 @@ class Context {
           "driver_primitives");
     DriverPrimitives d;
     d.driver = name ? name : "";
-    for (uint32_t i = 0; i < n; ++i) if (names && names[i]) d.primitives.emplace_back(names[i]);
+    for (uint32_t i = 0; i < n; ++i)
+      if (names && names[i]) d.primitives.emplace_back(names[i]);
     return d;
   }
 
@@ -658,17 +713,15 @@ class Context {
     throw Error(st, "kernel service ", what..., " failed: ", n ? n : "status ", n ? "" : std::to_string(st));
   }
   void tensor_info(const umlos_tensor* t, int32_t* d, umlos_shape* s) const {
-    check(svc(&umlos_services::tensor_info, UMLOS_STRUCT_SIZE(umlos_services, tensor_info),
-              "tensor_info")(ctx_, t, d, s),
-          "tensor_info");
+    check(
+        svc(&umlos_services::tensor_info, UMLOS_STRUCT_SIZE(umlos_services, tensor_info), "tensor_info")(ctx_, t, d, s),
+        "tensor_info");
   }
   umlos_status config_f64(const char* key, double* v) const {
-    return svc(&umlos_services::config_f64, UMLOS_STRUCT_SIZE(umlos_services, config_f64),
-               "config_f64")(ctx_, key, v);
+    return svc(&umlos_services::config_f64, UMLOS_STRUCT_SIZE(umlos_services, config_f64), "config_f64")(ctx_, key, v);
   }
   umlos_status config_i64(const char* key, int64_t* v) const {
-    return svc(&umlos_services::config_i64, UMLOS_STRUCT_SIZE(umlos_services, config_i64),
-               "config_i64")(ctx_, key, v);
+    return svc(&umlos_services::config_i64, UMLOS_STRUCT_SIZE(umlos_services, config_i64), "config_i64")(ctx_, key, v);
   }
   template <class T>
   static void expect_dtype(int32_t actual, const char* what) {
@@ -1037,7 +1090,8 @@ class Module {
   void claim_name(const std::string& kind, const std::string& name) {
     if (name.empty()) throw DeclarationError("module \"" + s_->name + "\": " + kind + " with an empty name");
     for (const std::string& n : s_->all_names)
-      if (n == name) throw DeclarationError("module \"" + s_->name + "\": " + kind + " \"" + name + "\" declared twice");
+      if (n == name)
+        throw DeclarationError("module \"" + s_->name + "\": " + kind + " \"" + name + "\" declared twice");
     s_->all_names.push_back(name);
   }
 
@@ -1050,9 +1104,8 @@ class Module {
     if (op.rng_stream_ < UMLOS_STREAM_NONE || op.rng_stream_ >= UMLOS_STREAM_COUNT)
       throw DeclarationError(cat(where, ": RNG stream ", op.rng_stream_, " does not exist"));
     if ((op.rng_stream_ == UMLOS_STREAM_NONE) != (op.rng_draws_ == 0))
-      throw DeclarationError(cat(where, ": RNG declaration \"exactly ", op.rng_draws_,
-                                 " draws from stream ", stream_name(op.rng_stream_),
-                                 "\" is inconsistent (stream none iff 0 draws)"));
+      throw DeclarationError(cat(where, ": RNG declaration \"exactly ", op.rng_draws_, " draws from stream ",
+                                 stream_name(op.rng_stream_), "\" is inconsistent (stream none iff 0 draws)"));
     if (!op.body_) throw DeclarationError(where + ": no body (call .run(...))");
 
     s_->operators.emplace_back();
@@ -1097,7 +1150,8 @@ class Module {
         d.rank = UMLOS_RANK_ANY;
       } else {
         if (v.dims->size() > UMLOS_MAX_RANK)
-          throw DeclarationError(cat(where, ": value \"", v.name, "\" has rank ", v.dims->size(), " > ", UMLOS_MAX_RANK));
+          throw DeclarationError(
+              cat(where, ": value \"", v.name, "\" has rank ", v.dims->size(), " > ", UMLOS_MAX_RANK));
         d.rank = static_cast<uint32_t>(v.dims->size());
         for (size_t i = 0; i < v.dims->size(); ++i) {
           const int64_t e = (*v.dims)[i];
@@ -1141,7 +1195,8 @@ class Module {
       return false;
     };
     for (const TestVector::Tensor& x : t.inputs_)
-      if (!declared(op.inputs_, x.name)) throw DeclarationError(tw + ": input \"" + x.name + "\" is not a declared input");
+      if (!declared(op.inputs_, x.name))
+        throw DeclarationError(tw + ": input \"" + x.name + "\" is not a declared input");
     // An INOUT input is updated in place, so its final value is checkable too.
     auto inout = [&](const std::string& name) {
       for (const Operator::Value& v : op.inputs_)
@@ -1268,10 +1323,9 @@ inline const umlos_module_desc* module_entry(const umlos_services* svc, Module (
 //   umlos::sdk::Module build();
 // that declares what the module offers:   UMLOS_SDK_MODULE(build)
 // Use it exactly once per module, at namespace scope.
-#define UMLOS_SDK_MODULE(build_fn)                                                               \
-  extern "C" UMLOS_EXPORT const umlos_module_desc* umlos_module_entry(                         \
-      const umlos_services* services) noexcept {                                               \
-    return ::umlos::sdk::detail::module_entry(services, &build_fn);                            \
+#define UMLOS_SDK_MODULE(build_fn)                                                                               \
+  extern "C" UMLOS_EXPORT const umlos_module_desc* umlos_module_entry(const umlos_services* services) noexcept { \
+    return ::umlos::sdk::detail::module_entry(services, &build_fn);                                              \
   }
 
 #endif  // UMLOS_SDK_HPP_

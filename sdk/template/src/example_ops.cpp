@@ -29,8 +29,7 @@ void add_noise(sdk::Context& c) {
   const umlos_tensor* x = c.input("x");
   const double sigma = c.config<double>("sigma", 1.0);
   std::vector<double> values = c.read<double>(x);
-  const std::vector<double> noise =
-      c.draw_host<double>(UMLOS_STREAM_MISC, UMLOS_DIST_NORMAL_F64, values.size());
+  const std::vector<double> noise = c.draw_host<double>(UMLOS_STREAM_MISC, UMLOS_DIST_NORMAL_F64, values.size());
   for (size_t i = 0; i < values.size(); ++i) values[i] += sigma * noise[i];
   c.write(c.output("y", UMLOS_DTYPE_F64, c.shape(x)), values);
 }

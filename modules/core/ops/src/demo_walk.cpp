@@ -32,8 +32,8 @@ void walk_step(sdk::Context& c) {
   if (const umlos_tensor* old = c.optional_input("walk.position")) {
     position = c.read<double>(old);
     if (position.size() != static_cast<size_t>(dim)) {
-      throw sdk::Error(UMLOS_SHAPE_MISMATCH, sdk::cat("walk.position has ", position.size(),
-                                                      " elements but config walk.dim is ", dim));
+      throw sdk::Error(UMLOS_SHAPE_MISMATCH,
+                       sdk::cat("walk.position has ", position.size(), " elements but config walk.dim is ", dim));
     }
   }
   // One draw of `dim` normals, produced on the driver's device.
@@ -127,7 +127,8 @@ sdk::Module describe() {
                .pure()
                .output("action", UMLOS_DTYPE_I64, sdk::Dims{})
                .run(every_nth_probe)
-               .test(sdk::TestVector("t = 0 probes").config("walk.probe_every", int64_t{5})
+               .test(sdk::TestVector("t = 0 probes")
+                         .config("walk.probe_every", int64_t{5})
                          .expect<int64_t>("action", {}, {1})))
       .add(sdk::Operator("UML_OS.Demo.SpreadProbe_v1")
                .summary("probe: sil_mean = mean cosine to 31 random directions (31 draws from cluster)")
@@ -136,7 +137,8 @@ sdk::Module describe() {
                .input("walk.position", UMLOS_DTYPE_F64, sdk::Dims{UMLOS_DIM_ANY})
                .output("sil_mean", UMLOS_DTYPE_F64, sdk::Dims{})
                .run(spread_probe)
-               .test(sdk::TestVector("zero position gives zero").input<double>("walk.position", {3}, {0, 0, 0})
+               .test(sdk::TestVector("zero position gives zero")
+                         .input<double>("walk.position", {3}, {0, 0, 0})
                          .expect<double>("sil_mean", {}, {0.0})))
       .invariant("UML_OS.Demo.PositionBounded", UMLOS_CHECK_AFTER_ACTION, position_bounded);
 }
