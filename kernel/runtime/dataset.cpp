@@ -499,9 +499,8 @@ DatasetRecord import_dataset(const ImportOptions& o) {
     fail(UMLOS_INVALID_ARGUMENT, "delimiter: expected auto, comma or space, found " + quote(o.delimiter));
   if (o.num_classes < 0 || o.num_classes == 1 || o.num_classes > kMaxClasses ||
       (o.num_classes != 0 && o.task != TaskType::Multiclass))
-    fail(UMLOS_INVALID_ARGUMENT,
-         "num classes: expected 0 (infer) or 2 to 2^24, and only for multiclass, found " +
-             std::to_string(o.num_classes));
+    fail(UMLOS_INVALID_ARGUMENT, "num classes: expected 0 (infer) or 2 to 2^24, and only for multiclass, found " +
+                                     std::to_string(o.num_classes));
 
   // ---- read and parse the raw table
   const std::string& file = o.features_file;

@@ -81,7 +81,7 @@ std::vector<std::string> temporaries(const std::string& dir) {
 TEST_CASE(
     "A digits run killed with SIGKILL at random moments, checkpoint writes included, resumes to the "
     "uninterrupted run's trace and state_fp every time",
-    "[training][checkpoint][kill]") {
+    "[training][checkpoint][kill][slow]") {
   const bool full = env_long("UMLOS_KILL_FULL", 0) != 0;
   const long moments = env_long("UMLOS_KILL_MOMENTS", 5);
   const unsigned long seed = static_cast<unsigned long>(env_long("UMLOS_KILL_SEED", 20261125));

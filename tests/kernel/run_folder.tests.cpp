@@ -422,7 +422,7 @@ TEST_CASE("trace.path in a manifest is refused with UNIMPLEMENTED naming the key
 }
 
 TEST_CASE("The shipped 600-step manifests with checkpoint_every 250 end with a checkpoint of step 600",
-          "[runfolder][checkpoint][training]") {
+          "[runfolder][checkpoint][training][slow]") {
   for (const char* name : {"breast_cancer", "diabetes"}) {
     Run r = run(pinned_manifest(name), std::string("final-") + name);
     INFO(name << ": " << r.result.output);

@@ -47,7 +47,7 @@ TEST_CASE("The default digits manifest reaches held-out accuracy of at least 0.9
   CHECK(end["functional_fp"].is_string());
 }
 
-TEST_CASE("The breast cancer manifest reaches held-out accuracy of at least 0.95", "[training]") {
+TEST_CASE("The breast cancer manifest reaches held-out accuracy of at least 0.95", "[training][slow]") {
   Run r = run(pinned_manifest("breast_cancer"), "bc");
   INFO(r.result.output);
   REQUIRE(r.result.exit_status == 0);
@@ -56,7 +56,7 @@ TEST_CASE("The breast cancer manifest reaches held-out accuracy of at least 0.95
   CHECK(end["val_accuracy"].get<double>() >= 0.95);
 }
 
-TEST_CASE("The diabetes manifest reaches a held-out R squared of at least 0.45", "[training]") {
+TEST_CASE("The diabetes manifest reaches a held-out R squared of at least 0.45", "[training][slow]") {
   Run r = run(pinned_manifest("diabetes"), "diabetes");
   INFO(r.result.output);
   REQUIRE(r.result.exit_status == 0);
@@ -65,7 +65,7 @@ TEST_CASE("The diabetes manifest reaches a held-out R squared of at least 0.45",
   CHECK(end["val_r2"].get<double>() >= 0.45);
 }
 
-TEST_CASE("Two runs of the same manifest write byte-identical traces", "[training][determinism]") {
+TEST_CASE("Two runs of the same manifest write byte-identical traces", "[training][determinism][slow]") {
   const std::string m = variant("digits", "twice", {{"max_steps: 1500", "max_steps: 120"}});
   Run a = run(m, "twice-a"), b = run(m, "twice-b");
   REQUIRE(a.result.exit_status == 0);
@@ -324,7 +324,8 @@ size_t run_and_kill(const std::string& manifest, const std::string& root, const 
 
 }  // namespace
 
-TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrupted run", "[training][checkpoint]") {
+TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrupted run",
+          "[training][checkpoint][slow]") {
   const std::string m = variant(
       "digits", "kill", {{"max_steps: 1500", "max_steps: 160"}, {"checkpoint_every: 250", "checkpoint_every: 40"}});
   Run whole = run(m, "kill-whole");
@@ -377,7 +378,7 @@ TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count i
 }
 
 TEST_CASE("A run with an augment step, killed before or after it and resumed, ends exactly like an uninterrupted run",
-          "[training][checkpoint][symbolic]") {
+          "[training][checkpoint][symbolic][slow]") {
 #ifndef UMLOS_TEST_HAVE_SYMBOLIC
   UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
 #endif
@@ -431,7 +432,7 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
 }
 
 TEST_CASE("A checkpoint whose stored equation uses an operator outside the set fails on resume naming the equation",
-          "[training][checkpoint][symbolic][errors]") {
+          "[training][checkpoint][symbolic][errors][slow]") {
 #ifndef UMLOS_TEST_HAVE_SYMBOLIC
   UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
 #endif

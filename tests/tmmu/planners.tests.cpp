@@ -250,7 +250,7 @@ TEST_CASE("The byte planner never uses more bytes than greedy by size, best fit 
         UMLOS_INVALID_ARGUMENT);
 }
 
-TEST_CASE("On idealloc's Y_1 trace the byte planner is not above the first-fit greedy-by-size pass", "[tmmu]") {
+TEST_CASE("On idealloc's Y_1 trace the byte planner is not above the first-fit greedy-by-size pass", "[tmmu][slow]") {
   // 62,185 tensors, 9,331 live at once: the portfolio's budget used to run
   // out before its first-fit member, leaving the plan at 1.0042 x LB while
   // first-fit greedy by size alone reaches 1.0036.
@@ -743,7 +743,7 @@ TEST_CASE(
 TEST_CASE(
     "On periodic overlapping micro-batches the periodic plan beats the skyline passes, identically on every run and "
     "thread",
-    "[tmmu][periodic]") {
+    "[tmmu][periodic][slow]") {
   // LB 13,340,672 bytes: before the periodic plan 1.0903 x LB (the skyline
   // passes), with it 1.0163.
   IntervalSet s = micro_batches(3, 6000, 4);
@@ -755,7 +755,7 @@ TEST_CASE(
   check_same_on_threads(s, ref);
 }
 
-TEST_CASE("Periodic plans stay valid when the repetition is broken or incomplete", "[tmmu][periodic]") {
+TEST_CASE("Periodic plans stay valid when the repetition is broken or incomplete", "[tmmu][periodic][slow]") {
   // Tensors removed late in the schedule (the rest is still a subset of the
   // repetition: periodic plan), a tensor's size or interval changed in the
   // middle (no longer repeats: no periodic plan), a duplicate of a tensor of
@@ -797,7 +797,7 @@ TEST_CASE("Periodic plans stay valid when the repetition is broken or incomplete
 }
 
 TEST_CASE("The hill climbing on the cycle's skyline rank lowers periodic plans, identically on every run and thread",
-          "[tmmu][periodic]") {
+          "[tmmu][periodic][slow]") {
   // After the skyline passes on the circle, the best cycle's rank is hill
   // climbed (swaps among the last quarter of the placement order, the pass
   // rerun from the first step they change) within 8 passes' worth of work
@@ -823,7 +823,7 @@ TEST_CASE("The hill climbing on the cycle's skyline rank lowers periodic plans, 
 TEST_CASE(
     "The pilot method on the best cycle lowers periodic plans, to the lower bound on one, identically on every run and "
     "thread",
-    "[tmmu][periodic]") {
+    "[tmmu][periodic][slow]") {
   // On by default (`pilot=on`: rank TW, K = 7): on the cycle the periodic
   // plan ends on, every step tries the K lowest representatives, completes
   // each by the skyline pass and commits the best, so the plan is never
