@@ -104,6 +104,10 @@ def main():
         c.add("gzip", gzip.compress(plain, mtime=0))
     for p in files("data/*.gz"):
         c.add("gzip", read(p))
+    # Inputs a fuzz run once found (each now refused cleanly), kept under
+    # tests/fuzz/regressions/<target>/ so every later run checks them first.
+    for p in files("tests/fuzz/regressions/*/*"):
+        c.add(os.path.basename(os.path.dirname(p)), read(p))
     # A finished run folder: checkpoints, trace and the other files report
     # and replay read (run_folder: the parts joined by NUL bytes).
     if run_dir:

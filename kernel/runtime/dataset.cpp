@@ -32,6 +32,10 @@ namespace {
 
 constexpr const char* kRecordName = "UML_OS.Data.Manifest_v1";
 constexpr const char* kRecordFile = "dataset.json";
+// The most classes a multiclass data set may have (2^24): labels are read as
+// binary64 and must convert exactly to an integer class index, and a wider
+// one-hot output is far beyond any model the procedure trains.
+constexpr int64_t kMaxClasses = int64_t{1} << 24;
 constexpr const char* kSplitRule =
     "row i (0-based, file order) goes to val iff floor((i+1)*n_val/n) > floor(i*n_val/n), "
     "n_val = floor(n*val_fraction + 0.5); all other rows go to train, order kept";
@@ -162,9 +166,10 @@ void check_label(TaskType task, double v, int64_t C, const std::string& where) {
       fail(UMLOS_DATA_MANIFEST_INVALID, where + ": label: expected 0 or 1 (binary task), found " + num(v));
     return;
   }
-  if (v < 0 || (C > 0 && v >= static_cast<double>(C))) {
+  if (v < 0 || v >= static_cast<double>(C > 0 ? C : kMaxClasses)) {
     fail(UMLOS_DATA_MANIFEST_INVALID, where + ": label: expected an integer in [0, " +
-                                          (C > 0 ? std::to_string(C) : std::string("C")) + "), found " + num(v));
+                                          (C > 0 ? std::to_string(C) : std::to_string(kMaxClasses) + " (2^24)") +
+                                          "), found " + num(v));
   }
 }
 
@@ -307,10 +312,11 @@ DatasetRecord parse_record(const std::string& dir, std::string* bytes_out = null
   if (!t) bad("task_type", "multiclass, binary or regression", &j.at("task_type"));
   r.task = *t;
   r.num_features = static_cast<int64_t>(uint(j, "num_features", "num_features"));
-  r.num_classes = static_cast<int64_t>(uint(j, "num_classes", "num_classes"));
+  const uint64_t classes = uint(j, "num_classes", "num_classes");
+  r.num_classes = classes > static_cast<uint64_t>(kMaxClasses) ? 0 : static_cast<int64_t>(classes);
   if (r.num_features < 1) bad("num_features", "at least 1", &j.at("num_features"));
   if (r.task == TaskType::Multiclass ? r.num_classes < 2 : r.num_classes != 1)
-    bad("num_classes", r.task == TaskType::Multiclass ? "at least 2" : "1", &j.at("num_classes"));
+    bad("num_classes", r.task == TaskType::Multiclass ? "2 to 2^24" : "1", &j.at("num_classes"));
   const json& splits = get(j, "splits", "splits");
   for (const char* name : {"train", "val"}) {
     const std::string p = std::string("splits.") + name;
@@ -491,9 +497,11 @@ DatasetRecord import_dataset(const ImportOptions& o) {
     fail(UMLOS_INVALID_ARGUMENT, "header: expected none, line or sklearn, found " + quote(o.header));
   if (o.delimiter != "auto" && o.delimiter != "comma" && o.delimiter != "space")
     fail(UMLOS_INVALID_ARGUMENT, "delimiter: expected auto, comma or space, found " + quote(o.delimiter));
-  if (o.num_classes < 0 || o.num_classes == 1 || (o.num_classes != 0 && o.task != TaskType::Multiclass))
-    fail(UMLOS_INVALID_ARGUMENT, "num classes: expected 0 (infer) or at least 2, and only for multiclass, found " +
-                                     std::to_string(o.num_classes));
+  if (o.num_classes < 0 || o.num_classes == 1 || o.num_classes > kMaxClasses ||
+      (o.num_classes != 0 && o.task != TaskType::Multiclass))
+    fail(UMLOS_INVALID_ARGUMENT,
+         "num classes: expected 0 (infer) or 2 to 2^24, and only for multiclass, found " +
+             std::to_string(o.num_classes));
 
   // ---- read and parse the raw table
   const std::string& file = o.features_file;

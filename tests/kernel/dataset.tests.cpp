@@ -239,6 +239,22 @@ TEST_CASE("Labels out of range are refused for multiclass and binary", "[dataset
   CHECK_THAT(f.what(), Catch::Contains("in.csv:2:3: label: expected 0 or 1 (binary task), found 2"));
 }
 
+TEST_CASE("A label beyond 2^24 classes is refused when the class count is inferred, not converted",
+          "[dataset][errors][security]") {
+  // Found by the dataset_csv fuzz target: the inferred class count was the
+  // largest label converted to an integer, undefined for 8.1e48.
+  Failure f = import_failure("1,0\n2,8.1e48\n", small(), "ds-label-huge");
+  CHECK(f.code() == UMLOS_DATA_MANIFEST_INVALID);
+  CHECK_THAT(f.what(), Catch::Contains("in.csv:2:3: label: expected an integer in [0, 16777216 (2^24)), found"));
+  f = import_failure("1,0\n2,16777216\n", small(), "ds-label-2p24");
+  CHECK(f.code() == UMLOS_DATA_MANIFEST_INVALID);
+  ImportOptions o = small();
+  o.num_classes = (int64_t{1} << 24) + 1;
+  f = import_failure("1,0\n2,1\n", o, "ds-classes-huge");
+  CHECK(f.code() == UMLOS_INVALID_ARGUMENT);
+  CHECK_THAT(f.what(), Catch::Contains("expected 0 (infer) or 2 to 2^24"));
+}
+
 TEST_CASE("An sklearn header whose counts disagree with the file is refused", "[dataset][errors]") {
   ImportOptions o = small(TaskType::Binary);
   o.header = "sklearn";

@@ -12,8 +12,6 @@ using namespace umlos::policy;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 bool eval(const std::string& text, const Metrics& m) { return parse_condition(text).evaluate(m); }
 
 Metrics metrics(double sil, double delta, double grad, double util, double t, double state) {
