@@ -46,8 +46,8 @@ struct OwnedFd {
   }
 };
 
-// What keeps a module mapped. Modules are never unloaded (plugin-abi.md
-// lesson 10): the handle is intentionally leaked at exit rather than
+// What keeps a module mapped. Modules are never unloaded (unloading
+// code whose static state may still be in use is unsafe): the handle is intentionally leaked at exit rather than
 // dlclose()d mid-process. The memfd is closed as soon as the library is
 // mapped: the mappings keep its pages, the descriptor is not needed.
 struct ModuleHandle {

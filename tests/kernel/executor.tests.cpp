@@ -235,7 +235,7 @@ TEST_CASE("The same graph through two driver configurations, changed by one mani
   CHECK_THAT(ta, Catch::Contains("\"loss_total\":"));
 }
 
-// ------------------------------------------------------------------ issue 4
+// ------------------------------------------------------ ModelIR executor
 // Validation before running, ir_hash/execution_fp, examples checked against
 // finite differences, the spec's VII.B tiny DAGs against the reference
 // driver run primitive by primitive, umlos exec --inputs.

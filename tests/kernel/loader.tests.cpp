@@ -1,4 +1,4 @@
-// Verified loading: every refusal of issue 2's "Bad input" list, against
+// Verified loading: every refusal the verified loader promises, against
 // real module files (tests/modules/misbehaving.c builds one per defect).
 #include <fcntl.h>
 #include <signal.h>

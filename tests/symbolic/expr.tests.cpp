@@ -1,4 +1,4 @@
-// expr.tests.cpp — issue 7's expression trees (modules/symbolic/expr.hpp):
+// expr.tests.cpp — the symbolic augmentation's expression trees (modules/symbolic/expr.hpp):
 // parse / canonical print, the numeric policy's clamps, gradients against
 // binary64 central finite differences for every operator of the set, the
 // greedy search recovering known formulas, clear errors on bad input.

@@ -1,4 +1,4 @@
-// symbolic_kernel.tests.cpp — issue 7 through the real kernel: the
+// symbolic_kernel.tests.cpp — symbolic augmentation through the real kernel: the
 // symbolic module's operators on the CPU driver (DifferentiableEval_v1's
 // driver gradient against binary64 central finite differences, bad
 // equations failing with EQUATION_INVALID naming equation and sample,
