@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The sanitizer stage of CI (scripts/test.sh --sanitize runs it after the
-# Release build and tests): everything built with clang, AddressSanitizer +
-# UndefinedBehaviorSanitizer and the libFuzzer targets (UMLOS_FUZZ=ON,
-# cmake/Sanitizers.cmake) in ./build-asan, the whole test suite run there,
-# then every fuzz target for FUZZ_SECONDS (default 15) each.
+# The sanitizer stage of CI (stage 4 of scripts/test.sh): everything built
+# with clang, -Werror, AddressSanitizer + UndefinedBehaviorSanitizer and the
+# libFuzzer targets (UMLOS_FUZZ=ON, cmake/Sanitizers.cmake) in ./build-asan,
+# the test suite run there (CTEST_ARGS="-LE slow" leaves out the slow
+# tests, as CI does), then every fuzz target for FUZZ_SECONDS (default 15)
+# each.
 #
 #   bash scripts/sanitize.sh
 #
@@ -21,7 +22,8 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# Warnings are errors here: this is also CI's clang build.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUMLOS_WERROR=ON -DUMLOS_BUILD_BENCH=OFF \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUMLOS_FUZZ=ON "${launcher[@]}"
 cmake --build "$build" -j"$jobs"
 
@@ -29,7 +31,9 @@ cmake --build "$build" -j"$jobs"
 # recover); symbolized stacks when llvm-symbolizer is there.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-ctest --test-dir "$build" --output-on-failure -j"$jobs"
+# CTEST_ARGS: e.g. "-LE slow" (CI) leaves out the tests labelled slow.
+# shellcheck disable=SC2086
+ctest --test-dir "$build" --output-on-failure -j"$jobs" ${CTEST_ARGS:-}
 
 # FUZZ_SECONDS=0 skips the fuzz stage.
 if ((${FUZZ_SECONDS:-15} > 0)); then

@@ -1,30 +1,72 @@
 #!/usr/bin/env bash
-# The README's test command (and .ci/run): installs what is missing, builds
-# everything in ./build (Release, Ninja) and runs every test.
+# The README's test command (and .ci/run): installs what is missing, then
+# builds and tests in stages, stopping at the first failure:
 #
-#   bash scripts/test.sh [--sanitize]
+#   1. format     every C, C++ and CUDA file follows .clang-format
+#   2. release    gcc, Release, ./build: the whole suite
+#   3. options    each UMLOS_MODULE_* switched off in turn builds on its own
+#                 (scripts/check-module-options.sh; ccache makes these links)
+#   4. sanitize   clang with -Wall -Wextra -Werror, AddressSanitizer +
+#                 UndefinedBehaviorSanitizer and the libFuzzer targets,
+#                 ./build-asan: the suite without the tests labelled slow,
+#                 then every fuzz target for FUZZ_SECONDS (default 15) each
 #
-# JOBS (default 2) sets build and test parallelism; the CI machine has 2 cores.
-# --sanitize (CI: .ci/run) then also runs scripts/sanitize.sh: the suite
-# again under AddressSanitizer + UndefinedBehaviorSanitizer in ./build-asan,
-# and every fuzz target for a few seconds.
+#   bash scripts/test.sh [--quick] [--full-sanitize]
+#
+# --quick runs stages 1 and 2 only (a developer's loop). --full-sanitize
+# runs the slow tests under the sanitizers too (about 25 more minutes on
+# two cores). JOBS (default 2) sets build and test parallelism; the CI
+# machine has 2 cores. Each stage prints its wall time.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
 jobs=${JOBS:-2}
-sanitize=0
+quick=0
+full_sanitize=0
 for a in "$@"; do
   case $a in
-    --sanitize) sanitize=1 ;;
-    *) echo "usage: bash scripts/test.sh [--sanitize]" >&2; exit 2 ;;
+    --quick) quick=1 ;;
+    --full-sanitize) full_sanitize=1 ;;
+    *)
+      echo "usage: bash scripts/test.sh [--quick] [--full-sanitize]" >&2
+      exit 2
+      ;;
   esac
 done
 
+stage() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "==== stage $name"
+  "$@"
+  echo "==== stage $name: ok ($((SECONDS - start)) s)"
+}
+
 bash scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs"
-if ((sanitize)); then
-  bash scripts/sanitize.sh
+
+# One compiler cache for every stage's builds, inside the tree (ignored by git).
+export CCACHE_DIR=${CCACHE_DIR:-$repo_root/.ccache}
+export CCACHE_BASEDIR=$repo_root CCACHE_NOHASHDIR=true
+launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+release() {
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
+  cmake --build build -j"$jobs"
+  ctest --test-dir build --output-on-failure -j"$jobs"
+}
+
+sanitize() {
+  local labels=(-LE slow)
+  ((full_sanitize)) && labels=()
+  BUILD_DIR=build-asan FUZZ_SECONDS=${FUZZ_SECONDS:-15} CTEST_ARGS="${labels[*]}" bash scripts/sanitize.sh
+}
+
+stage format bash scripts/format.sh --check
+stage release release
+if ((quick)); then
+  exit 0
 fi
+stage options env JOBS="$jobs" BUILD_ROOT="$repo_root" bash scripts/check-module-options.sh
+stage sanitize sanitize
