@@ -20,6 +20,7 @@ set -euo pipefail
 #   sanitizer build and fuzz targets (CI)          clang libclang-rt-14-dev llvm
 #                                                  (AddressSanitizer, UBSan and
 #                                                  libFuzzer runtimes, llvm-symbolizer)
+#   CI's format check and compiler cache           clang-format ccache
 packages=(
   build-essential
   cmake
@@ -39,6 +40,8 @@ packages=(
   clang
   libclang-rt-14-dev
   llvm
+  clang-format
+  ccache
 )
 
 missing=()
