@@ -1,0 +1,295 @@
+// umlos/sdk/basics.hpp — part of the module SDK (umlos/sdk.hpp includes
+// every part; include that): version constants, errors, dtypes, shapes,
+// attributes and the service table.
+#ifndef UMLOS_SDK_BASICS_HPP_
+#define UMLOS_SDK_BASICS_HPP_
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <new>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "umlos_abi.h"
+#include "umlos_driver.h"
+#include "umlos_names.h"
+#include "umlos_philox.h"
+#include "umlos_sum.h"
+#include "umlos_tmmu.h"
+
+namespace umlos {
+namespace sdk {
+
+// ------------------------------------------------------------------ basics
+
+// The ABI version this SDK (and so the module) is compiled against.
+inline constexpr uint32_t abi_major = UMLOS_ABI_MAJOR;
+inline constexpr uint32_t abi_minor = UMLOS_ABI_MINOR;
+
+// In declarations: any extent of one dimension.
+inline constexpr int64_t any = UMLOS_DIM_ANY;
+
+// The canonical name of a status code ("SHAPE_MISMATCH"), or nullptr
+// (the one table: abi/umlos_names.h).
+inline const char* status_name(umlos_status code) noexcept { return umlos_status_name(code); }
+
+// Concatenates any streamable values: cat("node ", 3, ": rank ", r).
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::ostringstream out;
+  (void)(out << ... << parts);
+  return out.str();
+}
+
+// The exception an operator body throws to fail with a specific code:
+//   throw sdk::Error(UMLOS_SHAPE_MISMATCH, "x has ", n, " elements, want 4");
+// guard() turns it into services->error(ctx, code, what()) + return code.
+// Every other exception type becomes UMLOS_INTERNAL.
+class Error : public std::runtime_error {
+ public:
+  template <class... Parts>
+  explicit Error(umlos_status code, const Parts&... parts)
+      : std::runtime_error(cat(parts...)), code_(code == UMLOS_OK ? UMLOS_INTERNAL : code) {}
+  umlos_status code() const noexcept { return code_; }
+
+ private:
+  umlos_status code_;
+};
+
+// A mistake in a declaration (builders below). At module load it becomes
+// UMLOS_MODULE_DESCRIPTOR_INVALID with the message, and the module is refused.
+class DeclarationError : public std::invalid_argument {
+ public:
+  explicit DeclarationError(const std::string& what) : std::invalid_argument(what) {}
+};
+
+// ------------------------------------------------------------------ dtypes
+
+// dtype_of<T>: the ABI dtype of a C++ element type (compile error otherwise).
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr int32_t value = UMLOS_DTYPE_F32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr int32_t value = UMLOS_DTYPE_F64;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_I32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_I64;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_U8;
+};
+template <>
+struct dtype_of<uint32_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_U32;
+};
+template <>
+struct dtype_of<uint64_t> {
+  static constexpr int32_t value = UMLOS_DTYPE_U64;
+};
+template <class T>
+inline constexpr int32_t dtype_of_v = dtype_of<T>::value;
+
+// Bytes per element, 0 for UMLOS_DTYPE_ANY or an unknown dtype.
+inline uint64_t dtype_size(int32_t dtype) noexcept { return umlos_dtype_size(dtype); }
+
+// "f32", "f64", ..., "any" for UMLOS_DTYPE_ANY, "invalid" for an unknown
+// dtype (the names: abi/umlos_names.h).
+inline const char* dtype_name(int32_t dtype) noexcept {
+  const char* name = umlos_dtype_name(dtype);
+  return name ? name : "invalid";
+}
+
+// The canonical sum of spec 004 0.E (abi/umlos_sum.h): add values in index
+// order, read result(). Every binary64 reduction a module computes on the
+// host follows this order, so that it equals the drivers' reductions bit
+// for bit.
+class CanonicalSum {
+ public:
+  void add(double x) noexcept { umlos_canonical_sum_add(&s_, x); }
+  double result() const noexcept { return umlos_canonical_sum_result(&s_); }
+
+ private:
+  umlos_canonical_sum s_ = UMLOS_CANONICAL_SUM_INIT;
+};
+
+// "none", "init", "cluster", "misc" (spec 004 0.B), or "invalid".
+inline const char* stream_name(int32_t stream) noexcept {
+  switch (stream) {
+    case UMLOS_STREAM_NONE:
+      return "none";
+    case UMLOS_STREAM_INIT:
+      return "init";
+    case UMLOS_STREAM_CLUSTER:
+      return "cluster";
+    case UMLOS_STREAM_MISC:
+      return "misc";
+    default:
+      return "invalid";
+  }
+}
+
+// The dtype a draw of `distribution` produces (abi/umlos_philox.h), or 0.
+inline constexpr int32_t distribution_dtype(int32_t distribution) noexcept {
+  switch (distribution) {
+    case UMLOS_DIST_U32:
+      return UMLOS_DTYPE_U32;
+    case UMLOS_DIST_UNIFORM_F64:
+    case UMLOS_DIST_NORMAL_F64:
+      return UMLOS_DTYPE_F64;
+    case UMLOS_DIST_UNIFORM_F32:
+    case UMLOS_DIST_NORMAL_F32:
+      return UMLOS_DTYPE_F32;
+    default:
+      return 0;
+  }
+}
+
+// A shape as the SDK hands it out: the extents, row-major; {} is a scalar.
+using Shape = std::vector<int64_t>;
+
+inline uint64_t element_count(const Shape& shape) noexcept {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= d < 0 ? 0u : static_cast<uint64_t>(d);
+  return n;
+}
+
+inline std::string shape_string(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Converts to the ABI's fixed-size shape; throws Error(INVALID_ARGUMENT) for
+// rank > UMLOS_MAX_RANK or a negative extent.
+inline umlos_shape to_abi_shape(const Shape& shape) {
+  if (shape.size() > UMLOS_MAX_RANK)
+    throw Error(UMLOS_INVALID_ARGUMENT, "shape ", shape_string(shape), " has rank ", shape.size(),
+                " > UMLOS_MAX_RANK (", UMLOS_MAX_RANK, ")");
+  umlos_shape s{};
+  s.rank = static_cast<uint32_t>(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) throw Error(UMLOS_INVALID_ARGUMENT, "shape ", shape_string(shape), " has a negative extent");
+    s.dims[i] = shape[i];
+  }
+  return s;
+}
+
+inline Shape from_abi_shape(const umlos_shape& s) {
+  const uint32_t rank = s.rank > UMLOS_MAX_RANK ? UMLOS_MAX_RANK : s.rank;
+  return Shape(s.dims, s.dims + rank);
+}
+
+// ------------------------------------------------------------------ attrs
+
+// A named attribute for dispatch() (primitive attributes). It BORROWS `key`
+// and the string value: build it in the call expression (or keep the strings
+// alive) so that they outlive the dispatch call.
+struct Attr {
+  umlos_attr raw{};
+  static Attr integer(const char* key, int64_t v) noexcept {
+    Attr a;
+    a.raw.key = key;
+    a.raw.kind = UMLOS_ATTR_INT;
+    a.raw.i = v;
+    return a;
+  }
+  static Attr real(const char* key, double v) noexcept {
+    Attr a;
+    a.raw.key = key;
+    a.raw.kind = UMLOS_ATTR_FLOAT;
+    a.raw.f = v;
+    return a;
+  }
+  static Attr string(const char* key, const char* v) noexcept {
+    Attr a;
+    a.raw.key = key;
+    a.raw.kind = UMLOS_ATTR_STRING;
+    a.raw.s = v;
+    return a;
+  }
+};
+
+// ------------------------------------------------------------ the services
+
+namespace detail {
+// The service table the kernel gave the entry. Kernel-owned, valid for the
+// process; one slot per module (.so) because the SDK is compiled into each
+// module with hidden visibility.
+inline const umlos_services*& services_slot() noexcept {
+  static const umlos_services* slot = nullptr;
+  return slot;
+}
+}  // namespace detail
+
+// The kernel's service table, or nullptr before the kernel called the entry.
+inline const umlos_services* services() noexcept { return detail::services_slot(); }
+
+// Reports `message` through svc->error (when it can) and returns the code.
+// Never throws: used on the error path itself.
+inline umlos_status report(const umlos_services* svc, umlos_ctx* ctx, umlos_status code, const char* message) noexcept {
+  if (code == UMLOS_OK) code = UMLOS_INTERNAL;
+  if (svc && svc->struct_size >= UMLOS_STRUCT_SIZE(umlos_services, error) && svc->error)
+    return svc->error(ctx, code, message ? message : "(no message)");
+  return code;
+}
+
+// Runs `body` (returning umlos_status, or void for OK) and turns every
+// exception into a status: sdk::Error keeps its code, std::bad_alloc becomes
+// UMLOS_RESOURCE_EXHAUSTED, anything else UMLOS_INTERNAL; the message goes to svc->error. Use it to wrap raw ABI
+// callbacks that the SDK does not generate for you (driver functions):
+//   static umlos_status my_create(const umlos_services* s, umlos_ctx* c, void** out) {
+//     return sdk::guard(s, c, [&] { ...; });
+//   }
+template <class Body>
+umlos_status guard(const umlos_services* svc, umlos_ctx* ctx, Body&& body) noexcept {
+  try {
+    if constexpr (std::is_void_v<std::invoke_result_t<Body&>>) {
+      body();
+      return UMLOS_OK;
+    } else {
+      return static_cast<umlos_status>(body());
+    }
+  } catch (const Error& e) {
+    return report(svc, ctx, e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    // Out of memory is the input's demand, not a bug of the module.
+    return report(svc, ctx, UMLOS_RESOURCE_EXHAUSTED, "out of memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    // The message is built in a fixed buffer: allocating here could throw.
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "uncaught C++ exception: %s", e.what());
+    return report(svc, ctx, UMLOS_INTERNAL, buf);
+  } catch (...) {
+    return report(svc, ctx, UMLOS_INTERNAL, "uncaught exception of a non-std type");
+  }
+}
+
+}  // namespace sdk
+}  // namespace umlos
+
+#endif  // UMLOS_SDK_BASICS_HPP_
