@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,24 @@ void register_elementwise(std::vector<PrimitiveInfo>& out);
 void register_reductions(std::vector<PrimitiveInfo>& out);
 void register_linalg(std::vector<PrimitiveInfo>& out);
 void register_shape_ops(std::vector<PrimitiveInfo>& out);
+
+// The f32/f64 dispatch shared by every float primitive's entry: input 0 fixes
+// the dtype (float_dtype), the inputs in `same_in` and the outputs in
+// `same_out` that the call has must carry it too (checked in that order, so
+// the first mismatch named is the same for every primitive), then `run` gets
+// a value of the element type to instantiate its kernel with.
+template <class Run>
+void with_float_dtype(Call& c, std::initializer_list<size_t> same_in, std::initializer_list<size_t> same_out,
+                      Run&& run) {
+  int32_t dt = c.float_dtype();
+  for (size_t i : same_in) c.expect_in_dtype(i, dt);
+  for (size_t i : same_out)
+    if (i < c.out.size()) c.expect_out_dtype(i, dt);
+  if (dt == UMLOS_DTYPE_F32)
+    run(float{});
+  else
+    run(double{});
+}
 
 // Reads an index operand (I32 or I64) element as int64.
 inline int64_t index_at(const Operand& idx, int64_t i) {

@@ -167,24 +167,13 @@ void stat_grad(Call& c, StatKind k) {
 template <StatKind K>
 void stat_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    stat_forward<float>(c, K);
-  else
-    stat_forward<double>(c, K);
+  with_float_dtype(c, {}, {0}, [&](auto t) { stat_forward<decltype(t)>(c, K); });
 }
 
 template <StatKind K>
 void stat_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    stat_grad<float>(c, K);
-  else
-    stat_grad<double>(c, K);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { stat_grad<decltype(t)>(c, K); });
 }
 
 // ---------------------------------------------------------------- softmax
@@ -272,24 +261,13 @@ void softmax_grad(Call& c, bool log_form) {
 template <bool LogForm>
 void softmax_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    softmax_forward<float>(c, LogForm);
-  else
-    softmax_forward<double>(c, LogForm);
+  with_float_dtype(c, {}, {0}, [&](auto t) { softmax_forward<decltype(t)>(c, LogForm); });
 }
 
 template <bool LogForm>
 void softmax_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    softmax_grad<float>(c, LogForm);
-  else
-    softmax_grad<double>(c, LogForm);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { softmax_grad<decltype(t)>(c, LogForm); });
 }
 
 // ---------------------------------------------------------------- cross_entropy
@@ -353,23 +331,12 @@ void cross_entropy_grad(Call& c) {
 
 void cross_entropy_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    cross_entropy_forward<float>(c);
-  else
-    cross_entropy_forward<double>(c);
+  with_float_dtype(c, {}, {0}, [&](auto t) { cross_entropy_forward<decltype(t)>(c); });
 }
 
 void cross_entropy_grad_entry(Call& c) {
   c.expect_counts(3, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(2, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    cross_entropy_grad<float>(c);
-  else
-    cross_entropy_grad<double>(c);
+  with_float_dtype(c, {2}, {0}, [&](auto t) { cross_entropy_grad<decltype(t)>(c); });
 }
 
 // ---------------------------------------------------------------- pairwise losses
@@ -463,13 +430,7 @@ void pair_loss_grad(Call& c, PairLoss k) {
 template <PairLoss K>
 void pair_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    pair_loss_forward<float>(c, K);
-  else
-    pair_loss_forward<double>(c, K);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { pair_loss_forward<decltype(t)>(c, K); });
 }
 
 template <PairLoss K>
@@ -480,13 +441,7 @@ void pair_grad_entry(Call& c) {
     c.expect_counts(3, 2);
   else
     c.expect_counts(3, 3, 1, 2);
-  int32_t dt = c.float_dtype();
-  for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
-  for (size_t i = 0; i < c.out.size(); ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    pair_loss_grad<float>(c, K);
-  else
-    pair_loss_grad<double>(c, K);
+  with_float_dtype(c, {1, 2}, {0, 1}, [&](auto t) { pair_loss_grad<decltype(t)>(c, K); });
 }
 
 }  // namespace

@@ -334,13 +334,7 @@ void gather_grad(Call& c) {
 
 void gather_grad_entry(Call& c) {
   c.expect_counts(3, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(2, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    gather_grad<float>(c);
-  else
-    gather_grad<double>(c);
+  with_float_dtype(c, {2}, {0}, [&](auto t) { gather_grad<decltype(t)>(c); });
 }
 
 // ---------------------------------------------------------------- sort
@@ -424,23 +418,12 @@ void sort_grad(Call& c) {
 
 void sort_entry(Call& c) {
   c.expect_counts(1, 1, 1, 2);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    sort_forward<float>(c);
-  else
-    sort_forward<double>(c);
+  with_float_dtype(c, {}, {0}, [&](auto t) { sort_forward<decltype(t)>(c); });
 }
 
 void sort_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    sort_grad<float>(c);
-  else
-    sort_grad<double>(c);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { sort_grad<decltype(t)>(c); });
 }
 
 }  // namespace
