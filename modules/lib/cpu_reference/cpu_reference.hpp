@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,24 @@ void with_float_dtype(Call& c, std::initializer_list<size_t> same_in, std::initi
   else
     run(double{});
 }
+
+// ---------------------------------------------------------------- driver side
+
+// Both drivers publish the same primitives: every register_* table by name,
+// and the sorted name list their descriptors point at.
+const std::map<std::string, PrimitiveInfo>& primitive_registry();
+const std::vector<const char*>& primitive_names();
+// A dispatch's Call with its primitive and attributes set; an unknown name is
+// PRIMITIVE_UNSUPPORTED.
+Call start_call(const char* primitive, const umlos_attr* attrs, uint32_t n_attrs);
+// [offset, offset + bytes) must lie in a buffer of *buffer_bytes bytes (NULL:
+// no buffer); `what` names the caller in the message.
+void check_range(const char* what, const uint64_t* buffer_bytes, uint64_t offset, uint64_t bytes);
+// A view's dtype, rank and extents checked; the Operand has dims and numel,
+// its data is for the driver to set from the view's buffer.
+Operand view_operand_shape(const std::string& primitive, const std::string& role, const umlos_tensor_view& v);
+// rng_fill's request and output pointers and the request's struct size.
+void check_rng_request(const umlos_rng_request* req, const umlos_tensor_view* out);
 
 // Reads an index operand (I32 or I64) element as int64.
 inline int64_t index_at(const Operand& idx, int64_t i) {
