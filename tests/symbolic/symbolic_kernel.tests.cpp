@@ -25,21 +25,11 @@ using json = nlohmann::json;
 
 namespace {
 
-template <class T>
-HostTensor tensor_of(int32_t dtype, const std::vector<int64_t>& shape, const std::vector<T>& v) {
-  HostTensor t;
-  t.dtype = dtype;
-  t.shape.rank = static_cast<uint32_t>(shape.size());
-  for (size_t k = 0; k < shape.size(); ++k) t.shape.dims[k] = shape[k];
-  t.data.resize(v.size() * sizeof(T));
-  if (!v.empty()) std::memcpy(t.data.data(), v.data(), t.data.size());
-  return t;
-}
 HostTensor f64_tensor(const std::vector<int64_t>& shape, const std::vector<double>& v) {
-  return tensor_of(UMLOS_DTYPE_F64, shape, v);
+  return host_tensor(UMLOS_DTYPE_F64, shape, v);
 }
 HostTensor i64_tensor(const std::vector<int64_t>& shape, const std::vector<int64_t>& v) {
-  return tensor_of(UMLOS_DTYPE_I64, shape, v);
+  return host_tensor(UMLOS_DTYPE_I64, shape, v);
 }
 HostTensor text_tensor(const std::string& s) {
   HostTensor t;
