@@ -156,13 +156,7 @@ TEST_CASE("A run folder held by a running umlos is refused to a second run and t
   const std::string m = variant("digits", "held", {{"max_steps: 1500", "max_steps: 400"}});
   const std::string root = temp_dir("held");
   const std::string dir = root + "/run";
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setenv("UML_OS_ROOT", root.c_str(), 1);
-    ::execl(UMLOS_EXE, UMLOS_EXE, "run", "-q", "--run-dir", dir.c_str(), m.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn_run(m, root, dir);
   // Wait until the first run is in its loop.
   bool running = false;
   for (int spin = 0; spin < 60000 && !running; ++spin) {

@@ -294,13 +294,7 @@ namespace {
 // it with SIGKILL once its trace holds at least `kill_at` iter records.
 // Returns the number of iter records present when the kill landed.
 size_t run_and_kill(const std::string& manifest, const std::string& root, const std::string& dir, size_t kill_at) {
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setenv("UML_OS_ROOT", root.c_str(), 1);
-    ::execl(UMLOS_EXE, UMLOS_EXE, "run", "-q", "--run-dir", dir.c_str(), manifest.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn_run(manifest, root, dir);
   const std::string trace = dir + "/trace.jsonl";
   size_t iters = 0;
   for (int spin = 0; spin < 60000; ++spin) {
