@@ -12,6 +12,7 @@
 #include "error.hpp"
 #include "host.hpp"
 #include "sha256.hpp"
+#include "umlos_names.h"
 #include "value_decls.hpp"
 #include "watchdog.hpp"
 
@@ -20,18 +21,8 @@ namespace umlos {
 namespace {
 
 const char* stream_name(int32_t s) {
-  switch (s) {
-    case UMLOS_STREAM_NONE:
-      return "none";
-    case UMLOS_STREAM_INIT:
-      return "init";
-    case UMLOS_STREAM_CLUSTER:
-      return "cluster";
-    case UMLOS_STREAM_MISC:
-      return "misc";
-    default:
-      return "invalid";
-  }
+  const char* name = umlos_stream_name(s);
+  return name ? name : "invalid";
 }
 
 // A declared name ending in ".*" is a family: it matches every value whose
