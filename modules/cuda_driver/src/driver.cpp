@@ -563,67 +563,28 @@ static void native_copy(Instance* inst, Call& c) {
 }
 
 static void native_reshape(Instance* inst, Call& c) {
-  c.expect_counts(1, 1);
-  c.expect_out_dtype(0, c.in[0].dtype);
-  if (c.out[0].numel != c.in[0].numel)
-    c.shape_error(c.out_name(0) + " " + shape_string(c.out[0].dims) + " has " + std::to_string(c.out[0].numel) +
-                  " elements, " + c.in_name(0) + " " + shape_string(c.in[0].dims) + " has " +
-                  std::to_string(c.in[0].numel));
+  cpu_driver::check_reshape(c);
   device_copy(inst, c.out[0], c.in[0], c.in[0].bytes());
 }
 
 static void native_reshape_grad(Instance* inst, Call& c) {
-  c.expect_counts(2, 1);
-  c.expect_in_dtype(1, c.in[0].dtype);
-  c.expect_out_dtype(0, c.in[0].dtype);
-  c.expect_out_shape(0, c.in[0].dims);
-  if (c.in[1].numel != c.in[0].numel)
-    c.shape_error(c.in_name(1) + " " + shape_string(c.in[1].dims) + " has " + std::to_string(c.in[1].numel) +
-                  " elements, expected " + std::to_string(c.in[0].numel));
+  cpu_driver::check_reshape_grad(c);
   device_copy(inst, c.out[0], c.in[1], c.in[1].bytes());
 }
 
 // sum / mean / variance forward (reductions.cpp: axis_view, divisor_of).
-enum StatKind { S_SUM, S_MEAN, S_VAR };
+using cpu_driver::StatKind;
 
-template <int K>
+template <StatKind K>
 static void native_stat(Instance* inst, Call& c) {
   c.expect_counts(1, 1);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
   const Operand& x = c.in[0];
-  bool keep = c.attr_int("keepdims", 0) != 0;
-  int64_t outer = 1, len = x.numel, inner = 1;
-  std::vector<int64_t> out_dims;
-  if (!c.find_attr("axis")) {
-    out_dims = keep ? std::vector<int64_t>(x.rank(), 1) : std::vector<int64_t>{};
-  } else {
-    if (x.rank() == 0) c.shape_error(c.in_name(0) + ": attribute 'axis' given for a scalar");
-    int axis = c.normalize_axis(c.attr_int("axis", 0), x.rank(), "axis");
-    outer = cpu_driver::dims_product(x.dims, 0, axis);
-    len = x.dims[axis];
-    inner = cpu_driver::dims_product(x.dims, axis + 1, x.dims.size());
-    out_dims = x.dims;
-    if (keep)
-      out_dims[axis] = 1;
-    else
-      out_dims.erase(out_dims.begin() + axis);
-  }
-  if (!(out_dims.empty() && c.out[0].rank() == 1 && c.out[0].dims[0] == 1)) c.expect_out_shape(0, out_dims);
-  double divisor = 1.0;
-  if (K == S_MEAN) {
-    if (len == 0) c.shape_error(c.in_name(0) + ": mean over an empty axis");
-    divisor = static_cast<double>(len);
-  } else if (K == S_VAR) {
-    int64_t corr = c.attr_int("correction", 0);
-    if (corr < 0)
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
-    if (len - corr <= 0)
-      c.shape_error(c.in_name(0) + ": reduced length " + std::to_string(len) + " must exceed correction " +
-                    std::to_string(corr));
-    divisor = static_cast<double>(len - corr);
-  }
-  ReducePlan p = plan_reduce(outer, len, inner);
+  const cpu_driver::AxisView v = cpu_driver::axis_view(c, x);
+  cpu_driver::expect_reduced_shape(c, 0, false, v.out_dims);
+  double divisor = cpu_driver::divisor_of(c, K, v.len);
+  ReducePlan p = plan_reduce(v.outer, v.len, v.inner);
   if (p.outputs == 0) return;
   bool f32 = dt == UMLOS_DTYPE_F32;
   // Scratch: partials, then (variance) the binary64 means.
@@ -638,13 +599,13 @@ static void native_stat(Instance* inst, Call& c) {
     return;
   }
   launch(inst, chunk_fn, launch_1d(p.partials), {&px, &partial, &p, &mode, &none}, "umlos_chunk_sums");
-  if (K != S_VAR) {
+  if (K != StatKind::Variance) {
     launch(inst, fold_fn, launch_1d(p.outputs), {&partial, &py, &none, &p, &divisor}, "umlos_fold_chunks");
     return;
   }
   // Variance: mean = canonical sum / len (kept in binary64), then the
   // canonical sum of (x - mean)^2, / (len - correction).
-  double n = static_cast<double>(len);
+  double n = static_cast<double>(v.len);
   launch(inst, fold_fn, launch_1d(p.outputs), {&partial, &none, &means, &p, &n}, "umlos_fold_chunks (mean)");
   mode = 1;
   launch(inst, chunk_fn, launch_1d(p.partials), {&px, &partial, &p, &mode, &means}, "umlos_chunk_sums (squares)");
@@ -755,9 +716,9 @@ static const std::map<std::string, NativeFn>& native_table() {
       {"copy", native_copy},
       {"reshape", native_reshape},
       {"reshape_grad", native_reshape_grad},
-      {"sum", native_stat<S_SUM>},
-      {"mean", native_stat<S_MEAN>},
-      {"variance", native_stat<S_VAR>},
+      {"sum", native_stat<StatKind::Sum>},
+      {"mean", native_stat<StatKind::Mean>},
+      {"variance", native_stat<StatKind::Variance>},
       {"softmax", native_softmax<0>},
       {"log_softmax", native_softmax<1>},
       {"matmul", native_matmul},

@@ -194,6 +194,25 @@ Operand view_operand_shape(const std::string& primitive, const std::string& role
 // rng_fill's request and output pointers and the request's struct size.
 void check_rng_request(const umlos_rng_request* req, const umlos_tensor_view* out);
 
+// ---------------------------------------------------------------- reductions
+
+// The reductions' shared checks (reductions.cpp), also run by cuda_driver's
+// native sum/mean/variance so both drivers reject the same calls alike.
+enum class StatKind { Sum, Mean, Variance };
+// x viewed as [outer, len, inner] around the reduced axis; all = one line.
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+  std::vector<int64_t> out_dims;
+};
+AxisView axis_view(const Call& c, const Operand& x);
+// A reduced output may be given as [] or [1] when the result is one value.
+void expect_reduced_shape(const Call& c, size_t out_or_in, bool is_input, const std::vector<int64_t>& dims);
+// 1 for a sum, len for a mean, len - correction for a variance (checked).
+double divisor_of(const Call& c, StatKind k, int64_t len);
+// reshape and reshape_grad's operand checks (shape_ops.cpp).
+void check_reshape(const Call& c);
+void check_reshape_grad(const Call& c);
+
 // Reads an index operand (I32 or I64) element as int64.
 inline int64_t index_at(const Operand& idx, int64_t i) {
   return idx.dtype == UMLOS_DTYPE_I32 ? static_cast<int64_t>(idx.as<int32_t>()[i]) : idx.as<int64_t>()[i];

@@ -12,19 +12,6 @@
 #include "cpu_reference.hpp"
 
 namespace cpu_driver {
-namespace {
-
-constexpr int64_t kRowGrain = 8;
-
-// ---------------------------------------------------------------- sum/mean/variance
-
-enum class StatKind { Sum, Mean, Variance };
-
-// x viewed as [outer, len, inner] around the reduced axis; all = one line.
-struct AxisView {
-  int64_t outer = 1, len = 1, inner = 1;
-  std::vector<int64_t> out_dims;
-};
 
 AxisView axis_view(const Call& c, const Operand& x) {
   AxisView v;
@@ -47,7 +34,6 @@ AxisView axis_view(const Call& c, const Operand& x) {
   return v;
 }
 
-// A reduced output may be given as [] or [1] when the result is one value.
 void expect_reduced_shape(const Call& c, size_t out_or_in, bool is_input, const std::vector<int64_t>& dims) {
   const Operand& o = is_input ? c.in[out_or_in] : c.out[out_or_in];
   if (dims.empty() && o.rank() == 1 && o.dims[0] == 1) return;
@@ -71,6 +57,12 @@ double divisor_of(const Call& c, StatKind k, int64_t len) {
                   std::to_string(corr));
   return static_cast<double>(len - corr);
 }
+
+namespace {
+
+constexpr int64_t kRowGrain = 8;
+
+// ---------------------------------------------------------------- sum/mean/variance
 
 // Mean of one line (canonical sum / len); 0 for an empty line.
 template <class T>

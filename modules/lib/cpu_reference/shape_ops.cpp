@@ -11,21 +11,17 @@
 #include "cpu_reference.hpp"
 
 namespace cpu_driver {
-namespace {
 
-// ---------------------------------------------------------------- reshape
-
-void reshape_entry(Call& c) {
+void check_reshape(const Call& c) {
   c.expect_counts(1, 1);
   c.expect_out_dtype(0, c.in[0].dtype);
   if (c.out[0].numel != c.in[0].numel)
     c.shape_error(c.out_name(0) + " " + shape_string(c.out[0].dims) + " has " + std::to_string(c.out[0].numel) +
                   " elements, " + c.in_name(0) + " " + shape_string(c.in[0].dims) + " has " +
                   std::to_string(c.in[0].numel));
-  if (c.out[0].data != c.in[0].data) std::memmove(c.out[0].data, c.in[0].data, c.in[0].bytes());
 }
 
-void reshape_grad_entry(Call& c) {
+void check_reshape_grad(const Call& c) {
   c.expect_counts(2, 1);
   c.expect_in_dtype(1, c.in[0].dtype);
   c.expect_out_dtype(0, c.in[0].dtype);
@@ -33,6 +29,19 @@ void reshape_grad_entry(Call& c) {
   if (c.in[1].numel != c.in[0].numel)
     c.shape_error(c.in_name(1) + " " + shape_string(c.in[1].dims) + " has " + std::to_string(c.in[1].numel) +
                   " elements, expected " + std::to_string(c.in[0].numel));
+}
+
+namespace {
+
+// ---------------------------------------------------------------- reshape
+
+void reshape_entry(Call& c) {
+  check_reshape(c);
+  if (c.out[0].data != c.in[0].data) std::memmove(c.out[0].data, c.in[0].data, c.in[0].bytes());
+}
+
+void reshape_grad_entry(Call& c) {
+  check_reshape_grad(c);
   if (c.out[0].data != c.in[1].data) std::memmove(c.out[0].data, c.in[1].data, c.in[1].bytes());
 }
 
