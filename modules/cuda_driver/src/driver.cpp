@@ -405,6 +405,15 @@ static void clamp_params(const Call& c, int op, double* lo, double* hi) {
   *hi = c.attr_float("hi", INFINITY);
 }
 
+// clamp's lo <= hi, in the element type the kernel runs at (bounds that
+// cross once rounded to f32 are rejected for f32).
+template <class T>
+static void check_clamp_bounds(const Call& c, int op, T lo, T hi) {
+  if (op == U_CLAMP && !(lo <= hi))
+    fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(lo)) +
+                                     ") must not exceed hi (" + std::to_string(double(hi)) + ")");
+}
+
 template <int Op>
 static void native_unary(Instance* inst, Call& c) {
   c.expect_counts(1, 1);
@@ -418,14 +427,10 @@ static void native_unary(Instance* inst, Call& c) {
   int64_t n = c.in[0].numel;
   if (dt == UMLOS_DTYPE_F32) {
     float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
-    if (Op == U_CLAMP && !(flo <= fhi))
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(flo)) +
-                                       ") must not exceed hi (" + std::to_string(double(fhi)) + ")");
+    check_clamp_bounds(c, Op, flo, fhi);
     launch(inst, inst->k.unary_f32, launch_1d(n), {&op, &x, &y, &n, &flo, &fhi}, "umlos_unary_f32");
   } else {
-    if (Op == U_CLAMP && !(lo <= hi))
-      fail(UMLOS_INVALID_ARGUMENT,
-           c.primitive + ": attribute lo (" + std::to_string(lo) + ") must not exceed hi (" + std::to_string(hi) + ")");
+    check_clamp_bounds(c, Op, lo, hi);
     launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f64");
   }
 }
@@ -445,14 +450,10 @@ static void native_unary_grad(Instance* inst, Call& c) {
   int64_t n = c.in[0].numel;
   if (dt == UMLOS_DTYPE_F32) {
     float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
-    if (Op == U_CLAMP && !(flo <= fhi))
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(flo)) +
-                                       ") must not exceed hi (" + std::to_string(double(fhi)) + ")");
+    check_clamp_bounds(c, Op, flo, fhi);
     launch(inst, inst->k.unary_grad_f32, launch_1d(n), {&op, &x, &g, &dx, &n, &flo, &fhi}, "umlos_unary_grad_f32");
   } else {
-    if (Op == U_CLAMP && !(lo <= hi))
-      fail(UMLOS_INVALID_ARGUMENT,
-           c.primitive + ": attribute lo (" + std::to_string(lo) + ") must not exceed hi (" + std::to_string(hi) + ")");
+    check_clamp_bounds(c, Op, lo, hi);
     launch(inst, inst->k.unary_grad_f64, launch_1d(n), {&op, &x, &g, &dx, &n, &lo, &hi}, "umlos_unary_grad_f64");
   }
 }
