@@ -218,6 +218,10 @@ inline int64_t index_at(const Operand& idx, int64_t i) {
   return idx.dtype == UMLOS_DTYPE_I32 ? static_cast<int64_t>(idx.as<int32_t>()[i]) : idx.as<int64_t>()[i];
 }
 
+// Every element of index input `i` lies in [0, bound): OUT_OF_RANGE naming
+// the first that does not as `what`[k].
+void expect_indices_below(const Call& c, size_t i, int64_t bound, const char* what);
+
 // Product of dims[begin, end).
 inline int64_t dims_product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   int64_t p = 1;

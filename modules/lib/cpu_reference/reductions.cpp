@@ -265,18 +265,12 @@ void softmax_grad_entry(Call& c) {
 // ---------------------------------------------------------------- cross_entropy
 
 void check_cross_entropy(const Call& c) {
-  const Operand &logits = c.in[0], &labels = c.in[1];
+  const Operand& logits = c.in[0];
   c.expect_index_dtype(1);
   if (logits.rank() != 2) c.shape_error(c.in_name(0) + ": expected rank 2 [N, C], got " + shape_string(logits.dims));
   c.expect_in_shape(1, {logits.dims[0]});
   if (logits.dims[0] == 0) c.shape_error(c.in_name(0) + ": mean over zero rows");
-  int64_t classes = logits.dims[1];
-  for (int64_t i = 0; i < labels.numel; ++i) {
-    int64_t l = index_at(labels, i);
-    if (l < 0 || l >= classes)
-      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(1) + ": labels[" + std::to_string(i) +
-                                   "] = " + std::to_string(l) + " is outside [0, " + std::to_string(classes) + ")");
-  }
+  expect_indices_below(c, 1, logits.dims[1], "labels");
 }
 
 template <class T>

@@ -286,13 +286,7 @@ std::vector<int64_t> gather_dims(const Call& c) {
   const Operand &table = c.in[0], &idx = c.in[1];
   c.expect_index_dtype(1);
   if (table.rank() < 1) c.shape_error(c.in_name(0) + ": expected rank >= 1, got a scalar");
-  int64_t rows = table.dims[0];
-  for (int64_t i = 0; i < idx.numel; ++i) {
-    int64_t r = index_at(idx, i);
-    if (r < 0 || r >= rows)
-      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(1) + ": index[" + std::to_string(i) +
-                                   "] = " + std::to_string(r) + " is outside [0, " + std::to_string(rows) + ")");
-  }
+  expect_indices_below(c, 1, table.dims[0], "index");
   std::vector<int64_t> dims = idx.dims;
   dims.insert(dims.end(), table.dims.begin() + 1, table.dims.end());
   return dims;
