@@ -24,6 +24,14 @@ std::vector<json> records(const std::string& trace) {
   return out;
 }
 
+// The demo walk for 5 steps with a test module's Draw_v1 as the next_batch
+// step: the modules that draw more, fewer or exactly the declared values.
+ManifestRun run_draw_module(const std::string& module, const std::string& tag) {
+  return run_manifest_text(walk_manifest({module_path("umlos_cpu_driver"), module_path(module)},
+                                         "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
+                           tag);
+}
+
 const std::vector<std::string> kWalkModules = {module_path("umlos_cpu_driver"), module_path("umlos_core")};
 
 }  // namespace
@@ -77,9 +85,7 @@ TEST_CASE("The driver's thread count does not change a single byte of the trace"
 
 TEST_CASE("An operator that draws more than it declares aborts the run with RNG_CONSUMPTION_VIOLATION",
           "[runner][rng]") {
-  ManifestRun r = run_manifest_text(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_bad_draws")},
-                                                  "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
-                                    "bad-draws");
+  ManifestRun r = run_draw_module("test_bad_draws", "bad-draws");
   CHECK(r.exit_status == exit_code_for(UMLOS_RNG_CONSUMPTION_VIOLATION));
   json f = r.failure();
   CHECK(f["failure_code"] == "RNG_CONSUMPTION_VIOLATION");
@@ -96,25 +102,19 @@ TEST_CASE("An operator that draws more than it declares aborts the run with RNG_
 }
 
 TEST_CASE("An operator that draws fewer values than it declares is stopped the same way", "[runner][rng]") {
-  ManifestRun r = run_manifest_text(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_few_draws")},
-                                                  "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
-                                    "few-draws");
+  ManifestRun r = run_draw_module("test_few_draws", "few-draws");
   CHECK(r.exit_status == exit_code_for(UMLOS_RNG_CONSUMPTION_VIOLATION));
   CHECK_THAT(r.failure()["message"].get<std::string>(), Catch::Contains("expected delta 1, actual 0"));
 }
 
 TEST_CASE("The same operator drawing exactly what it declares runs cleanly", "[runner][rng]") {
-  ManifestRun r = run_manifest_text(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_well_behaved")},
-                                                  "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
-                                    "good-draws");
+  ManifestRun r = run_draw_module("test_well_behaved", "good-draws");
   CHECK(r.exit_status == 0);
 }
 
 TEST_CASE("A non-finite declared output is a contract violation with the element as counterexample",
           "[runner][contract]") {
-  ManifestRun r = run_manifest_text(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_nan_output")},
-                                                  "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
-                                    "nan");
+  ManifestRun r = run_draw_module("test_nan_output", "nan");
   CHECK(r.exit_status == exit_code_for(UMLOS_CONTRACT_VIOLATION));
   CHECK_THAT(r.failure()["message"].get<std::string>(), Catch::Contains("element 0"));
 }
