@@ -290,6 +290,15 @@ TEST_CASE("A policy rule with a syntax error fails at bootstrap with its column,
 
 namespace {
 
+// digits_augment shortened to `steps`, augmenting at t = `augment_at` and
+// checkpointing every 40 steps.
+std::string short_augment_variant(const std::string& tag, int steps, int augment_at) {
+  return variant("digits_augment", tag,
+                 {{"max_steps: 600", "max_steps: " + std::to_string(steps)},
+                  {"t == 300 and state == S_P", "t == " + std::to_string(augment_at) + " and state == S_P"},
+                  {"checkpoint_every: 250", "checkpoint_every: 40"}});
+}
+
 // Starts `umlos run -q --run-dir DIR MANIFEST` as a child process and kills
 // it with SIGKILL once its trace holds at least `kill_at` iter records.
 // Returns the number of iter records present when the kill landed.
@@ -378,10 +387,7 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
   // digits_augment shortened: augment at t = 60, checkpoints every 40, so a
   // resume from t = 40 crosses the augment step and one from t = 80 restores
   // the prototypes and equations from the checkpoint.
-  const std::string m = variant("digits_augment", "kill",
-                                {{"max_steps: 600", "max_steps: 120"},
-                                 {"t == 300 and state == S_P", "t == 60 and state == S_P"},
-                                 {"checkpoint_every: 250", "checkpoint_every: 40"}});
+  const std::string m = short_augment_variant("kill", 120, 60);
   Run whole = run(m, "kill-aug-whole");
   INFO(whole.result.output);
   REQUIRE(whole.result.exit_status == 0);
@@ -429,10 +435,7 @@ TEST_CASE("A checkpoint whose stored equation uses an operator outside the set f
 #ifndef UMLOS_TEST_HAVE_SYMBOLIC
   UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
 #endif
-  const std::string m = variant("digits_augment", "eqckpt",
-                                {{"max_steps: 600", "max_steps: 60"},
-                                 {"t == 300 and state == S_P", "t == 20 and state == S_P"},
-                                 {"checkpoint_every: 250", "checkpoint_every: 40"}});
+  const std::string m = short_augment_variant("eqckpt", 60, 20);
   Run r = run(m, "eqckpt");
   INFO(r.result.output);
   REQUIRE(r.result.exit_status == 0);
