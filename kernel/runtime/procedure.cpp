@@ -58,37 +58,30 @@ std::optional<double> scalar_f64(const Host& host, const std::string& name) {
   return std::nullopt;
 }
 
+// One scalar element of type T, as int64 (a u64 above INT64_MAX wraps).
+template <class T>
+int64_t read_scalar_as_int(const Host& host, const Tensor& t) {
+  T v;
+  host.read(t, &v, sizeof v);
+  return static_cast<int64_t>(v);
+}
+
 std::optional<int64_t> scalar_int(const Host& host, const std::string& name) {
   const TensorPtr value = host.find_value(name);
   if (!value) return std::nullopt;
   const Tensor& t = *value;
   if (element_count(t.shape) != 1) return std::nullopt;
   switch (t.dtype) {
-    case UMLOS_DTYPE_I64: {
-      int64_t v;
-      host.read(t, &v, 8);
-      return v;
-    }
-    case UMLOS_DTYPE_I32: {
-      int32_t v;
-      host.read(t, &v, 4);
-      return v;
-    }
-    case UMLOS_DTYPE_U8: {
-      uint8_t v;
-      host.read(t, &v, 1);
-      return v;
-    }
-    case UMLOS_DTYPE_U32: {
-      uint32_t v;
-      host.read(t, &v, 4);
-      return v;
-    }
-    case UMLOS_DTYPE_U64: {
-      uint64_t v;
-      host.read(t, &v, 8);
-      return static_cast<int64_t>(v);
-    }
+    case UMLOS_DTYPE_I64:
+      return read_scalar_as_int<int64_t>(host, t);
+    case UMLOS_DTYPE_I32:
+      return read_scalar_as_int<int32_t>(host, t);
+    case UMLOS_DTYPE_U8:
+      return read_scalar_as_int<uint8_t>(host, t);
+    case UMLOS_DTYPE_U32:
+      return read_scalar_as_int<uint32_t>(host, t);
+    case UMLOS_DTYPE_U64:
+      return read_scalar_as_int<uint64_t>(host, t);
     default:
       return std::nullopt;
   }
