@@ -69,9 +69,7 @@ TEST_CASE(
   REQUIRE(std::system("python3 -c 'import json, struct' >/dev/null 2>&1") == 0);  // the reader needs Python 3
   const std::string m = variant("breast_cancer", "export",
                                 {{"max_steps: 600", "max_steps: 4"}, {"checkpoint_every: 250", "checkpoint_every: 2"}});
-  Run r = run(m, "export");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(m, "export");
   const std::string job_id = records(r.trace()).front()["job_id"].get<std::string>();
   const std::string out_dir = temp_dir("export-out");
 

@@ -83,4 +83,12 @@ inline Run run(const std::string& manifest, const std::string& tag, const std::s
   return r;
 }
 
+// run() that must succeed: the run's output is shown when it does not.
+inline Run run_ok(const std::string& manifest, const std::string& tag, const std::string& extra = "") {
+  Run r = run(manifest, tag, extra);
+  INFO(r.result.output);
+  REQUIRE(r.result.exit_status == 0);
+  return r;
+}
+
 }  // namespace umlos_test

@@ -36,9 +36,7 @@ std::vector<std::string> state_fps(const std::string& trace) {
 }  // namespace
 
 TEST_CASE("The default digits manifest reaches held-out accuracy of at least 0.97", "[training][slow]") {
-  Run r = run(pinned_manifest("digits"), "digits");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(pinned_manifest("digits"), "digits");
   const json end = records(r.trace()).back();
   REQUIRE(end["record"] == "run_end");
   CHECK(end["status"] == "success");
@@ -48,18 +46,14 @@ TEST_CASE("The default digits manifest reaches held-out accuracy of at least 0.9
 }
 
 TEST_CASE("The breast cancer manifest reaches held-out accuracy of at least 0.95", "[training]") {
-  Run r = run(pinned_manifest("breast_cancer"), "bc");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(pinned_manifest("breast_cancer"), "bc");
   const json end = records(r.trace()).back();
   CHECK(end["task_type"] == "binary");
   CHECK(end["val_accuracy"].get<double>() >= 0.95);
 }
 
 TEST_CASE("The diabetes manifest reaches a held-out R squared of at least 0.45", "[training]") {
-  Run r = run(pinned_manifest("diabetes"), "diabetes");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(pinned_manifest("diabetes"), "diabetes");
   const json end = records(r.trace()).back();
   CHECK(end["task_type"] == "regression");
   CHECK(end["val_r2"].get<double>() >= 0.45);
@@ -362,9 +356,7 @@ TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count i
   const std::string m = variant(
       "digits", "keep",
       {{"max_steps: 1500", "max_steps: 100"}, {"checkpoint_every: 250", "checkpoint_every: 20\n  checkpoint_keep: 2"}});
-  Run r = run(m, "keep");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(m, "keep");
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(r.dir + "/checkpoints")) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
@@ -388,9 +380,7 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
   // resume from t = 40 crosses the augment step and one from t = 80 restores
   // the prototypes and equations from the checkpoint.
   const std::string m = short_augment_variant("kill", 120, 60);
-  Run whole = run(m, "kill-aug-whole");
-  INFO(whole.result.output);
-  REQUIRE(whole.result.exit_status == 0);
+  Run whole = run_ok(m, "kill-aug-whole");
   const std::vector<json> recs = records(whole.trace());
   // The augment step's record carries the equations, one per prototype.
   json found;
@@ -436,9 +426,7 @@ TEST_CASE("A checkpoint whose stored equation uses an operator outside the set f
   UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
 #endif
   const std::string m = short_augment_variant("eqckpt", 60, 20);
-  Run r = run(m, "eqckpt");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(m, "eqckpt");
   // Rewrite one equation in ckpt_00000040.pb with the same length ("cos(" ->
   // "tan(", an operator outside the set) and a valid content_sha256: a
   // checkpoint that is well-formed as a file but holds a bad equation.

@@ -213,9 +213,7 @@ TEST_CASE("ActivateNonParamModule_v1 takes exactly 31 cluster draws and writes p
 
 TEST_CASE("Digits with one augment step: equations found, accuracy with and without, identical traces",
           "[symbolic][training][slow]") {
-  Run a = run(pinned_manifest("digits_augment"), "aug-a");
-  INFO(a.result.output);
-  REQUIRE(a.result.exit_status == 0);
+  Run a = run_ok(pinned_manifest("digits_augment"), "aug-a");
   const std::vector<json> ra = records(a.trace());
   bool augmented = false;
   for (const json& r : ra) {
