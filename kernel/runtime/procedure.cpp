@@ -343,6 +343,15 @@ json failure_record(RunState& rs, const Failure& f) {
   return r;
 }
 
+// The trace's closing record of a failed run (0.K).
+void write_failed_run_end(RunState& rs, const Failure& f) {
+  rs.trace.write({{"record", "run_end"},
+                  {"status", "failed"},
+                  {"t", rs.host.iteration()},
+                  {"failure_code", status_name(f.code())},
+                  {"failure_operator", rs.current_operator}});
+}
+
 const umlos_operator_desc* resolve(RunState& rs, const std::string& role) {
   std::string name = rs.manifest->operator_for(role);
   if (name.empty()) return nullptr;
@@ -599,11 +608,7 @@ void set_limits(RunState& rs, const Manifest& manifest) {
       const Failure f(UMLOS_QUOTA_EXCEEDED, message);
       const json record = failure_record(rs, f);
       try {
-        rs.trace.write({{"record", "run_end"},
-                        {"status", "failed"},
-                        {"t", rs.host.iteration()},
-                        {"failure_code", status_name(f.code())},
-                        {"failure_operator", rs.current_operator}});
+        write_failed_run_end(rs, f);
         rs.trace.close();
         write_file_atomic((fs::path(rs.run_dir) / "failure.json").string(), record.dump(2) + "\n");
       } catch (const Failure& g) {
@@ -909,11 +914,7 @@ void finish_run(RunState& rs, const Manifest& manifest, const RunOptions& option
 int record_run_failure(RunState& rs, const Failure& f) {
   json record = failure_record(rs, f);
   try {
-    rs.trace.write({{"record", "run_end"},
-                    {"status", "failed"},
-                    {"t", rs.host.iteration()},
-                    {"failure_code", status_name(f.code())},
-                    {"failure_operator", rs.current_operator}});
+    write_failed_run_end(rs, f);
   } catch (const Failure& g) {
     // The trace itself failed (a full disk): the failure record still goes.
     std::fprintf(stderr, "umlos: could not end the trace: %s\n", g.what());
