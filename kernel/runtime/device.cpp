@@ -87,11 +87,19 @@ TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool chec
   return t;
 }
 
-void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) {
+// [offset, offset + bytes) must lie inside t: OUT_OF_RANGE naming the access
+// ("tensor write of N bytes at offset O into a tensor of B").
+static void check_tensor_range(const Tensor& t, uint64_t bytes, uint64_t offset, const char* access,
+                               const char* preposition) {
   if (offset > t.bytes || bytes > t.bytes - offset) {
-    throw Failure(UMLOS_OUT_OF_RANGE, "tensor write of " + std::to_string(bytes) + " bytes at offset " +
-                                          std::to_string(offset) + " into a tensor of " + std::to_string(t.bytes));
+    throw Failure(UMLOS_OUT_OF_RANGE, std::string("tensor ") + access + " " + std::to_string(bytes) +
+                                          " bytes at offset " + std::to_string(offset) + " " + preposition +
+                                          " a tensor of " + std::to_string(t.bytes));
   }
+}
+
+void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) {
+  check_tensor_range(t, bytes, offset, "write of", "into");
   if (bytes == 0) return;
   umlos_status s =
       t.driver->desc->buffer_write(t.driver->instance, t.driver->ctx, t.buffer, t.byte_offset + offset, src, bytes);
@@ -99,10 +107,7 @@ void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) 
 }
 
 void Device::read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset) const {
-  if (offset > t.bytes || bytes > t.bytes - offset) {
-    throw Failure(UMLOS_OUT_OF_RANGE, "tensor read of " + std::to_string(bytes) + " bytes at offset " +
-                                          std::to_string(offset) + " from a tensor of " + std::to_string(t.bytes));
-  }
+  check_tensor_range(t, bytes, offset, "read of", "from");
   if (bytes == 0) return;
   umlos_status s =
       t.driver->desc->buffer_read(t.driver->instance, t.driver->ctx, t.buffer, t.byte_offset + offset, dst, bytes);
