@@ -414,25 +414,39 @@ static void check_clamp_bounds(const Call& c, int op, T lo, T hi) {
                                      ") must not exceed hi (" + std::to_string(double(hi)) + ")");
 }
 
+// A unary kernel's bounds (clamp's lo/hi, infinite for the others) in its
+// element type, checked, then its f32 or f64 launch with them.
+template <int Op, class LaunchF32, class LaunchF64>
+static void launch_unary(const Call& c, int32_t dt, LaunchF32&& f32, LaunchF64&& f64) {
+  double lo, hi;
+  clamp_params(c, Op, &lo, &hi);
+  if (dt == UMLOS_DTYPE_F32) {
+    float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+    check_clamp_bounds(c, Op, flo, fhi);
+    f32(flo, fhi);
+  } else {
+    check_clamp_bounds(c, Op, lo, hi);
+    f64(lo, hi);
+  }
+}
+
 template <int Op>
 static void native_unary(Instance* inst, Call& c) {
   c.expect_counts(1, 1);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
   c.expect_out_shape(0, c.in[0].dims);
-  double lo, hi;
-  clamp_params(c, Op, &lo, &hi);
   int op = Op;
   CUdeviceptr x = dptr(c.in[0]), y = dptr(c.out[0]);
   int64_t n = c.in[0].numel;
-  if (dt == UMLOS_DTYPE_F32) {
-    float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
-    check_clamp_bounds(c, Op, flo, fhi);
-    launch(inst, inst->k.unary_f32, launch_1d(n), {&op, &x, &y, &n, &flo, &fhi}, "umlos_unary_f32");
-  } else {
-    check_clamp_bounds(c, Op, lo, hi);
-    launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f64");
-  }
+  launch_unary<Op>(
+      c, dt,
+      [&](float lo, float hi) {
+        launch(inst, inst->k.unary_f32, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f32");
+      },
+      [&](double lo, double hi) {
+        launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f64");
+      });
 }
 
 template <int Op>
@@ -443,19 +457,17 @@ static void native_unary_grad(Instance* inst, Call& c) {
   c.expect_out_dtype(0, dt);
   c.expect_in_shape(1, c.in[0].dims);
   c.expect_out_shape(0, c.in[0].dims);
-  double lo, hi;
-  clamp_params(c, Op, &lo, &hi);
   int op = Op;
   CUdeviceptr x = dptr(c.in[0]), g = dptr(c.in[1]), dx = dptr(c.out[0]);
   int64_t n = c.in[0].numel;
-  if (dt == UMLOS_DTYPE_F32) {
-    float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
-    check_clamp_bounds(c, Op, flo, fhi);
-    launch(inst, inst->k.unary_grad_f32, launch_1d(n), {&op, &x, &g, &dx, &n, &flo, &fhi}, "umlos_unary_grad_f32");
-  } else {
-    check_clamp_bounds(c, Op, lo, hi);
-    launch(inst, inst->k.unary_grad_f64, launch_1d(n), {&op, &x, &g, &dx, &n, &lo, &hi}, "umlos_unary_grad_f64");
-  }
+  launch_unary<Op>(
+      c, dt,
+      [&](float lo, float hi) {
+        launch(inst, inst->k.unary_grad_f32, launch_1d(n), {&op, &x, &g, &dx, &n, &lo, &hi}, "umlos_unary_grad_f32");
+      },
+      [&](double lo, double hi) {
+        launch(inst, inst->k.unary_grad_f64, launch_1d(n), {&op, &x, &g, &dx, &n, &lo, &hi}, "umlos_unary_grad_f64");
+      });
 }
 
 enum BinaryOp { B_ADD, B_SUB, B_MUL, B_DIV };
