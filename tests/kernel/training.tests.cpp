@@ -284,6 +284,14 @@ TEST_CASE("A policy rule with a syntax error fails at bootstrap with its column,
 
 namespace {
 
+// digits_augment runs the symbolic module, which a build may leave out.
+#ifdef UMLOS_TEST_HAVE_SYMBOLIC
+#define SKIP_WITHOUT_SYMBOLIC() (void)0
+#else
+#define SKIP_WITHOUT_SYMBOLIC() \
+  UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)")
+#endif
+
 // digits_augment shortened to `steps`, augmenting at t = `augment_at` and
 // checkpointing every 40 steps.
 std::string short_augment_variant(const std::string& tag, int steps, int augment_at) {
@@ -373,9 +381,7 @@ TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count i
 
 TEST_CASE("A run with an augment step, killed before or after it and resumed, ends exactly like an uninterrupted run",
           "[training][checkpoint][symbolic]") {
-#ifndef UMLOS_TEST_HAVE_SYMBOLIC
-  UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
-#endif
+  SKIP_WITHOUT_SYMBOLIC();
   // digits_augment shortened: augment at t = 60, checkpoints every 40, so a
   // resume from t = 40 crosses the augment step and one from t = 80 restores
   // the prototypes and equations from the checkpoint.
@@ -422,9 +428,7 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
 
 TEST_CASE("A checkpoint whose stored equation uses an operator outside the set fails on resume naming the equation",
           "[training][checkpoint][symbolic][errors]") {
-#ifndef UMLOS_TEST_HAVE_SYMBOLIC
-  UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
-#endif
+  SKIP_WITHOUT_SYMBOLIC();
   const std::string m = short_augment_variant("eqckpt", 60, 20);
   Run r = run_ok(m, "eqckpt");
   // Rewrite one equation in ckpt_00000040.pb with the same length ("cos(" ->
