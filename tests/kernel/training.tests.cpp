@@ -33,6 +33,15 @@ std::vector<std::string> state_fps(const std::string& trace) {
   return out;
 }
 
+// Runs `manifest` with UML_OS_ROOT=root; it must fail naming `code`.
+CommandResult run_expecting_failure(const std::string& manifest, const std::string& root, const char* code) {
+  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + manifest + "'");
+  INFO(r.output);
+  CHECK(r.exit_status != 0);
+  CHECK(r.output.find(code) != std::string::npos);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("The default digits manifest reaches held-out accuracy of at least 0.97", "[training][slow]") {
@@ -119,10 +128,8 @@ TEST_CASE("A data set whose hash does not match leaves only the failure record i
           "[training][dataset]") {
   const std::string m = variant("digits", "badhash", {{"0c01d4c317b51fbd", "1c01d4c317b51fbd"}});
   const std::string root = temp_dir("train-badhash");
-  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  const CommandResult r = run_expecting_failure(m, root, "DATA_HASH_MISMATCH");
   INFO(r.output);
-  CHECK(r.exit_status != 0);
-  CHECK(r.output.find("DATA_HASH_MISMATCH") != std::string::npos);
   // The job folder holds failure.json and nothing else.
   std::vector<fs::path> jobs;
   for (auto& e : fs::recursive_directory_iterator(fs::path(root) / "namespaces")) {
@@ -243,10 +250,8 @@ TEST_CASE("A non-finite objective stops the run with INVALID_OBJECTIVE before an
 TEST_CASE("A namespace component that would leave UML_OS_ROOT is refused", "[training][namespace]") {
   const std::string m = variant("digits", "escape", {{"name: digits\n", "name: digits\nnamespace: {org: \"..\"}\n"}});
   const std::string root = temp_dir("train-escape");
-  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  const CommandResult r = run_expecting_failure(m, root, "MANIFEST_INVALID");
   INFO(r.output);
-  CHECK(r.exit_status != 0);
-  CHECK(r.output.find("MANIFEST_INVALID") != std::string::npos);
   CHECK(r.output.find("namespace.org") != std::string::npos);
   CHECK_FALSE(fs::exists(fs::path(root) / "namespaces"));
 }
@@ -256,10 +261,8 @@ TEST_CASE("A job folder that a symbolic link would move outside UML_OS_ROOT is r
   const std::string root = temp_dir("train-symlink"), outside = temp_dir("train-outside");
   fs::create_directories(fs::path(root) / "namespaces");
   fs::create_directory_symlink(outside, fs::path(root) / "namespaces" / "default");
-  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  const CommandResult r = run_expecting_failure(m, root, "NAMESPACE_VIOLATION");
   INFO(r.output);
-  CHECK(r.exit_status != 0);
-  CHECK(r.output.find("NAMESPACE_VIOLATION") != std::string::npos);
   CHECK(fs::is_empty(outside));
 }
 
@@ -267,10 +270,8 @@ TEST_CASE("A policy rule with a syntax error fails at bootstrap with its column,
           "[training][policy]") {
   const std::string m = variant("digits", "badrule", {{"cond: \"t mod 250 == 0\"", "cond: \"t mod 250 === 0\""}});
   const std::string root = temp_dir("train-badrule");
-  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  const CommandResult r = run_expecting_failure(m, root, "POLICY_INVALID");
   INFO(r.output);
-  CHECK(r.exit_status != 0);
-  CHECK(r.output.find("POLICY_INVALID") != std::string::npos);
   CHECK(r.output.find("policy.rules[0].cond") != std::string::npos);
   CHECK(r.output.find("column") != std::string::npos);
   std::vector<fs::path> files;
