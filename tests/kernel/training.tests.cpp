@@ -328,6 +328,19 @@ size_t run_and_kill(const std::string& manifest, const std::string& root, const 
   return iters;
 }
 
+// Runs `manifest` in a fresh UML_OS_ROOT, kills it once `kill_at` iterations
+// are in its trace and resumes it, which must succeed; returns the run folder.
+std::string kill_and_resume(const std::string& manifest, const std::string& tag, size_t kill_at) {
+  const std::string root = temp_dir(tag + "-" + std::to_string(kill_at));
+  const std::string dir = root + "/run";
+  const size_t landed = run_and_kill(manifest, root, dir, kill_at);
+  INFO("killed after " << landed << " iterations (target " << kill_at << ")");
+  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --resume '" + dir + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_status == 0);
+  return dir;
+}
+
 }  // namespace
 
 TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrupted run", "[training][checkpoint]") {
@@ -346,14 +359,9 @@ TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrup
   }
   // Kill points spread over the run (between checkpoints, on one, late).
   for (size_t kill_at : {23u, 80u, 117u, 151u}) {
-    const std::string root = temp_dir("train-kill-" + std::to_string(kill_at));
-    const std::string dir = root + "/run";
-    const size_t landed = run_and_kill(m, root, dir, kill_at);
-    INFO("killed after " << landed << " iterations (target " << kill_at << ")");
-    CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --resume '" + dir + "'");
-    INFO(r.output);
     // Before the first checkpoint (t < 40) the resume starts again from t = 0.
-    REQUIRE(r.exit_status == 0);
+    const std::string dir = kill_and_resume(m, "train-kill", kill_at);
+    INFO("kill target " << kill_at);
     CHECK(state_fps(dir + "/trace.jsonl").back() == fps.back());
     CHECK(read_text(dir + "/trace.jsonl") == trace);
     CHECK(read_text(dir + "/tape.bin") == read_text(whole.dir + "/tape.bin"));
@@ -415,13 +423,8 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
 
   const std::string trace = read_text(whole.trace());
   for (size_t kill_at : {50u, 95u}) {
-    const std::string root = temp_dir("train-kill-aug-" + std::to_string(kill_at));
-    const std::string dir = root + "/run";
-    const size_t landed = run_and_kill(m, root, dir, kill_at);
-    INFO("killed after " << landed << " iterations (target " << kill_at << ")");
-    CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --resume '" + dir + "'");
-    INFO(r.output);
-    REQUIRE(r.exit_status == 0);
+    const std::string dir = kill_and_resume(m, "train-kill-aug", kill_at);
+    INFO("kill target " << kill_at);
     CHECK(read_text(dir + "/trace.jsonl") == trace);
     CHECK(read_text(dir + "/tape.bin") == read_text(whole.dir + "/tape.bin"));
   }
