@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -15,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "host_tensor.hpp"
 #include "loader.hpp"
 #include "sha256.hpp"
-#include "tensor.hpp"
 
 namespace umlos_test {
 
@@ -45,20 +44,6 @@ inline std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-// A host tensor of element type T with the given dtype, shape and values.
-template <typename T>
-umlos::HostTensor host_tensor(int32_t dtype, const std::vector<int64_t>& shape, const std::vector<T>& v) {
-  umlos::HostTensor h;
-  h.dtype = dtype;
-  h.shape.rank = static_cast<uint32_t>(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) h.shape.dims[i] = shape[i];
-  h.data.resize(v.size() * sizeof(T));
-  // memcpy's pointers must not be null, even for 0 bytes (an empty vector's
-  // data() may be): UBSan's nonnull-attribute check.
-  if (!v.empty()) std::memcpy(h.data.data(), v.data(), h.data.size());
-  return h;
 }
 
 // YAML lines pinning each module at its current digest.

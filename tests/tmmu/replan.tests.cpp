@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../kernel/test_support.hpp"
+#include "../kernel/host_tensor.hpp"
 #include "checkpoint.hpp"
 #include "error.hpp"
 #include "host.hpp"
@@ -16,9 +16,10 @@
 #include "sha256.hpp"
 
 using namespace umlos;
-using umlos_test::module_path;
 
 namespace {
+
+std::string module_path(const std::string& name) { return std::string(UMLOS_MODULE_DIR) + "/lib" + name + ".so"; }
 
 // y = tanh(x·W + b), loss = sum(y * y), x [n, 3].
 std::string mlp_ir(int64_t n) {
