@@ -173,6 +173,23 @@ static inline int32_t umlos_dtype_from_name(const char *name) {
   return -1;
 }
 
+/* "none", "init", "cluster", "misc": the RNG streams of spec 004 0.B, as
+ * draw declarations and messages name them; NULL for anything else. */
+static inline const char *umlos_stream_name(int32_t stream) {
+  switch (stream) {
+    case UMLOS_STREAM_NONE:
+      return "none";
+    case UMLOS_STREAM_INIT:
+      return "init";
+    case UMLOS_STREAM_CLUSTER:
+      return "cluster";
+    case UMLOS_STREAM_MISC:
+      return "misc";
+    default:
+      return NULL;
+  }
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -196,38 +196,33 @@ void build_transformer(Graph& g, uint64_t N, uint64_t T, uint64_t vocab, uint64_
   g.op(p + "loss", {x}, N * T * kF32);
 }
 
+// The interval set of one graph built as a whole, named `name` plus its mode.
+plan::IntervalSet graph_set(const Graph& g, const std::string& name, bool train) {
+  plan::IntervalSet s = new_set(name + (train ? "_train" : "_infer"), train);
+  uint64_t alias = 0;
+  emit(g, train, 0, "", s, true, alias);
+  finish(s);
+  return s;
+}
+
 }  // namespace
 
 plan::IntervalSet resnet50(uint64_t batch, bool train) {
   Graph g;
   build_resnet50(g, batch, "");
-  plan::IntervalSet s = new_set("resnet50_b" + std::to_string(batch) + (train ? "_train" : "_infer"), train);
-  uint64_t alias = 0;
-  emit(g, train, 0, "", s, true, alias);
-  finish(s);
-  return s;
+  return graph_set(g, "resnet50_b" + std::to_string(batch), train);
 }
 
 plan::IntervalSet gpt2_small(uint64_t batch, uint64_t seq, bool train) {
   Graph g;
   build_transformer(g, batch, seq, 50257, 1024, true, "");
-  plan::IntervalSet s = new_set(
-      "gpt2_small_b" + std::to_string(batch) + "_t" + std::to_string(seq) + (train ? "_train" : "_infer"), train);
-  uint64_t alias = 0;
-  emit(g, train, 0, "", s, true, alias);
-  finish(s);
-  return s;
+  return graph_set(g, "gpt2_small_b" + std::to_string(batch) + "_t" + std::to_string(seq), train);
 }
 
 plan::IntervalSet bert_base(uint64_t batch, uint64_t seq, bool train) {
   Graph g;
   build_transformer(g, batch, seq, 30522, 512, false, "");
-  plan::IntervalSet s = new_set(
-      "bert_base_b" + std::to_string(batch) + "_t" + std::to_string(seq) + (train ? "_train" : "_infer"), train);
-  uint64_t alias = 0;
-  emit(g, train, 0, "", s, true, alias);
-  finish(s);
-  return s;
+  return graph_set(g, "bert_base_b" + std::to_string(batch) + "_t" + std::to_string(seq), train);
 }
 
 plan::IntervalSet mixed_workload(uint64_t n_tensors, uint64_t seed, uint64_t period, int64_t overlap) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cbor.hpp"
+#include "error.hpp"
 #include "tensor.hpp"
 #include "umlos_abi.h"
 
@@ -64,6 +65,21 @@ struct umlos_ctx {
     for (auto& [k, v] : staged)
       if (k == n) return &v;
     return nullptr;
+  }
+  // A module callback other than an operator call (an invariant's check, a
+  // strategy's plan): who it is and the config its config_* services read.
+  void set_callback(umlos::Host* h, Kind k, const char* word, const char* callee, const umlos::cbor::Value* cfg) {
+    host = h;
+    kind = k;
+    kind_word = word;
+    name = callee;
+    config = cfg;
+  }
+  // The Failure for a callback that returned `s`: the code it reported through
+  // the error service if any, else `s`; "<who> <outcome>: <its message>".
+  umlos::Failure callback_failure(umlos_status s, const char* outcome) const {
+    return umlos::Failure(error_code != UMLOS_OK ? error_code : s,
+                          who() + " " + outcome + ": " + (error_message.empty() ? "(no message)" : error_message));
   }
 };
 

@@ -12,6 +12,7 @@
 #include "error.hpp"
 #include "host.hpp"
 #include "sha256.hpp"
+#include "umlos_names.h"
 #include "value_decls.hpp"
 #include "watchdog.hpp"
 
@@ -20,18 +21,8 @@ namespace umlos {
 namespace {
 
 const char* stream_name(int32_t s) {
-  switch (s) {
-    case UMLOS_STREAM_NONE:
-      return "none";
-    case UMLOS_STREAM_INIT:
-      return "init";
-    case UMLOS_STREAM_CLUSTER:
-      return "cluster";
-    case UMLOS_STREAM_MISC:
-      return "misc";
-    default:
-      return "invalid";
-  }
+  const char* name = umlos_stream_name(s);
+  return name ? name : "invalid";
 }
 
 // A declared name ending in ".*" is a family: it matches every value whose
@@ -259,16 +250,9 @@ void CallGuard::run_invariants(int32_t point) {
   for (const umlos_invariant_desc* inv : host_.registry().invariants()) {
     if (inv->point != point) continue;
     umlos_ctx ctx;
-    ctx.host = &host_;
-    ctx.kind = umlos_ctx::Kind::Invariant;
-    ctx.kind_word = "invariant";
-    ctx.name = inv->name;
-    ctx.config = &host_.operator_config();
+    ctx.set_callback(&host_, umlos_ctx::Kind::Invariant, "invariant", inv->name, &host_.operator_config());
     umlos_status s = inv->check(kernel_services(), &ctx, inv->user_data);
-    if (s != UMLOS_OK) {
-      throw Failure(ctx.error_code != UMLOS_OK ? ctx.error_code : s,
-                    ctx.who() + " violated: " + (ctx.error_message.empty() ? "(no message)" : ctx.error_message));
-    }
+    if (s != UMLOS_OK) throw ctx.callback_failure(s, "violated");
   }
 }
 

@@ -22,6 +22,18 @@ void driver_status(const DriverInstance& d, umlos_status s, const std::string& w
   throw Failure(s, std::string("driver '") + d.desc->name + "': " + what + (msg.empty() ? "" : ": " + msg));
 }
 
+// A tensor's dtype, shape (unused dims and reserved zeroed) and byte size;
+// `what` names it in a size error. No buffer yet.
+std::shared_ptr<Tensor> new_tensor_header(int32_t dtype, const umlos_shape& shape, const char* what) {
+  auto t = std::make_shared<Tensor>();
+  t->dtype = dtype;
+  t->shape = shape;
+  for (uint32_t i = shape.rank; i < UMLOS_MAX_RANK; ++i) t->shape.dims[i] = 0;
+  t->shape.reserved = 0;
+  t->bytes = tensor_bytes(shape, dtype, what);
+  return t;
+}
+
 }  // namespace
 
 void Device::start(const umlos_driver_desc* d, umlos_ctx* ctx, const umlos_services* services) {
@@ -59,12 +71,7 @@ TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool chec
   if (dtype_size(dtype) == 0)
     throw Failure(UMLOS_INVALID_ARGUMENT, "tensor dtype " + std::to_string(dtype) + " is invalid");
   if (shape.rank > UMLOS_MAX_RANK) throw Failure(UMLOS_INVALID_ARGUMENT, "tensor rank exceeds 8");
-  auto t = std::make_shared<Tensor>();
-  t->dtype = dtype;
-  t->shape = shape;
-  for (uint32_t i = shape.rank; i < UMLOS_MAX_RANK; ++i) t->shape.dims[i] = 0;
-  t->shape.reserved = 0;
-  t->bytes = tensor_bytes(shape, dtype, "tensor");
+  auto t = new_tensor_header(dtype, shape, "tensor");
   // The run's memory budget, before the driver allocates anything (an
   // operator asking for a huge tensor fails here, not after the machine
   // ran out of memory).
@@ -87,11 +94,19 @@ TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool chec
   return t;
 }
 
-void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) {
+// [offset, offset + bytes) must lie inside t: OUT_OF_RANGE naming the access
+// ("tensor write of N bytes at offset O into a tensor of B").
+static void check_tensor_range(const Tensor& t, uint64_t bytes, uint64_t offset, const char* access,
+                               const char* preposition) {
   if (offset > t.bytes || bytes > t.bytes - offset) {
-    throw Failure(UMLOS_OUT_OF_RANGE, "tensor write of " + std::to_string(bytes) + " bytes at offset " +
-                                          std::to_string(offset) + " into a tensor of " + std::to_string(t.bytes));
+    throw Failure(UMLOS_OUT_OF_RANGE, std::string("tensor ") + access + " " + std::to_string(bytes) +
+                                          " bytes at offset " + std::to_string(offset) + " " + preposition +
+                                          " a tensor of " + std::to_string(t.bytes));
   }
+}
+
+void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) {
+  check_tensor_range(t, bytes, offset, "write of", "into");
   if (bytes == 0) return;
   umlos_status s =
       t.driver->desc->buffer_write(t.driver->instance, t.driver->ctx, t.buffer, t.byte_offset + offset, src, bytes);
@@ -99,10 +114,7 @@ void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) 
 }
 
 void Device::read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset) const {
-  if (offset > t.bytes || bytes > t.bytes - offset) {
-    throw Failure(UMLOS_OUT_OF_RANGE, "tensor read of " + std::to_string(bytes) + " bytes at offset " +
-                                          std::to_string(offset) + " from a tensor of " + std::to_string(t.bytes));
-  }
+  check_tensor_range(t, bytes, offset, "read of", "from");
   if (bytes == 0) return;
   umlos_status s =
       t.driver->desc->buffer_read(t.driver->instance, t.driver->ctx, t.buffer, t.byte_offset + offset, dst, bytes);
@@ -146,12 +158,7 @@ TensorPtr Device::make_view(const TensorPtr& base, uint64_t byte_offset, int32_t
     throw Failure(UMLOS_ALIGNMENT_VIOLATION, "tensor view at byte offset " + std::to_string(byte_offset) +
                                                  " is not aligned to its " + dtype_name(dtype) + " elements");
   }
-  auto v = std::make_shared<Tensor>();
-  v->dtype = dtype;
-  v->shape = shape;
-  for (uint32_t i = shape.rank; i < UMLOS_MAX_RANK; ++i) v->shape.dims[i] = 0;
-  v->shape.reserved = 0;
-  v->bytes = tensor_bytes(shape, dtype, "tensor view");
+  auto v = new_tensor_header(dtype, shape, "tensor view");
   if (byte_offset > base->bytes || v->bytes > base->bytes - byte_offset) {
     throw Failure(UMLOS_OUT_OF_RANGE, "tensor view of " + std::to_string(v->bytes) + " bytes at offset " +
                                           std::to_string(byte_offset) + " does not fit its base of " +

@@ -36,16 +36,9 @@ void Planner::plan_checked(const umlos_plan_request& request, umlos_plan_result&
 void Planner::plan(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request,
                    umlos_plan_result& result) {
   umlos_ctx ctx;
-  ctx.host = &host_;
-  ctx.kind = umlos_ctx::Kind::Strategy;
-  ctx.kind_word = "strategy";
-  ctx.name = strategy->name;
-  ctx.config = &host_.strategy_config();
+  ctx.set_callback(&host_, umlos_ctx::Kind::Strategy, "strategy", strategy->name, &host_.strategy_config());
   umlos_status s = strategy->plan(kernel_services(), &ctx, &request, &result);
-  if (s != UMLOS_OK) {
-    throw Failure(ctx.error_code != UMLOS_OK ? ctx.error_code : s,
-                  ctx.who() + " failed: " + (ctx.error_message.empty() ? "(no message)" : ctx.error_message));
-  }
+  if (s != UMLOS_OK) throw ctx.callback_failure(s, "failed");
 }
 
 }  // namespace umlos

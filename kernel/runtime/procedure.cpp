@@ -58,37 +58,30 @@ std::optional<double> scalar_f64(const Host& host, const std::string& name) {
   return std::nullopt;
 }
 
+// One scalar element of type T, as int64 (a u64 above INT64_MAX wraps).
+template <class T>
+int64_t read_scalar_as_int(const Host& host, const Tensor& t) {
+  T v;
+  host.read(t, &v, sizeof v);
+  return static_cast<int64_t>(v);
+}
+
 std::optional<int64_t> scalar_int(const Host& host, const std::string& name) {
   const TensorPtr value = host.find_value(name);
   if (!value) return std::nullopt;
   const Tensor& t = *value;
   if (element_count(t.shape) != 1) return std::nullopt;
   switch (t.dtype) {
-    case UMLOS_DTYPE_I64: {
-      int64_t v;
-      host.read(t, &v, 8);
-      return v;
-    }
-    case UMLOS_DTYPE_I32: {
-      int32_t v;
-      host.read(t, &v, 4);
-      return v;
-    }
-    case UMLOS_DTYPE_U8: {
-      uint8_t v;
-      host.read(t, &v, 1);
-      return v;
-    }
-    case UMLOS_DTYPE_U32: {
-      uint32_t v;
-      host.read(t, &v, 4);
-      return v;
-    }
-    case UMLOS_DTYPE_U64: {
-      uint64_t v;
-      host.read(t, &v, 8);
-      return static_cast<int64_t>(v);
-    }
+    case UMLOS_DTYPE_I64:
+      return read_scalar_as_int<int64_t>(host, t);
+    case UMLOS_DTYPE_I32:
+      return read_scalar_as_int<int32_t>(host, t);
+    case UMLOS_DTYPE_U8:
+      return read_scalar_as_int<uint8_t>(host, t);
+    case UMLOS_DTYPE_U32:
+      return read_scalar_as_int<uint32_t>(host, t);
+    case UMLOS_DTYPE_U64:
+      return read_scalar_as_int<uint64_t>(host, t);
     default:
       return std::nullopt;
   }
@@ -350,6 +343,15 @@ json failure_record(RunState& rs, const Failure& f) {
   return r;
 }
 
+// The trace's closing record of a failed run (0.K).
+void write_failed_run_end(RunState& rs, const Failure& f) {
+  rs.trace.write({{"record", "run_end"},
+                  {"status", "failed"},
+                  {"t", rs.host.iteration()},
+                  {"failure_code", status_name(f.code())},
+                  {"failure_operator", rs.current_operator}});
+}
+
 const umlos_operator_desc* resolve(RunState& rs, const std::string& role) {
   std::string name = rs.manifest->operator_for(role);
   if (name.empty()) return nullptr;
@@ -606,11 +608,7 @@ void set_limits(RunState& rs, const Manifest& manifest) {
       const Failure f(UMLOS_QUOTA_EXCEEDED, message);
       const json record = failure_record(rs, f);
       try {
-        rs.trace.write({{"record", "run_end"},
-                        {"status", "failed"},
-                        {"t", rs.host.iteration()},
-                        {"failure_code", status_name(f.code())},
-                        {"failure_operator", rs.current_operator}});
+        write_failed_run_end(rs, f);
         rs.trace.close();
         write_file_atomic((fs::path(rs.run_dir) / "failure.json").string(), record.dump(2) + "\n");
       } catch (const Failure& g) {
@@ -916,11 +914,7 @@ void finish_run(RunState& rs, const Manifest& manifest, const RunOptions& option
 int record_run_failure(RunState& rs, const Failure& f) {
   json record = failure_record(rs, f);
   try {
-    rs.trace.write({{"record", "run_end"},
-                    {"status", "failed"},
-                    {"t", rs.host.iteration()},
-                    {"failure_code", status_name(f.code())},
-                    {"failure_operator", rs.current_operator}});
+    write_failed_run_end(rs, f);
   } catch (const Failure& g) {
     // The trace itself failed (a full disk): the failure record still goes.
     std::fprintf(stderr, "umlos: could not end the trace: %s\n", g.what());

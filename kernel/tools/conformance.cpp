@@ -22,6 +22,7 @@
 #include "host.hpp"
 #include "manifest.hpp"
 #include "plan/checker.hpp"
+#include "umlos_names.h"
 
 namespace umlos {
 namespace fs = std::filesystem;
@@ -57,17 +58,10 @@ const char* purity_name(int32_t p) {
   }
 }
 
+// An unknown stream reads as "none" in the report.
 const char* stream_label(int32_t s) {
-  switch (s) {
-    case UMLOS_STREAM_INIT:
-      return "init";
-    case UMLOS_STREAM_CLUSTER:
-      return "cluster";
-    case UMLOS_STREAM_MISC:
-      return "misc";
-    default:
-      return "none";
-  }
+  const char* name = umlos_stream_name(s);
+  return name ? name : "none";
 }
 
 const char* device_kind_name(int32_t k) {

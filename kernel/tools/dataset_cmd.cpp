@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_parse.hpp"
 #include "dataset.hpp"
 #include "dataset_cmd.hpp"
 #include "error.hpp"
@@ -27,14 +28,9 @@ const char* kUsage =
 
 bool parse_args(const std::vector<std::string>& args, po::options_description& desc,
                 const po::positional_options_description& pos, po::variables_map& vm) {
-  desc.add_options()("help,h", "show this help");
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << kUsage << "\n" << desc << "\n";
-    return false;
-  }
-  po::notify(vm);
-  return true;
+  return parse_command_line(args, desc, pos, vm, [](const po::options_description& d) {
+    std::cout << kUsage << "\n" << d << "\n";
+  });
 }
 
 void print_summary(const DatasetRecord& r) {

@@ -21,6 +21,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli_parse.hpp"
 #include "error.hpp"
 #include "sha256.hpp"
 
@@ -224,22 +225,20 @@ int cmd_export(const std::vector<std::string>& args) {
       "checkpoint", po::value<std::string>(&o.checkpoint),
       "the checkpoint to export: a file, or a name in RUN_DIR/checkpoints (default: the one 'latest' names)")(
       "all", po::bool_switch(&o.all_values),
-      "every persistent value of the checkpoint (optimiser state, latent buffer, ...), not only the parameters")(
-      "help,h", "show this help");
+      "every persistent value of the checkpoint (optimiser state, latent buffer, ...), not only the parameters");
   po::positional_options_description pos;
   pos.add("run-dir", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: " << usage << "\n\n"
-              << "Writes the trained parameters (values theta.* and model.param.*) of a run's checkpoint in the\n"
-                 "safetensors format: 8-byte little-endian header length, JSON header (dtype, shape, data_offsets\n"
-                 "per tensor; __metadata__ with manifest_hash, t, state_fp, job_id), raw little-endian tensors.\n"
-                 "Readable with the safetensors library (NumPy, PyTorch, JAX) without UML_OS. docs/checkpoint.md.\n\n"
-              << desc;
+  if (!parse_command_line(args, desc, pos, vm, [&](const po::options_description& d) {
+        std::cout
+            << "usage: " << usage << "\n\n"
+            << "Writes the trained parameters (values theta.* and model.param.*) of a run's checkpoint in the\n"
+               "safetensors format: 8-byte little-endian header length, JSON header (dtype, shape, data_offsets\n"
+               "per tensor; __metadata__ with manifest_hash, t, state_fp, job_id), raw little-endian tensors.\n"
+               "Readable with the safetensors library (NumPy, PyTorch, JAX) without UML_OS. docs/checkpoint.md.\n\n"
+            << d;
+      }))
     return 0;
-  }
-  po::notify(vm);
   const ExportResult r = export_safetensors(o);
   std::printf("%s: %zu tensors from %s (t=%lld), %llu bytes\n", o.output.c_str(), r.tensors, r.checkpoint.c_str(),
               static_cast<long long>(r.t), static_cast<unsigned long long>(r.bytes));

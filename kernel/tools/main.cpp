@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_parse.hpp"
 #include "conformance.hpp"
 #include "dataset.hpp"
 #include "dataset_cmd.hpp"
@@ -108,14 +109,9 @@ const char* kTopHelp =
 // false when --help was given. Throws po::error on bad usage.
 bool parse(const std::vector<std::string>& args, po::options_description& desc,
            const po::positional_options_description& pos, po::variables_map& vm, const std::string& usage) {
-  desc.add_options()("help,h", "show this help");
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: " << usage << "\n\n" << desc << "\n";
-    return false;
-  }
-  po::notify(vm);
-  return true;
+  return parse_command_line(args, desc, pos, vm, [&](const po::options_description& d) {
+    std::cout << "usage: " << usage << "\n\n" << d << "\n";
+  });
 }
 
 int cmd_run(const std::vector<std::string>& args) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cli_parse.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "manifest.hpp"
@@ -425,23 +426,20 @@ int cmd_replay(const std::vector<std::string>& args) {
       "trust-run-folder-modules", po::bool_switch(&o.trust_run_folder_modules),
       "allow module files inside RUN_DIR (their code runs: only for a folder you trust)")(
       "work", po::value<std::string>(&o.work_dir), "rerun into DIR/run (default: a new folder under the temp dir)")(
-      "keep", po::bool_switch(&o.keep), "keep the rerun folder when the traces are identical")("help,h",
-                                                                                               "show this help");
+      "keep", po::bool_switch(&o.keep), "keep the rerun folder when the traces are identical");
   po::positional_options_description pos;
   pos.add("run-dir", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: " << usage << "\n\n"
-              << desc
-              << "\nModules: never loaded from inside RUN_DIR (a run folder may come from someone else) unless\n"
-                 "--trust-run-folder-modules; by default the absolute paths the run recorded, or those of the\n"
-                 "original manifest it names (same canonical bytes); --modules DIR or --manifest FILE choose.\n"
-              << "\nExit status: 0 identical, " << kReplayDiffersExit
-              << " the traces (or tapes) differ, otherwise the failure's status (docs/exit-codes.md).\n";
+  if (!parse_command_line(args, desc, pos, vm, [&](const po::options_description& d) {
+        std::cout << "usage: " << usage << "\n\n"
+                  << d
+                  << "\nModules: never loaded from inside RUN_DIR (a run folder may come from someone else) unless\n"
+                     "--trust-run-folder-modules; by default the absolute paths the run recorded, or those of the\n"
+                     "original manifest it names (same canonical bytes); --modules DIR or --manifest FILE choose.\n"
+                  << "\nExit status: 0 identical, " << kReplayDiffersExit
+                  << " the traces (or tapes) differ, otherwise the failure's status (docs/exit-codes.md).\n";
+      }))
     return 0;
-  }
-  po::notify(vm);
   if (!verify) throw po::error("only --verify is implemented: " + std::string(usage));
   return replay_verify(o);
 }

@@ -126,29 +126,10 @@ std::vector<double> download(Host& host, const Tensor& t) {
   return v;
 }
 
-umlos_attr int_attr(const char* key, int64_t v) {
-  umlos_attr a{};
-  a.key = key;
-  a.kind = UMLOS_ATTR_INT;
-  a.i = v;
-  return a;
-}
-
-umlos_attr float_attr(const char* key, double v) {
-  umlos_attr a{};
-  a.key = key;
-  a.kind = UMLOS_ATTR_FLOAT;
-  a.f = v;
-  return a;
-}
-
-umlos_attr string_attr(const char* key, const char* v) {
-  umlos_attr a{};
-  a.key = key;
-  a.kind = UMLOS_ATTR_STRING;
-  a.s = v;
-  return a;
-}
+// umlos_attr fields in order: key, kind, reserved, i, f, s.
+umlos_attr int_attr(const char* key, int64_t v) { return {key, UMLOS_ATTR_INT, 0, v, 0.0, nullptr}; }
+umlos_attr float_attr(const char* key, double v) { return {key, UMLOS_ATTR_FLOAT, 0, 0, v, nullptr}; }
+umlos_attr string_attr(const char* key, const char* v) { return {key, UMLOS_ATTR_STRING, 0, 0, 0.0, v}; }
 
 uint64_t Rand::next() {
   uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);

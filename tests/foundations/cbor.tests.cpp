@@ -12,6 +12,7 @@
 
 #include "cbor.hpp"
 #include "error.hpp"
+#include "sha256.hpp"
 
 using umlos::cbor::Value;
 
@@ -25,15 +26,7 @@ std::vector<uint8_t> from_hex(const std::string& hex) {
   return out;
 }
 
-std::string hex(const std::vector<uint8_t>& b) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : b) {
-    s += digits[c >> 4];
-    s += digits[c & 0xf];
-  }
-  return s;
-}
+std::string hex(const std::vector<uint8_t>& b) { return umlos::to_hex(b.data(), b.size()); }
 
 nlohmann::json load_vectors() {
   const std::string path = std::string(UMLOS_TEST_DATA_DIR) + "/vectors/cbor_rfc8949.json";

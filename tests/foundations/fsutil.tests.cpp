@@ -12,20 +12,13 @@
 
 #include "error.hpp"
 #include "fsutil.hpp"
+#include "temp_folder.hpp"
 
 namespace {
 
 // A fresh folder under TMPDIR, removed (with its files) at scope exit.
 struct TempFolder {
-  std::string path;
-  TempFolder() {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ = std::string(base ? base : "/tmp") + "/umlos-fsutil-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-  }
+  std::string path = umlos_test::make_temp_folder("fsutil");
   ~TempFolder() {
     if (DIR* d = ::opendir(path.c_str())) {
       while (dirent* e = ::readdir(d)) {

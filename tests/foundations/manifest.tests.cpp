@@ -16,6 +16,7 @@
 #include "fsutil.hpp"
 #include "manifest.hpp"
 #include "sha256.hpp"
+#include "temp_folder.hpp"
 
 namespace fs = std::filesystem;
 using umlos::cbor::Value;
@@ -96,15 +97,7 @@ std::string refusal(const std::string& text, bool allow_unpinned = false) {
 }
 
 struct TempFolder {
-  fs::path path;
-  TempFolder() {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ = std::string(base ? base : "/tmp") + "/umlos-manifest-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-  }
+  fs::path path = umlos_test::make_temp_folder("manifest");
   ~TempFolder() {
     std::error_code ec;
     fs::remove_all(path, ec);

@@ -5,27 +5,14 @@
 #include <cstring>
 #include <string>
 
+#include "../sha256_vectors.hpp"
 #include "error.hpp"
 #include "sha256.hpp"
 
 using umlos::Digest;
 
 TEST_CASE("SHA-256 gives the FIPS 180-2 example digests", "[sha256]") {
-  struct Vector {
-    std::string message;
-    const char* digest;
-  };
-  const Vector vectors[] = {
-      {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-      {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-      {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
-      {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmno"
-       "pqrsmnopqrstnopqrstu",
-       "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
-      {std::string(1000000, 'a'), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"},
-  };
-  for (const auto& v : vectors) {
+  for (const auto& v : umlos_test::kFips180_2) {
     INFO("message of " << v.message.size() << " bytes");
     CHECK(umlos::to_hex(umlos::sha256(v.message)) == v.digest);
   }

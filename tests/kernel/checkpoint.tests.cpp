@@ -32,40 +32,27 @@ void load(Host& host, const Manifest& m) {
   host.activate_driver(m.driver_name);
 }
 
-template <typename T>
-HostTensor tensor(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& v) {
-  HostTensor h;
-  h.dtype = dtype;
-  h.shape.rank = static_cast<uint32_t>(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) h.shape.dims[i] = shape[i];
-  h.data.resize(v.size() * sizeof(T));
-  // memcpy's pointers must not be null, even for 0 bytes (an empty vector's
-  // data() may be): UBSan's nonnull-attribute check.
-  if (!v.empty()) std::memcpy(h.data.data(), v.data(), h.data.size());
-  return h;
-}
-
 // A run state as the spec 004 operators leave it: parameters, optimiser
 // moments, loss history, latent ring, data cursor, state, sil_mean; plus one
 // iteration-local value that must not be checkpointed.
 void fill(Host& host, bool reverse_order) {
   std::vector<std::pair<std::string, HostTensor>> vals = {
-      {"theta.w", tensor<double>(UMLOS_DTYPE_F64, {3, 2}, {0.1, -0.2, 0.3, 0.4, -0.5, 0.6})},
-      {"theta.b", tensor<float>(UMLOS_DTYPE_F32, {2}, {1.5f, -2.25f})},
-      {"opt.m.w", tensor<double>(UMLOS_DTYPE_F64, {3, 2}, {1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3})},
-      {"opt.step", tensor<int64_t>(UMLOS_DTYPE_I64, {}, {42})},
-      {"loss_hist", tensor<double>(UMLOS_DTYPE_F64, {2, 2}, {0.9, 0.0, 0.7, 1.0})},
-      {"latent.z", tensor<double>(UMLOS_DTYPE_F64, {2, 3}, {1, 2, 3, 4, 5, 6})},
-      {"latent.count", tensor<int64_t>(UMLOS_DTYPE_I64, {}, {2})},
-      {"data.cursor", tensor<int64_t>(UMLOS_DTYPE_I64, {2}, {1, 17})},
-      {"data.permutation_hash", tensor<uint8_t>(UMLOS_DTYPE_U8, {32}, std::vector<uint8_t>(32, 0xab))},
-      {"state", tensor<int64_t>(UMLOS_DTYPE_I64, {}, {1})},
-      {"sil_mean", tensor<double>(UMLOS_DTYPE_F64, {}, {std::nan("")})},
-      {"cluster.centroids", tensor<double>(UMLOS_DTYPE_F64, {0, 3}, {})},
+      {"theta.w", host_tensor<double>(UMLOS_DTYPE_F64, {3, 2}, {0.1, -0.2, 0.3, 0.4, -0.5, 0.6})},
+      {"theta.b", host_tensor<float>(UMLOS_DTYPE_F32, {2}, {1.5f, -2.25f})},
+      {"opt.m.w", host_tensor<double>(UMLOS_DTYPE_F64, {3, 2}, {1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3})},
+      {"opt.step", host_tensor<int64_t>(UMLOS_DTYPE_I64, {}, {42})},
+      {"loss_hist", host_tensor<double>(UMLOS_DTYPE_F64, {2, 2}, {0.9, 0.0, 0.7, 1.0})},
+      {"latent.z", host_tensor<double>(UMLOS_DTYPE_F64, {2, 3}, {1, 2, 3, 4, 5, 6})},
+      {"latent.count", host_tensor<int64_t>(UMLOS_DTYPE_I64, {}, {2})},
+      {"data.cursor", host_tensor<int64_t>(UMLOS_DTYPE_I64, {2}, {1, 17})},
+      {"data.permutation_hash", host_tensor<uint8_t>(UMLOS_DTYPE_U8, {32}, std::vector<uint8_t>(32, 0xab))},
+      {"state", host_tensor<int64_t>(UMLOS_DTYPE_I64, {}, {1})},
+      {"sil_mean", host_tensor<double>(UMLOS_DTYPE_F64, {}, {std::nan("")})},
+      {"cluster.centroids", host_tensor<double>(UMLOS_DTYPE_F64, {0, 3}, {})},
   };
   if (reverse_order) std::reverse(vals.begin(), vals.end());
   for (auto& [name, h] : vals) host.set_value(name, host.from_host(h), true);
-  host.set_value("batch.x", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {1, 2}, {9, 9})), false);
+  host.set_value("batch.x", host.from_host(host_tensor<double>(UMLOS_DTYPE_F64, {1, 2}, {9, 9})), false);
   host.rng().set_key(0x01234567u, 0x89abcdefu);
   host.rng().set_offset(UMLOS_STREAM_INIT, 3);
   host.rng().set_offset(UMLOS_STREAM_CLUSTER, 11);
@@ -190,9 +177,9 @@ TEST_CASE("restore_into puts the checkpoint's values, RNG and t into a fresh hos
   // What a bootstrap leaves before the restore: a parameter in its layout
   // (the checkpoint must keep it), a stale persistent value and an
   // iteration-local one.
-  host.set_value("theta.w", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {3, 2}, {7, 7, 7, 7, 7, 7})), true);
-  host.set_value("theta.stale", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {1}, {7.0})), true);
-  host.set_value("data.train.x", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {1}, {3.0})), false);
+  host.set_value("theta.w", host.from_host(host_tensor<double>(UMLOS_DTYPE_F64, {3, 2}, {7, 7, 7, 7, 7, 7})), true);
+  host.set_value("theta.stale", host.from_host(host_tensor<double>(UMLOS_DTYPE_F64, {1}, {7.0})), true);
+  host.set_value("data.train.x", host.from_host(host_tensor<double>(UMLOS_DTYPE_F64, {1}, {3.0})), false);
   restore_into(host, ck, m);
 
   CHECK(host.iteration() == 42);
@@ -562,8 +549,8 @@ struct MiniRun {
   explicit MiniRun(std::string d) : dir(std::move(d)) {
     load(host, m);  // bootstrap: modules, driver, RNG, initial values
     host.rng().seed_from_manifest(m.manifest_hash);
-    host.set_value("theta.w", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {4}, {0, 0, 0, 0})), true);
-    host.set_value("data.train.x", host.from_host(tensor<double>(UMLOS_DTYPE_F64, {1}, {1})), false);
+    host.set_value("theta.w", host.from_host(host_tensor<double>(UMLOS_DTYPE_F64, {4}, {0, 0, 0, 0})), true);
+    host.set_value("data.train.x", host.from_host(host_tensor<double>(UMLOS_DTYPE_F64, {1}, {1})), false);
     host.set_iteration(0);
   }
   ~MiniRun() {

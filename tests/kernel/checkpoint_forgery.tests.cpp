@@ -39,9 +39,7 @@ struct ShortRun {
 ShortRun short_run(const std::string& tag) {
   const std::string m = variant("breast_cancer", "short",
                                 {{"max_steps: 600", "max_steps: 4"}, {"checkpoint_every: 250", "checkpoint_every: 2"}});
-  Run r = run(m, tag);
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(m, tag);
   ShortRun s{fs::path(r.dir).parent_path().string(), r.dir};
   REQUIRE(fs::exists(s.ckpt(2)));
   REQUIRE(fs::exists(s.ckpt(4)));

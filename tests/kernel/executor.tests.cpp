@@ -55,13 +55,7 @@ struct Executor {
     op = host.find_operator("UML_OS.Model.ModelIR_Executor_v1");
   }
   void set(const std::string& name, std::vector<int64_t> shape, const std::vector<double>& v) {
-    HostTensor h;
-    h.dtype = UMLOS_DTYPE_F64;
-    h.shape.rank = static_cast<uint32_t>(shape.size());
-    for (size_t i = 0; i < shape.size(); ++i) h.shape.dims[i] = shape[i];
-    h.data.resize(v.size() * 8);
-    std::memcpy(h.data.data(), v.data(), h.data.size());
-    host.put_value(name, host.from_host(h));
+    host.put_value(name, host.from_host(umlos_test::host_tensor(UMLOS_DTYPE_F64, shape, v)));
   }
   std::vector<double> get(const std::string& name) {
     HostTensor h = host.to_host(*host.values().at(name));

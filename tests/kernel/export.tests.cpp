@@ -10,6 +10,7 @@
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "run_support.hpp"
+#include "sha256.hpp"
 
 using namespace umlos;
 using namespace umlos_test;
@@ -20,15 +21,7 @@ namespace {
 
 const char* kSafetensorsDtype[] = {"", "F32", "F64", "I32", "I64", "U8", "U32", "U64"};
 
-std::string hex(const std::vector<uint8_t>& b) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (uint8_t x : b) {
-    s += d[x >> 4];
-    s += d[x & 15];
-  }
-  return s;
-}
+std::string hex(const std::vector<uint8_t>& b) { return umlos::to_hex(b.data(), b.size()); }
 
 // What the reader must find: the checkpoint's values named by `keep`, and
 // the provenance metadata.
@@ -76,9 +69,7 @@ TEST_CASE(
   REQUIRE(std::system("python3 -c 'import json, struct' >/dev/null 2>&1") == 0);  // the reader needs Python 3
   const std::string m = variant("breast_cancer", "export",
                                 {{"max_steps: 600", "max_steps: 4"}, {"checkpoint_every: 250", "checkpoint_every: 2"}});
-  Run r = run(m, "export");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(m, "export");
   const std::string job_id = records(r.trace()).front()["job_id"].get<std::string>();
   const std::string out_dir = temp_dir("export-out");
 

@@ -133,9 +133,7 @@ TEST_CASE("Two manifests differing in one config value get separate job folders 
 
 TEST_CASE("A run into a folder that holds another run is refused with ALREADY_EXISTS and writes nothing there",
           "[runfolder][security]") {
-  Run first = run(walk("reuse-a"), "reuse");
-  INFO(first.result.output);
-  REQUIRE(first.result.exit_status == 0);
+  Run first = run_ok(walk("reuse-a"), "reuse");
   const std::vector<std::string> before = names_in(first.dir);
   const std::string trace = read_text(first.trace());
   // Another manifest into the same --run-dir.
@@ -156,13 +154,7 @@ TEST_CASE("A run folder held by a running umlos is refused to a second run and t
   const std::string m = variant("digits", "held", {{"max_steps: 1500", "max_steps: 400"}});
   const std::string root = temp_dir("held");
   const std::string dir = root + "/run";
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setenv("UML_OS_ROOT", root.c_str(), 1);
-    ::execl(UMLOS_EXE, UMLOS_EXE, "run", "-q", "--run-dir", dir.c_str(), m.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn_run(m, root, dir);
   // Wait until the first run is in its loop.
   bool running = false;
   for (int spin = 0; spin < 60000 && !running; ++spin) {
@@ -232,9 +224,7 @@ TEST_CASE("A symbolic link planted as a run file or as the run folder is never w
     CHECK(fs::is_empty(root + "/elsewhere"));
   }
   SECTION("a resume refuses a run folder holding a link at any run file and leaves the target as it was") {
-    Run whole = run(walk("link-resume", "\n  checkpoint_every: 50"), "link-resume");
-    INFO(whole.result.output);
-    REQUIRE(whole.result.exit_status == 0);
+    Run whole = run_ok(walk("link-resume", "\n  checkpoint_every: 50"), "link-resume");
     for (const char* name : {"trace.jsonl", "tape.bin", "manifest.cbor", "failure.json", "profile.json",
                              "checkpoints/latest", "checkpoints/ckpt_00000150.pb", "checkpoints"}) {
       const std::string dir = copy_run(whole.dir, "link-resume-copy");
@@ -365,9 +355,7 @@ TEST_CASE("Resume removes the temporary files an interrupted atomic write left, 
 
 TEST_CASE("Every run that ends writes a final checkpoint, whatever checkpoint_every is", "[runfolder][checkpoint]") {
   // 60 steps, checkpoints every 25: the last one would be t = 50.
-  Run r = run(short_digits("final"), "final");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(short_digits("final"), "final");
   CHECK(names_in(r.dir + "/checkpoints") ==
         std::vector<std::string>{"ckpt_00000025.pb", "ckpt_00000050.pb", "ckpt_00000060.pb", "latest"});
   CHECK(read_text(r.dir + "/checkpoints/latest") == "ckpt_00000060.pb\n");

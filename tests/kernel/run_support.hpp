@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -54,6 +55,19 @@ inline std::vector<nlohmann::json> records(const std::string& trace) {
   return out;
 }
 
+// Starts `umlos run -q --run-dir DIR MANIFEST` with UML_OS_ROOT=ROOT as a
+// child process, for the tests that act on a run while it is in its loop.
+inline pid_t spawn_run(const std::string& manifest, const std::string& root, const std::string& dir) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("UML_OS_ROOT", root.c_str(), 1);
+    ::execl(UMLOS_EXE, UMLOS_EXE, "run", "-q", "--run-dir", dir.c_str(), manifest.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // Runs MANIFEST into a fresh run folder with its own UML_OS_ROOT.
 struct Run {
   CommandResult result;
@@ -66,6 +80,14 @@ inline Run run(const std::string& manifest, const std::string& tag, const std::s
   r.dir = root + "/run";
   r.result =
       run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --run-dir '" + r.dir + "' " + extra + " '" + manifest + "'");
+  return r;
+}
+
+// run() that must succeed: the run's output is shown when it does not.
+inline Run run_ok(const std::string& manifest, const std::string& tag, const std::string& extra = "") {
+  Run r = run(manifest, tag, extra);
+  INFO(r.result.output);
+  REQUIRE(r.result.exit_status == 0);
   return r;
 }
 

@@ -6,6 +6,7 @@
 
 #include "error.hpp"
 #include "host.hpp"
+#include "manifest_run.hpp"
 #include "procedure.hpp"
 #include "test_support.hpp"
 
@@ -15,23 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-struct Run {
-  int exit_status;
-  std::string dir;
-  std::string trace() const { return read_text(dir + "/trace.jsonl"); }
-  json failure() const { return json::parse(read_text(dir + "/failure.json")); }
-};
-
-Run run(const std::string& manifest_text, const std::string& tag) {
-  std::string dir = temp_dir(tag);
-  std::string file = dir + "/manifest.yaml";
-  write_text(file, manifest_text);
-  RunOptions opt;
-  opt.run_dir = dir + "/run";
-  opt.quiet = true;
-  return Run{run_manifest(file, opt), opt.run_dir};
-}
-
 std::vector<json> records(const std::string& trace) {
   std::vector<json> out;
   std::stringstream ss(trace);
@@ -40,12 +24,20 @@ std::vector<json> records(const std::string& trace) {
   return out;
 }
 
+// The demo walk for 5 steps with a test module's Draw_v1 as the next_batch
+// step: the modules that draw more, fewer or exactly the declared values.
+ManifestRun run_draw_module(const std::string& module, const std::string& tag) {
+  return run_manifest_text(walk_manifest({module_path("umlos_cpu_driver"), module_path(module)},
+                                         "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
+                           tag);
+}
+
 const std::vector<std::string> kWalkModules = {module_path("umlos_cpu_driver"), module_path("umlos_core")};
 
 }  // namespace
 
 TEST_CASE("The demo walk runs every VI step and writes run_header, one iter per step and run_end", "[runner]") {
-  Run r = run(walk_manifest(kWalkModules, kWalkOperators, 30), "walk");
+  ManifestRun r = run_manifest_text(walk_manifest(kWalkModules, kWalkOperators, 30), "walk");
   REQUIRE(r.exit_status == 0);
   std::vector<json> recs = records(r.trace());
   REQUIRE(recs.size() == 32);
@@ -67,9 +59,9 @@ TEST_CASE("The demo walk runs every VI step and writes run_header, one iter per 
 
 TEST_CASE("Two runs of the same manifest give byte-identical traces; another seed gives another trace",
           "[runner][replay]") {
-  Run a = run(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-a");
-  Run b = run(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-b");
-  Run c = run(walk_manifest(kWalkModules, kWalkOperators, 40, 1, 8), "replay-c");
+  ManifestRun a = run_manifest_text(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-a");
+  ManifestRun b = run_manifest_text(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-b");
+  ManifestRun c = run_manifest_text(walk_manifest(kWalkModules, kWalkOperators, 40, 1, 8), "replay-c");
   REQUIRE(a.exit_status == 0);
   REQUIRE(b.exit_status == 0);
   REQUIRE(c.exit_status == 0);
@@ -78,8 +70,8 @@ TEST_CASE("Two runs of the same manifest give byte-identical traces; another see
 }
 
 TEST_CASE("The driver's thread count does not change a single byte of the trace", "[runner][replay]") {
-  Run one = run(walk_manifest(kWalkModules, kWalkOperators, 25, 1), "threads-1");
-  Run four = run(walk_manifest(kWalkModules, kWalkOperators, 25, 4), "threads-4");
+  ManifestRun one = run_manifest_text(walk_manifest(kWalkModules, kWalkOperators, 25, 1), "threads-1");
+  ManifestRun four = run_manifest_text(walk_manifest(kWalkModules, kWalkOperators, 25, 4), "threads-4");
   REQUIRE(one.exit_status == 0);
   REQUIRE(four.exit_status == 0);
   // The manifests differ in driver.config, hence in replay token; every
@@ -93,9 +85,7 @@ TEST_CASE("The driver's thread count does not change a single byte of the trace"
 
 TEST_CASE("An operator that draws more than it declares aborts the run with RNG_CONSUMPTION_VIOLATION",
           "[runner][rng]") {
-  Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_bad_draws")},
-                            "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
-              "bad-draws");
+  ManifestRun r = run_draw_module("test_bad_draws", "bad-draws");
   CHECK(r.exit_status == exit_code_for(UMLOS_RNG_CONSUMPTION_VIOLATION));
   json f = r.failure();
   CHECK(f["failure_code"] == "RNG_CONSUMPTION_VIOLATION");
@@ -112,25 +102,19 @@ TEST_CASE("An operator that draws more than it declares aborts the run with RNG_
 }
 
 TEST_CASE("An operator that draws fewer values than it declares is stopped the same way", "[runner][rng]") {
-  Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_few_draws")},
-                            "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
-              "few-draws");
+  ManifestRun r = run_draw_module("test_few_draws", "few-draws");
   CHECK(r.exit_status == exit_code_for(UMLOS_RNG_CONSUMPTION_VIOLATION));
   CHECK_THAT(r.failure()["message"].get<std::string>(), Catch::Contains("expected delta 1, actual 0"));
 }
 
 TEST_CASE("The same operator drawing exactly what it declares runs cleanly", "[runner][rng]") {
-  Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_well_behaved")},
-                            "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
-              "good-draws");
+  ManifestRun r = run_draw_module("test_well_behaved", "good-draws");
   CHECK(r.exit_status == 0);
 }
 
 TEST_CASE("A non-finite declared output is a contract violation with the element as counterexample",
           "[runner][contract]") {
-  Run r = run(walk_manifest({module_path("umlos_cpu_driver"), module_path("test_nan_output")},
-                            "  next_batch_op: Test.Misbehaving.Draw_v1\n", 5),
-              "nan");
+  ManifestRun r = run_draw_module("test_nan_output", "nan");
   CHECK(r.exit_status == exit_code_for(UMLOS_CONTRACT_VIOLATION));
   CHECK_THAT(r.failure()["message"].get<std::string>(), Catch::Contains("element 0"));
 }
@@ -138,7 +122,7 @@ TEST_CASE("A non-finite declared output is a contract violation with the element
 TEST_CASE("An operator the manifest names but no module offers fails at bootstrap with file, line and key",
           "[runner][manifest]") {
   std::string ops = std::string(kWalkOperators) + "  switch_op: UML_OS.Transition.SwitchState_v1\n";
-  Run r = run(walk_manifest(kWalkModules, ops, 5), "missing-op");
+  ManifestRun r = run_manifest_text(walk_manifest(kWalkModules, ops, 5), "missing-op");
   CHECK(r.exit_status == exit_code_for(UMLOS_OPERATOR_NOT_FOUND));
   json f = r.failure();
   std::string msg = f["message"];
@@ -152,7 +136,7 @@ TEST_CASE("A module whose pin does not match stops the run before bootstrap comp
   std::string text = walk_manifest(kWalkModules, kWalkOperators, 5);
   std::string digest = to_hex(hash_module_file(module_path("umlos_core")));
   text.replace(text.find(digest), 64, std::string(64, '0'));
-  Run r = run(text, "bad-pin");
+  ManifestRun r = run_manifest_text(text, "bad-pin");
   CHECK(r.exit_status == exit_code_for(UMLOS_MODULE_HASH_MISMATCH));
   CHECK(r.failure()["failure_code"] == "MODULE_HASH_MISMATCH");
 }
@@ -161,7 +145,7 @@ TEST_CASE("A module's invariant runs every iteration and its violation carries t
           "[runner][contract]") {
   std::string text = walk_manifest(kWalkModules, kWalkOperators, 50);
   text.replace(text.find("walk: {"), 7, "walk: {max_norm: 0.8, ");
-  Run r = run(text, "invariant");
+  ManifestRun r = run_manifest_text(text, "invariant");
   CHECK(r.exit_status == exit_code_for(UMLOS_CONTRACT_VIOLATION));
   json f = r.failure();
   CHECK(f["failure_code"] == "CONTRACT_VIOLATION");
@@ -176,16 +160,17 @@ TEST_CASE("An operator places tensors at the offsets of the manifest's TMMU plan
                                    module_path("test_placement")};
   std::string text = walk_manifest(mods, "  next_batch_op: Test.Placement.PlanAndPlace_v1\n", 2);
   text += "tmmu: {strategy: UML_OS.TMMU.PlanMemory_v2}\n";
-  Run ok = run(text, "placement");
+  ManifestRun ok = run_manifest_text(text, "placement");
   CHECK(ok.exit_status == 0);
 
   // The slot planner needs two 32-byte slots at alignment 64: 96 bytes > 64.
-  Run quota = run(text + "budgets: {memory_bytes: 64}\n", "placement-quota");
+  ManifestRun quota = run_manifest_text(text + "budgets: {memory_bytes: 64}\n", "placement-quota");
   CHECK(quota.exit_status == exit_code_for(UMLOS_QUOTA_EXCEEDED));
   CHECK_THAT(quota.failure()["message"].get<std::string>(), Catch::Contains("budgets.memory_bytes = 64"));
 
   // Without tmmu.strategy the service explains what is missing.
-  Run none = run(walk_manifest(mods, "  next_batch_op: Test.Placement.PlanAndPlace_v1\n", 2), "placement-none");
+  ManifestRun none =
+      run_manifest_text(walk_manifest(mods, "  next_batch_op: Test.Placement.PlanAndPlace_v1\n", 2), "placement-none");
   CHECK(none.exit_status == exit_code_for(UMLOS_FAILED_PRECONDITION));
   CHECK_THAT(none.failure()["message"].get<std::string>(), Catch::Contains("tmmu"));
 }
@@ -204,7 +189,7 @@ TEST_CASE("An operator reads a structured config subtree as canonical CBOR and d
   std::vector<std::string> mods = {module_path("umlos_cpu_driver"), module_path("test_config_tree")};
   std::string text = walk_manifest(mods, "  next_batch_op: Test.Config.Summarize_v1\n", 1);
   text += "  graph:\n    scale: 0.5\n    nodes: [{id: 1}, {id: 5}, {id: 10}]\n    edges: [[1, 5], [5, 10]]\n";
-  Run r = run(text, "config-tree");
+  ManifestRun r = run_manifest_text(text, "config-tree");
   REQUIRE(r.exit_status == 0);
   std::vector<json> recs = records(r.trace());
   CHECK(recs[1]["loss_total"].get<double>() == 16.0);  // (1 + 5 + 10) * 2 edges * 0.5
@@ -212,7 +197,7 @@ TEST_CASE("An operator reads a structured config subtree as canonical CBOR and d
   // A malformed tree is the operator's clear failure, not a crash.
   std::string bad = walk_manifest(mods, "  next_batch_op: Test.Config.Summarize_v1\n", 1) +
                     "  graph: {scale: 1, nodes: [{name: x}], edges: []}\n";
-  Run b = run(bad, "config-tree-bad");
+  ManifestRun b = run_manifest_text(bad, "config-tree-bad");
   CHECK(b.exit_status == exit_code_for(UMLOS_INVALID_ARGUMENT));
   CHECK_THAT(b.failure()["message"].get<std::string>(), Catch::Contains("missing key 'id'"));
 }
@@ -221,13 +206,13 @@ TEST_CASE("Value families let an operator read and write names that come from da
           "[runner][contract]") {
   std::vector<std::string> mods = {module_path("umlos_cpu_driver"), module_path("test_config_tree")};
   std::string ops = "  next_batch_op: Test.Family.Make_v1\n  forward_op: Test.Family.Double_v1\n";
-  Run r = run(walk_manifest(mods, ops, 2) + "  family: [a, b, c]\n", "family");
+  ManifestRun r = run_manifest_text(walk_manifest(mods, ops, 2) + "  family: [a, b, c]\n", "family");
   REQUIRE(r.exit_status == 0);
   std::vector<json> recs = records(r.trace());
   CHECK(recs[1]["loss_total"].get<double>() == 132.0);  // 2 * (1+10 + 2+20 + 3+30)
 
   // A member the producer never made is absent for the consumer.
-  Run missing =
-      run(walk_manifest(mods, "  forward_op: Test.Family.Double_v1\n", 1) + "  family: [a]\n", "family-missing");
+  ManifestRun missing = run_manifest_text(
+      walk_manifest(mods, "  forward_op: Test.Family.Double_v1\n", 1) + "  family: [a]\n", "family-missing");
   CHECK(missing.exit_status == exit_code_for(UMLOS_NOT_FOUND));
 }

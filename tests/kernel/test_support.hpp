@@ -2,15 +2,19 @@
 // temporary folders, pinned manifests written on the fly, running `umlos`.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "host_tensor.hpp"
 #include "loader.hpp"
 #include "sha256.hpp"
 
@@ -87,5 +91,14 @@ inline CommandResult run_umlos_env(const std::string& env, const std::string& ar
 }
 
 inline CommandResult run_umlos(const std::string& args) { return run_umlos_env("", args); }
+
+// `umlos conformance MODULE` passes and its report names each of `operators`.
+inline void check_conformance_passes(const std::string& module, std::initializer_list<const char*> operators) {
+  CommandResult r = run_umlos("conformance '" + module_path(module) + "'");
+  INFO(r.output);
+  CHECK(r.exit_status == 0);
+  CHECK_THAT(r.output, Catch::Contains("conformance: PASS"));
+  for (const char* op : operators) CHECK_THAT(r.output, Catch::Contains(op));
+}
 
 }  // namespace umlos_test

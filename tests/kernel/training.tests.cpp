@@ -33,12 +33,19 @@ std::vector<std::string> state_fps(const std::string& trace) {
   return out;
 }
 
+// Runs `manifest` with UML_OS_ROOT=root; it must fail naming `code`.
+CommandResult run_expecting_failure(const std::string& manifest, const std::string& root, const char* code) {
+  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + manifest + "'");
+  INFO(r.output);
+  CHECK(r.exit_status != 0);
+  CHECK(r.output.find(code) != std::string::npos);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("The default digits manifest reaches held-out accuracy of at least 0.97", "[training][slow]") {
-  Run r = run(pinned_manifest("digits"), "digits");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(pinned_manifest("digits"), "digits");
   const json end = records(r.trace()).back();
   REQUIRE(end["record"] == "run_end");
   CHECK(end["status"] == "success");
@@ -48,18 +55,14 @@ TEST_CASE("The default digits manifest reaches held-out accuracy of at least 0.9
 }
 
 TEST_CASE("The breast cancer manifest reaches held-out accuracy of at least 0.95", "[training][slow]") {
-  Run r = run(pinned_manifest("breast_cancer"), "bc");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(pinned_manifest("breast_cancer"), "bc");
   const json end = records(r.trace()).back();
   CHECK(end["task_type"] == "binary");
   CHECK(end["val_accuracy"].get<double>() >= 0.95);
 }
 
 TEST_CASE("The diabetes manifest reaches a held-out R squared of at least 0.45", "[training][slow]") {
-  Run r = run(pinned_manifest("diabetes"), "diabetes");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(pinned_manifest("diabetes"), "diabetes");
   const json end = records(r.trace()).back();
   CHECK(end["task_type"] == "regression");
   CHECK(end["val_r2"].get<double>() >= 0.45);
@@ -125,10 +128,8 @@ TEST_CASE("A data set whose hash does not match leaves only the failure record i
           "[training][dataset]") {
   const std::string m = variant("digits", "badhash", {{"0c01d4c317b51fbd", "1c01d4c317b51fbd"}});
   const std::string root = temp_dir("train-badhash");
-  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  const CommandResult r = run_expecting_failure(m, root, "DATA_HASH_MISMATCH");
   INFO(r.output);
-  CHECK(r.exit_status != 0);
-  CHECK(r.output.find("DATA_HASH_MISMATCH") != std::string::npos);
   // The job folder holds failure.json and nothing else.
   std::vector<fs::path> jobs;
   for (auto& e : fs::recursive_directory_iterator(fs::path(root) / "namespaces")) {
@@ -249,10 +250,8 @@ TEST_CASE("A non-finite objective stops the run with INVALID_OBJECTIVE before an
 TEST_CASE("A namespace component that would leave UML_OS_ROOT is refused", "[training][namespace]") {
   const std::string m = variant("digits", "escape", {{"name: digits\n", "name: digits\nnamespace: {org: \"..\"}\n"}});
   const std::string root = temp_dir("train-escape");
-  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  const CommandResult r = run_expecting_failure(m, root, "MANIFEST_INVALID");
   INFO(r.output);
-  CHECK(r.exit_status != 0);
-  CHECK(r.output.find("MANIFEST_INVALID") != std::string::npos);
   CHECK(r.output.find("namespace.org") != std::string::npos);
   CHECK_FALSE(fs::exists(fs::path(root) / "namespaces"));
 }
@@ -262,10 +261,8 @@ TEST_CASE("A job folder that a symbolic link would move outside UML_OS_ROOT is r
   const std::string root = temp_dir("train-symlink"), outside = temp_dir("train-outside");
   fs::create_directories(fs::path(root) / "namespaces");
   fs::create_directory_symlink(outside, fs::path(root) / "namespaces" / "default");
-  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  const CommandResult r = run_expecting_failure(m, root, "NAMESPACE_VIOLATION");
   INFO(r.output);
-  CHECK(r.exit_status != 0);
-  CHECK(r.output.find("NAMESPACE_VIOLATION") != std::string::npos);
   CHECK(fs::is_empty(outside));
 }
 
@@ -273,10 +270,8 @@ TEST_CASE("A policy rule with a syntax error fails at bootstrap with its column,
           "[training][policy]") {
   const std::string m = variant("digits", "badrule", {{"cond: \"t mod 250 == 0\"", "cond: \"t mod 250 === 0\""}});
   const std::string root = temp_dir("train-badrule");
-  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + m + "'");
+  const CommandResult r = run_expecting_failure(m, root, "POLICY_INVALID");
   INFO(r.output);
-  CHECK(r.exit_status != 0);
-  CHECK(r.output.find("POLICY_INVALID") != std::string::npos);
   CHECK(r.output.find("policy.rules[0].cond") != std::string::npos);
   CHECK(r.output.find("column") != std::string::npos);
   std::vector<fs::path> files;
@@ -290,17 +285,28 @@ TEST_CASE("A policy rule with a syntax error fails at bootstrap with its column,
 
 namespace {
 
+// digits_augment runs the symbolic module, which a build may leave out.
+#ifdef UMLOS_TEST_HAVE_SYMBOLIC
+#define SKIP_WITHOUT_SYMBOLIC() (void)0
+#else
+#define SKIP_WITHOUT_SYMBOLIC() \
+  UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)")
+#endif
+
+// digits_augment shortened to `steps`, augmenting at t = `augment_at` and
+// checkpointing every 40 steps.
+std::string short_augment_variant(const std::string& tag, int steps, int augment_at) {
+  return variant("digits_augment", tag,
+                 {{"max_steps: 600", "max_steps: " + std::to_string(steps)},
+                  {"t == 300 and state == S_P", "t == " + std::to_string(augment_at) + " and state == S_P"},
+                  {"checkpoint_every: 250", "checkpoint_every: 40"}});
+}
+
 // Starts `umlos run -q --run-dir DIR MANIFEST` as a child process and kills
 // it with SIGKILL once its trace holds at least `kill_at` iter records.
 // Returns the number of iter records present when the kill landed.
 size_t run_and_kill(const std::string& manifest, const std::string& root, const std::string& dir, size_t kill_at) {
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setenv("UML_OS_ROOT", root.c_str(), 1);
-    ::execl(UMLOS_EXE, UMLOS_EXE, "run", "-q", "--run-dir", dir.c_str(), manifest.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn_run(manifest, root, dir);
   const std::string trace = dir + "/trace.jsonl";
   size_t iters = 0;
   for (int spin = 0; spin < 60000; ++spin) {
@@ -322,6 +328,19 @@ size_t run_and_kill(const std::string& manifest, const std::string& root, const 
   return iters;
 }
 
+// Runs `manifest` in a fresh UML_OS_ROOT, kills it once `kill_at` iterations
+// are in its trace and resumes it, which must succeed; returns the run folder.
+std::string kill_and_resume(const std::string& manifest, const std::string& tag, size_t kill_at) {
+  const std::string root = temp_dir(tag + "-" + std::to_string(kill_at));
+  const std::string dir = root + "/run";
+  const size_t landed = run_and_kill(manifest, root, dir, kill_at);
+  INFO("killed after " << landed << " iterations (target " << kill_at << ")");
+  CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --resume '" + dir + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_status == 0);
+  return dir;
+}
+
 }  // namespace
 
 TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrupted run",
@@ -341,14 +360,9 @@ TEST_CASE("A run killed with SIGKILL and resumed ends exactly like an uninterrup
   }
   // Kill points spread over the run (between checkpoints, on one, late).
   for (size_t kill_at : {23u, 80u, 117u, 151u}) {
-    const std::string root = temp_dir("train-kill-" + std::to_string(kill_at));
-    const std::string dir = root + "/run";
-    const size_t landed = run_and_kill(m, root, dir, kill_at);
-    INFO("killed after " << landed << " iterations (target " << kill_at << ")");
-    CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --resume '" + dir + "'");
-    INFO(r.output);
     // Before the first checkpoint (t < 40) the resume starts again from t = 0.
-    REQUIRE(r.exit_status == 0);
+    const std::string dir = kill_and_resume(m, "train-kill", kill_at);
+    INFO("kill target " << kill_at);
     CHECK(state_fps(dir + "/trace.jsonl").back() == fps.back());
     CHECK(read_text(dir + "/trace.jsonl") == trace);
     CHECK(read_text(dir + "/tape.bin") == read_text(whole.dir + "/tape.bin"));
@@ -360,9 +374,7 @@ TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count i
   const std::string m = variant(
       "digits", "keep",
       {{"max_steps: 1500", "max_steps: 100"}, {"checkpoint_every: 250", "checkpoint_every: 20\n  checkpoint_keep: 2"}});
-  Run r = run(m, "keep");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  Run r = run_ok(m, "keep");
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(r.dir + "/checkpoints")) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
@@ -379,19 +391,12 @@ TEST_CASE("checkpoint_keep keeps only the newest checkpoints; a negative count i
 
 TEST_CASE("A run with an augment step, killed before or after it and resumed, ends exactly like an uninterrupted run",
           "[training][checkpoint][symbolic][slow]") {
-#ifndef UMLOS_TEST_HAVE_SYMBOLIC
-  UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
-#endif
+  SKIP_WITHOUT_SYMBOLIC();
   // digits_augment shortened: augment at t = 60, checkpoints every 40, so a
   // resume from t = 40 crosses the augment step and one from t = 80 restores
   // the prototypes and equations from the checkpoint.
-  const std::string m = variant("digits_augment", "kill",
-                                {{"max_steps: 600", "max_steps: 120"},
-                                 {"t == 300 and state == S_P", "t == 60 and state == S_P"},
-                                 {"checkpoint_every: 250", "checkpoint_every: 40"}});
-  Run whole = run(m, "kill-aug-whole");
-  INFO(whole.result.output);
-  REQUIRE(whole.result.exit_status == 0);
+  const std::string m = short_augment_variant("kill", 120, 60);
+  Run whole = run_ok(m, "kill-aug-whole");
   const std::vector<json> recs = records(whole.trace());
   // The augment step's record carries the equations, one per prototype.
   json found;
@@ -419,13 +424,8 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
 
   const std::string trace = read_text(whole.trace());
   for (size_t kill_at : {50u, 95u}) {
-    const std::string root = temp_dir("train-kill-aug-" + std::to_string(kill_at));
-    const std::string dir = root + "/run";
-    const size_t landed = run_and_kill(m, root, dir, kill_at);
-    INFO("killed after " << landed << " iterations (target " << kill_at << ")");
-    CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --resume '" + dir + "'");
-    INFO(r.output);
-    REQUIRE(r.exit_status == 0);
+    const std::string dir = kill_and_resume(m, "train-kill-aug", kill_at);
+    INFO("kill target " << kill_at);
     CHECK(read_text(dir + "/trace.jsonl") == trace);
     CHECK(read_text(dir + "/tape.bin") == read_text(whole.dir + "/tape.bin"));
   }
@@ -433,16 +433,9 @@ TEST_CASE("A run with an augment step, killed before or after it and resumed, en
 
 TEST_CASE("A checkpoint whose stored equation uses an operator outside the set fails on resume naming the equation",
           "[training][checkpoint][symbolic][errors][slow]") {
-#ifndef UMLOS_TEST_HAVE_SYMBOLIC
-  UMLOS_SKIP("digits_augment needs libumlos_symbolic.so, not built here (UMLOS_MODULE_SYMBOLIC=OFF)");
-#endif
-  const std::string m = variant("digits_augment", "eqckpt",
-                                {{"max_steps: 600", "max_steps: 60"},
-                                 {"t == 300 and state == S_P", "t == 20 and state == S_P"},
-                                 {"checkpoint_every: 250", "checkpoint_every: 40"}});
-  Run r = run(m, "eqckpt");
-  INFO(r.result.output);
-  REQUIRE(r.result.exit_status == 0);
+  SKIP_WITHOUT_SYMBOLIC();
+  const std::string m = short_augment_variant("eqckpt", 60, 20);
+  Run r = run_ok(m, "eqckpt");
   // Rewrite one equation in ckpt_00000040.pb with the same length ("cos(" ->
   // "tan(", an operator outside the set) and a valid content_sha256: a
   // checkpoint that is well-formed as a file but holds a bad equation.

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "../kernel/manifest_run.hpp"
 #include "../kernel/test_support.hpp"
 #include "cbor.hpp"
 #include "error.hpp"
@@ -19,11 +20,7 @@ using json = nlohmann::json;
 
 namespace {
 
-struct PolicyRun {
-  int exit_status;
-  std::string dir;
-  std::string trace() const { return read_text(dir + "/trace.jsonl"); }
-  json failure() const { return json::parse(read_text(dir + "/failure.json")); }
+struct PolicyRun : ManifestRun {
   std::vector<json> iters() const {
     std::vector<json> out;
     std::stringstream ss(trace());
@@ -37,13 +34,7 @@ struct PolicyRun {
 };
 
 PolicyRun run_policy(const std::string& manifest_text, const std::string& tag) {
-  std::string dir = temp_dir(tag);
-  std::string file = dir + "/manifest.yaml";
-  write_text(file, manifest_text);
-  RunOptions opt;
-  opt.run_dir = dir + "/run";
-  opt.quiet = true;
-  return PolicyRun{run_manifest(file, opt), opt.run_dir};
+  return PolicyRun{run_manifest_text(manifest_text, tag)};
 }
 
 const char* kOperators =
@@ -78,14 +69,8 @@ const char* kRules =
 }  // namespace
 
 TEST_CASE("umlos conformance passes every operator of the policy module", "[policy][conformance]") {
-  CommandResult r = run_umlos("conformance '" + module_path("umlos_policy") + "'");
-  INFO(r.output);
-  CHECK(r.exit_status == 0);
-  CHECK_THAT(r.output, Catch::Contains("conformance: PASS"));
-  for (const char* op : {"UML_OS.Policy.Evaluate_v1", "UML_OS.Cluster.SphericalKMeans_v1",
-                         "UML_OS.Transition.SwitchState_v1", "UML_OS.Termination.Check_v1"}) {
-    CHECK_THAT(r.output, Catch::Contains(op));
-  }
+  check_conformance_passes("umlos_policy", {"UML_OS.Policy.Evaluate_v1", "UML_OS.Cluster.SphericalKMeans_v1",
+                                            "UML_OS.Transition.SwitchState_v1", "UML_OS.Termination.Check_v1"});
 }
 
 TEST_CASE("Manifest rules drive probe, augment and switch through the VI loop, and probes find the clusters",

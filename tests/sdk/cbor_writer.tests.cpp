@@ -9,21 +9,14 @@
 #include <limits>
 #include <string>
 #include <umlos/cbor_writer.hpp>
+#include <umlos/sha256.hpp>
 #include <vector>
 
 using umlos::sdk::cbor::Writer;
 
 namespace {
 
-std::string hex(const std::vector<uint8_t>& b) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : b) {
-    s += digits[c >> 4];
-    s += digits[c & 0xf];
-  }
-  return s;
-}
+std::string hex(const std::vector<uint8_t>& b) { return umlos::sdk::hex(b.data(), b.size()); }
 
 std::vector<uint8_t> bytes(std::initializer_list<uint8_t> b) { return b; }
 

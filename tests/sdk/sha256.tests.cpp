@@ -6,24 +6,12 @@
 #include <string>
 #include <umlos/sha256.hpp>
 
+#include "../sha256_vectors.hpp"
+
 namespace sdk = umlos::sdk;
 
-namespace {
-
-struct Vector {
-  std::string message;
-  const char* digest;
-};
-
-const Vector kFips180_2[] = {
-    {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-    {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-    {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-     "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
-    {std::string(1000000, 'a'), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"},
-};
-
-}  // namespace
+using umlos_test::kFips180_2;
+using Vector = umlos_test::Sha256Vector;
 
 TEST_CASE("The SDK's SHA-256 gives the FIPS 180-2 example digests", "[sdk][sha256]") {
   for (const Vector& v : kFips180_2) {

@@ -26,22 +26,10 @@ using json = nlohmann::json;
 namespace {
 
 HostTensor f64_tensor(const std::vector<int64_t>& shape, const std::vector<double>& v) {
-  HostTensor t;
-  t.dtype = UMLOS_DTYPE_F64;
-  t.shape.rank = static_cast<uint32_t>(shape.size());
-  for (size_t k = 0; k < shape.size(); ++k) t.shape.dims[k] = shape[k];
-  t.data.resize(v.size() * 8);
-  if (!v.empty()) std::memcpy(t.data.data(), v.data(), t.data.size());
-  return t;
+  return host_tensor(UMLOS_DTYPE_F64, shape, v);
 }
 HostTensor i64_tensor(const std::vector<int64_t>& shape, const std::vector<int64_t>& v) {
-  HostTensor t;
-  t.dtype = UMLOS_DTYPE_I64;
-  t.shape.rank = static_cast<uint32_t>(shape.size());
-  for (size_t k = 0; k < shape.size(); ++k) t.shape.dims[k] = shape[k];
-  t.data.resize(v.size() * 8);
-  if (!v.empty()) std::memcpy(t.data.data(), v.data(), t.data.size());
-  return t;
+  return host_tensor(UMLOS_DTYPE_I64, shape, v);
 }
 HostTensor text_tensor(const std::string& s) {
   HostTensor t;
@@ -90,14 +78,9 @@ void driver_eval(const std::string& eq, const std::vector<double>& z, int64_t n,
 }  // namespace
 
 TEST_CASE("umlos conformance passes every operator of the symbolic module", "[symbolic][conformance]") {
-  CommandResult r = run_umlos("conformance '" + module_path("umlos_symbolic") + "'");
-  INFO(r.output);
-  CHECK(r.exit_status == 0);
-  CHECK_THAT(r.output, Catch::Contains("conformance: PASS"));
-  for (const char* op : {"UML_OS.Symbolic.DifferentiableEval_v1", "UML_OS.Symbolic.EquationUpdate_v2",
-                         "UML_OS.Module.ActivateNonParamModule_v1"}) {
-    CHECK_THAT(r.output, Catch::Contains(op));
-  }
+  check_conformance_passes("umlos_symbolic",
+                           {"UML_OS.Symbolic.DifferentiableEval_v1", "UML_OS.Symbolic.EquationUpdate_v2",
+                            "UML_OS.Module.ActivateNonParamModule_v1"});
 }
 
 TEST_CASE("DifferentiableEval_v1 on the driver matches central finite differences for every operator",
@@ -230,9 +213,7 @@ TEST_CASE("ActivateNonParamModule_v1 takes exactly 31 cluster draws and writes p
 
 TEST_CASE("Digits with one augment step: equations found, accuracy with and without, identical traces",
           "[symbolic][training][slow]") {
-  Run a = run(pinned_manifest("digits_augment"), "aug-a");
-  INFO(a.result.output);
-  REQUIRE(a.result.exit_status == 0);
+  Run a = run_ok(pinned_manifest("digits_augment"), "aug-a");
   const std::vector<json> ra = records(a.trace());
   bool augmented = false;
   for (const json& r : ra) {

@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "../kernel/host_tensor.hpp"
 #include "checkpoint.hpp"
 #include "error.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
+#include "sha256.hpp"
 
 using namespace umlos;
 
@@ -71,13 +73,7 @@ struct Exec {
     set("model.param.b", {5}, {0.05, -0.15, 0.2, 0.0, -0.1});
   }
   void set(const std::string& name, std::vector<int64_t> shape, const std::vector<double>& v) {
-    HostTensor h;
-    h.dtype = UMLOS_DTYPE_F64;
-    h.shape.rank = static_cast<uint32_t>(shape.size());
-    for (size_t i = 0; i < shape.size(); ++i) h.shape.dims[i] = shape[i];
-    h.data.resize(v.size() * 8);
-    std::memcpy(h.data.data(), v.data(), h.data.size());
-    host.put_value(name, host.from_host(h));
+    host.put_value(name, host.from_host(umlos_test::host_tensor(UMLOS_DTYPE_F64, shape, v)));
   }
   // Iteration t with a batch of n rows (fixed values, the same for every n).
   void call(int64_t t, int64_t n) {
@@ -111,15 +107,7 @@ struct Exec {
     return v;
   }
   std::string plan_hash() { return to_hex_bytes(bytes("model.exec.tmmu_plan_hash")); }
-  static std::string to_hex_bytes(const std::vector<uint8_t>& b) {
-    static const char* d = "0123456789abcdef";
-    std::string s;
-    for (uint8_t c : b) {
-      s += d[c >> 4];
-      s += d[c & 15];
-    }
-    return s;
-  }
+  static std::string to_hex_bytes(const std::vector<uint8_t>& b) { return umlos::to_hex(b.data(), b.size()); }
 };
 
 const std::string kReplan =

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <new>
 #include <sstream>
 #include <string>
@@ -32,32 +31,6 @@ namespace cpu_driver {
 // Bumped whenever a primitive's arithmetic changes (it is part of the
 // fingerprint, so old runs are not silently compared with new results).
 constexpr const char* kDriverVersion = "cpu_driver 1.0 (primitives 1.0)";
-
-// ---------------------------------------------------------------- registry
-
-static const std::map<std::string, PrimitiveInfo>& registry() {
-  static const std::map<std::string, PrimitiveInfo> table = [] {
-    std::vector<PrimitiveInfo> all;
-    register_elementwise(all);
-    register_reductions(all);
-    register_linalg(all);
-    register_shape_ops(all);
-    std::map<std::string, PrimitiveInfo> m;
-    for (const auto& p : all) m.emplace(p.name, p);
-    return m;
-  }();
-  return table;
-}
-
-// The static name list the descriptor publishes (sorted, from the registry).
-static const std::vector<const char*>& primitive_names() {
-  static const std::vector<const char*> names = [] {
-    std::vector<const char*> v;
-    for (const auto& kv : registry()) v.push_back(kv.second.name);
-    return v;
-  }();
-  return names;
-}
 
 // ---------------------------------------------------------------- instance
 
@@ -228,10 +201,7 @@ static void driver_buffer_free(void*, umlos_buffer* buffer) {
 }
 
 static void check_range(const char* what, const Buffer* b, uint64_t offset, uint64_t bytes) {
-  if (!b) fail(UMLOS_INVALID_ARGUMENT, std::string(what) + ": buffer is NULL");
-  if (offset > b->bytes || bytes > b->bytes - offset)
-    fail(UMLOS_OUT_OF_RANGE, std::string(what) + ": offset " + std::to_string(offset) + " + size " +
-                                 std::to_string(bytes) + " exceeds the buffer size " + std::to_string(b->bytes));
+  cpu_driver::check_range(what, b ? &b->bytes : nullptr, offset, bytes);
 }
 
 static umlos_status driver_buffer_write(void* instance, umlos_ctx* ctx, umlos_buffer* buffer, uint64_t offset,
@@ -258,20 +228,7 @@ static umlos_status driver_buffer_read(void* instance, umlos_ctx* ctx, const uml
 
 // A view -> an operand over host memory, with every bound checked.
 static Operand to_operand(const std::string& primitive, const std::string& role, const umlos_tensor_view& v) {
-  Operand o;
-  o.dtype = v.dtype;
-  if (dtype_size(v.dtype) == 0)
-    fail(UMLOS_PRIMITIVE_UNSUPPORTED, primitive + ": " + role + ": unknown dtype " + std::to_string(v.dtype));
-  if (v.rank > UMLOS_MAX_RANK)
-    fail(UMLOS_SHAPE_MISMATCH,
-         primitive + ": " + role + ": rank " + std::to_string(v.rank) + " exceeds " + std::to_string(UMLOS_MAX_RANK));
-  o.dims.assign(v.dims, v.dims + v.rank);
-  o.numel = 1;
-  for (int64_t d : o.dims) {
-    if (d < 0)
-      fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": negative extent in shape " + shape_string(o.dims));
-    o.numel *= d;
-  }
+  Operand o = cpu_driver::view_operand_shape(primitive, role, v);
   auto* b = reinterpret_cast<Buffer*>(v.buffer);
   check_range((primitive + ": " + role).c_str(), b, v.byte_offset, o.bytes());
   o.data = b->data + v.byte_offset;
@@ -284,22 +241,15 @@ static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* 
                                     uint32_t n_attrs) {
   auto* inst = static_cast<Instance*>(instance);
   return guarded(inst->svc, ctx, [&] {
-    std::string name = primitive ? primitive : "";
-    auto it = registry().find(name);
-    if (it == registry().end())
-      fail(UMLOS_PRIMITIVE_UNSUPPORTED, "no primitive '" + name + "' (docs/primitives.md lists them)");
-    Call c;
-    c.info = &it->second;
-    c.primitive = name;
-    c.attrs = attrs;
-    c.n_attrs = attrs ? n_attrs : 0;
+    Call c = cpu_driver::start_call(primitive, attrs, n_attrs);
+    const std::string& name = c.primitive;
     c.pool = inst->pool;
     c.block = inst->block;
     c.simd = inst->simd;
     if ((n_inputs && !inputs) || (n_outputs && !outputs)) fail(UMLOS_INVALID_ARGUMENT, name + ": NULL operand array");
     for (uint32_t i = 0; i < n_inputs; ++i) c.in.push_back(to_operand(name, c.in_name(i), inputs[i]));
     for (uint32_t i = 0; i < n_outputs; ++i) c.out.push_back(to_operand(name, c.out_name(i), outputs[i]));
-    it->second.fn(c);
+    c.info->fn(c);
   });
 }
 
@@ -307,10 +257,7 @@ static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_
                                     const umlos_tensor_view* out) {
   auto* inst = static_cast<Instance*>(instance);
   return guarded(inst->svc, ctx, [&] {
-    if (!req || !out) fail(UMLOS_INVALID_ARGUMENT, "rng_fill: NULL request or output");
-    if (req->struct_size < UMLOS_RNG_REQUEST_SIZE_V1_0)
-      fail(UMLOS_INVALID_ARGUMENT, "rng_fill: request struct_size " + std::to_string(req->struct_size) +
-                                       " is smaller than the 1.0 size " + std::to_string(UMLOS_RNG_REQUEST_SIZE_V1_0));
+    cpu_driver::check_rng_request(req, out);
     Operand o = to_operand("rng_fill", "output", *out);
     int32_t want = 0;
     switch (req->distribution) {

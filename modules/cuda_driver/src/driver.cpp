@@ -56,36 +56,11 @@ using cpu_driver::Call;
 using cpu_driver::DriverError;
 using cpu_driver::fail;
 using cpu_driver::Operand;
+using cpu_driver::primitive_names;
 using cpu_driver::PrimitiveInfo;
 using cpu_driver::shape_string;
 
 constexpr const char* kDriverVersion = "cuda_driver 1.0 (primitives 1.0)";
-
-// ---------------------------------------------------------------- registry
-
-// Every primitive of the reference (same names, operand names, checks).
-static const std::map<std::string, PrimitiveInfo>& registry() {
-  static const std::map<std::string, PrimitiveInfo> table = [] {
-    std::vector<PrimitiveInfo> all;
-    cpu_driver::register_elementwise(all);
-    cpu_driver::register_reductions(all);
-    cpu_driver::register_linalg(all);
-    cpu_driver::register_shape_ops(all);
-    std::map<std::string, PrimitiveInfo> m;
-    for (const auto& p : all) m.emplace(p.name, p);
-    return m;
-  }();
-  return table;
-}
-
-static const std::vector<const char*>& primitive_names() {
-  static const std::vector<const char*> names = [] {
-    std::vector<const char*> v;
-    for (const auto& kv : registry()) v.push_back(kv.second.name);
-    return v;
-  }();
-  return names;
-}
 
 // ---------------------------------------------------------------- instance
 
@@ -349,10 +324,7 @@ static void driver_buffer_free(void* instance, umlos_buffer* buffer) {
 }
 
 static void check_range(const char* what, const Buffer* b, uint64_t offset, uint64_t bytes) {
-  if (!b) fail(UMLOS_INVALID_ARGUMENT, std::string(what) + ": buffer is NULL");
-  if (offset > b->bytes || bytes > b->bytes - offset)
-    fail(UMLOS_OUT_OF_RANGE, std::string(what) + ": offset " + std::to_string(offset) + " + size " +
-                                 std::to_string(bytes) + " exceeds the buffer size " + std::to_string(b->bytes));
+  cpu_driver::check_range(what, b ? &b->bytes : nullptr, offset, bytes);
 }
 
 static umlos_status driver_buffer_write(void* instance, umlos_ctx* ctx, umlos_buffer* buffer, uint64_t offset,
@@ -389,20 +361,7 @@ struct DeviceOperand {
 
 static Operand to_operand(const std::string& primitive, const std::string& role, const umlos_tensor_view& v,
                           DeviceOperand* where) {
-  Operand o;
-  o.dtype = v.dtype;
-  if (cpu_driver::dtype_size(v.dtype) == 0)
-    fail(UMLOS_PRIMITIVE_UNSUPPORTED, primitive + ": " + role + ": unknown dtype " + std::to_string(v.dtype));
-  if (v.rank > UMLOS_MAX_RANK)
-    fail(UMLOS_SHAPE_MISMATCH,
-         primitive + ": " + role + ": rank " + std::to_string(v.rank) + " exceeds " + std::to_string(UMLOS_MAX_RANK));
-  o.dims.assign(v.dims, v.dims + v.rank);
-  o.numel = 1;
-  for (int64_t d : o.dims) {
-    if (d < 0)
-      fail(UMLOS_SHAPE_MISMATCH, primitive + ": " + role + ": negative extent in shape " + shape_string(o.dims));
-    o.numel *= d;
-  }
+  Operand o = cpu_driver::view_operand_shape(primitive, role, v);
   auto* b = reinterpret_cast<const Buffer*>(v.buffer);
   check_range((primitive + ": " + role).c_str(), b, v.byte_offset, o.bytes());
   o.data = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(b->ptr + v.byte_offset));
@@ -446,29 +405,48 @@ static void clamp_params(const Call& c, int op, double* lo, double* hi) {
   *hi = c.attr_float("hi", INFINITY);
 }
 
+// clamp's lo <= hi, in the element type the kernel runs at (bounds that
+// cross once rounded to f32 are rejected for f32).
+template <class T>
+static void check_clamp_bounds(const Call& c, int op, T lo, T hi) {
+  if (op == U_CLAMP && !(lo <= hi))
+    fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(lo)) +
+                                     ") must not exceed hi (" + std::to_string(double(hi)) + ")");
+}
+
+// A unary kernel's bounds (clamp's lo/hi, infinite for the others) in its
+// element type, checked, then its f32 or f64 launch with them.
+template <int Op, class LaunchF32, class LaunchF64>
+static void launch_unary(const Call& c, int32_t dt, LaunchF32&& f32, LaunchF64&& f64) {
+  double lo, hi;
+  clamp_params(c, Op, &lo, &hi);
+  if (dt == UMLOS_DTYPE_F32) {
+    float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+    check_clamp_bounds(c, Op, flo, fhi);
+    f32(flo, fhi);
+  } else {
+    check_clamp_bounds(c, Op, lo, hi);
+    f64(lo, hi);
+  }
+}
+
 template <int Op>
 static void native_unary(Instance* inst, Call& c) {
   c.expect_counts(1, 1);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
   c.expect_out_shape(0, c.in[0].dims);
-  double lo, hi;
-  clamp_params(c, Op, &lo, &hi);
   int op = Op;
   CUdeviceptr x = dptr(c.in[0]), y = dptr(c.out[0]);
   int64_t n = c.in[0].numel;
-  if (dt == UMLOS_DTYPE_F32) {
-    float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
-    if (Op == U_CLAMP && !(flo <= fhi))
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(flo)) +
-                                       ") must not exceed hi (" + std::to_string(double(fhi)) + ")");
-    launch(inst, inst->k.unary_f32, launch_1d(n), {&op, &x, &y, &n, &flo, &fhi}, "umlos_unary_f32");
-  } else {
-    if (Op == U_CLAMP && !(lo <= hi))
-      fail(UMLOS_INVALID_ARGUMENT,
-           c.primitive + ": attribute lo (" + std::to_string(lo) + ") must not exceed hi (" + std::to_string(hi) + ")");
-    launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f64");
-  }
+  launch_unary<Op>(
+      c, dt,
+      [&](float lo, float hi) {
+        launch(inst, inst->k.unary_f32, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f32");
+      },
+      [&](double lo, double hi) {
+        launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f64");
+      });
 }
 
 template <int Op>
@@ -479,23 +457,17 @@ static void native_unary_grad(Instance* inst, Call& c) {
   c.expect_out_dtype(0, dt);
   c.expect_in_shape(1, c.in[0].dims);
   c.expect_out_shape(0, c.in[0].dims);
-  double lo, hi;
-  clamp_params(c, Op, &lo, &hi);
   int op = Op;
   CUdeviceptr x = dptr(c.in[0]), g = dptr(c.in[1]), dx = dptr(c.out[0]);
   int64_t n = c.in[0].numel;
-  if (dt == UMLOS_DTYPE_F32) {
-    float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
-    if (Op == U_CLAMP && !(flo <= fhi))
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute lo (" + std::to_string(double(flo)) +
-                                       ") must not exceed hi (" + std::to_string(double(fhi)) + ")");
-    launch(inst, inst->k.unary_grad_f32, launch_1d(n), {&op, &x, &g, &dx, &n, &flo, &fhi}, "umlos_unary_grad_f32");
-  } else {
-    if (Op == U_CLAMP && !(lo <= hi))
-      fail(UMLOS_INVALID_ARGUMENT,
-           c.primitive + ": attribute lo (" + std::to_string(lo) + ") must not exceed hi (" + std::to_string(hi) + ")");
-    launch(inst, inst->k.unary_grad_f64, launch_1d(n), {&op, &x, &g, &dx, &n, &lo, &hi}, "umlos_unary_grad_f64");
-  }
+  launch_unary<Op>(
+      c, dt,
+      [&](float lo, float hi) {
+        launch(inst, inst->k.unary_grad_f32, launch_1d(n), {&op, &x, &g, &dx, &n, &lo, &hi}, "umlos_unary_grad_f32");
+      },
+      [&](double lo, double hi) {
+        launch(inst, inst->k.unary_grad_f64, launch_1d(n), {&op, &x, &g, &dx, &n, &lo, &hi}, "umlos_unary_grad_f64");
+      });
 }
 
 enum BinaryOp { B_ADD, B_SUB, B_MUL, B_DIV };
@@ -604,67 +576,28 @@ static void native_copy(Instance* inst, Call& c) {
 }
 
 static void native_reshape(Instance* inst, Call& c) {
-  c.expect_counts(1, 1);
-  c.expect_out_dtype(0, c.in[0].dtype);
-  if (c.out[0].numel != c.in[0].numel)
-    c.shape_error(c.out_name(0) + " " + shape_string(c.out[0].dims) + " has " + std::to_string(c.out[0].numel) +
-                  " elements, " + c.in_name(0) + " " + shape_string(c.in[0].dims) + " has " +
-                  std::to_string(c.in[0].numel));
+  cpu_driver::check_reshape(c);
   device_copy(inst, c.out[0], c.in[0], c.in[0].bytes());
 }
 
 static void native_reshape_grad(Instance* inst, Call& c) {
-  c.expect_counts(2, 1);
-  c.expect_in_dtype(1, c.in[0].dtype);
-  c.expect_out_dtype(0, c.in[0].dtype);
-  c.expect_out_shape(0, c.in[0].dims);
-  if (c.in[1].numel != c.in[0].numel)
-    c.shape_error(c.in_name(1) + " " + shape_string(c.in[1].dims) + " has " + std::to_string(c.in[1].numel) +
-                  " elements, expected " + std::to_string(c.in[0].numel));
+  cpu_driver::check_reshape_grad(c);
   device_copy(inst, c.out[0], c.in[1], c.in[1].bytes());
 }
 
 // sum / mean / variance forward (reductions.cpp: axis_view, divisor_of).
-enum StatKind { S_SUM, S_MEAN, S_VAR };
+using cpu_driver::StatKind;
 
-template <int K>
+template <StatKind K>
 static void native_stat(Instance* inst, Call& c) {
   c.expect_counts(1, 1);
   int32_t dt = c.float_dtype();
   c.expect_out_dtype(0, dt);
   const Operand& x = c.in[0];
-  bool keep = c.attr_int("keepdims", 0) != 0;
-  int64_t outer = 1, len = x.numel, inner = 1;
-  std::vector<int64_t> out_dims;
-  if (!c.find_attr("axis")) {
-    out_dims = keep ? std::vector<int64_t>(x.rank(), 1) : std::vector<int64_t>{};
-  } else {
-    if (x.rank() == 0) c.shape_error(c.in_name(0) + ": attribute 'axis' given for a scalar");
-    int axis = c.normalize_axis(c.attr_int("axis", 0), x.rank(), "axis");
-    outer = cpu_driver::dims_product(x.dims, 0, axis);
-    len = x.dims[axis];
-    inner = cpu_driver::dims_product(x.dims, axis + 1, x.dims.size());
-    out_dims = x.dims;
-    if (keep)
-      out_dims[axis] = 1;
-    else
-      out_dims.erase(out_dims.begin() + axis);
-  }
-  if (!(out_dims.empty() && c.out[0].rank() == 1 && c.out[0].dims[0] == 1)) c.expect_out_shape(0, out_dims);
-  double divisor = 1.0;
-  if (K == S_MEAN) {
-    if (len == 0) c.shape_error(c.in_name(0) + ": mean over an empty axis");
-    divisor = static_cast<double>(len);
-  } else if (K == S_VAR) {
-    int64_t corr = c.attr_int("correction", 0);
-    if (corr < 0)
-      fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'correction' must be >= 0, got " + std::to_string(corr));
-    if (len - corr <= 0)
-      c.shape_error(c.in_name(0) + ": reduced length " + std::to_string(len) + " must exceed correction " +
-                    std::to_string(corr));
-    divisor = static_cast<double>(len - corr);
-  }
-  ReducePlan p = plan_reduce(outer, len, inner);
+  const cpu_driver::AxisView v = cpu_driver::axis_view(c, x);
+  cpu_driver::expect_reduced_shape(c, 0, false, v.out_dims);
+  double divisor = cpu_driver::divisor_of(c, K, v.len);
+  ReducePlan p = plan_reduce(v.outer, v.len, v.inner);
   if (p.outputs == 0) return;
   bool f32 = dt == UMLOS_DTYPE_F32;
   // Scratch: partials, then (variance) the binary64 means.
@@ -679,13 +612,13 @@ static void native_stat(Instance* inst, Call& c) {
     return;
   }
   launch(inst, chunk_fn, launch_1d(p.partials), {&px, &partial, &p, &mode, &none}, "umlos_chunk_sums");
-  if (K != S_VAR) {
+  if (K != StatKind::Variance) {
     launch(inst, fold_fn, launch_1d(p.outputs), {&partial, &py, &none, &p, &divisor}, "umlos_fold_chunks");
     return;
   }
   // Variance: mean = canonical sum / len (kept in binary64), then the
   // canonical sum of (x - mean)^2, / (len - correction).
-  double n = static_cast<double>(len);
+  double n = static_cast<double>(v.len);
   launch(inst, fold_fn, launch_1d(p.outputs), {&partial, &none, &means, &p, &n}, "umlos_fold_chunks (mean)");
   mode = 1;
   launch(inst, chunk_fn, launch_1d(p.partials), {&px, &partial, &p, &mode, &means}, "umlos_chunk_sums (squares)");
@@ -796,9 +729,9 @@ static const std::map<std::string, NativeFn>& native_table() {
       {"copy", native_copy},
       {"reshape", native_reshape},
       {"reshape_grad", native_reshape_grad},
-      {"sum", native_stat<S_SUM>},
-      {"mean", native_stat<S_MEAN>},
-      {"variance", native_stat<S_VAR>},
+      {"sum", native_stat<StatKind::Sum>},
+      {"mean", native_stat<StatKind::Mean>},
+      {"variance", native_stat<StatKind::Variance>},
       {"softmax", native_softmax<0>},
       {"log_softmax", native_softmax<1>},
       {"matmul", native_matmul},
@@ -847,15 +780,8 @@ static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* 
                                     uint32_t n_attrs) {
   auto* inst = static_cast<Instance*>(instance);
   return guarded(inst, ctx, [&] {
-    std::string name = primitive ? primitive : "";
-    auto it = registry().find(name);
-    if (it == registry().end())
-      fail(UMLOS_PRIMITIVE_UNSUPPORTED, "no primitive '" + name + "' (docs/primitives.md lists them)");
-    Call c;
-    c.info = &it->second;
-    c.primitive = name;
-    c.attrs = attrs;
-    c.n_attrs = attrs ? n_attrs : 0;
+    Call c = cpu_driver::start_call(primitive, attrs, n_attrs);
+    const std::string& name = c.primitive;
     c.pool = nullptr;  // set only on the host-staged path
     if ((n_inputs && !inputs) || (n_outputs && !outputs)) fail(UMLOS_INVALID_ARGUMENT, name + ": NULL operand array");
     std::vector<DeviceOperand> in_where(n_inputs), out_where(n_outputs);
@@ -878,10 +804,7 @@ static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_
                                     const umlos_tensor_view* out) {
   auto* inst = static_cast<Instance*>(instance);
   return guarded(inst, ctx, [&] {
-    if (!req || !out) fail(UMLOS_INVALID_ARGUMENT, "rng_fill: NULL request or output");
-    if (req->struct_size < UMLOS_RNG_REQUEST_SIZE_V1_0)
-      fail(UMLOS_INVALID_ARGUMENT, "rng_fill: request struct_size " + std::to_string(req->struct_size) +
-                                       " is smaller than the 1.0 size " + std::to_string(UMLOS_RNG_REQUEST_SIZE_V1_0));
+    cpu_driver::check_rng_request(req, out);
     DeviceOperand where;
     Operand o = to_operand("rng_fill", "output", *out, &where);
     int32_t want = 0, kind = 0;

@@ -165,4 +165,14 @@ int Call::normalize_axis(int64_t axis, int rank, const char* key) const {
   return static_cast<int>(a);
 }
 
+void expect_indices_below(const Call& c, size_t i, int64_t bound, const char* what) {
+  const Operand& idx = c.in[i];
+  for (int64_t k = 0; k < idx.numel; ++k) {
+    int64_t v = index_at(idx, k);
+    if (v < 0 || v >= bound)
+      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(i) + ": " + what + "[" + std::to_string(k) +
+                                   "] = " + std::to_string(v) + " is outside [0, " + std::to_string(bound) + ")");
+  }
+}
+
 }  // namespace cpu_driver

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -156,10 +158,69 @@ void register_reductions(std::vector<PrimitiveInfo>& out);
 void register_linalg(std::vector<PrimitiveInfo>& out);
 void register_shape_ops(std::vector<PrimitiveInfo>& out);
 
+// The f32/f64 dispatch shared by every float primitive's entry: input 0 fixes
+// the dtype (float_dtype), the inputs in `same_in` and the outputs in
+// `same_out` that the call has must carry it too (checked in that order, so
+// the first mismatch named is the same for every primitive), then `run` gets
+// a value of the element type to instantiate its kernel with.
+template <class Run>
+void with_float_dtype(Call& c, std::initializer_list<size_t> same_in, std::initializer_list<size_t> same_out,
+                      Run&& run) {
+  int32_t dt = c.float_dtype();
+  for (size_t i : same_in) c.expect_in_dtype(i, dt);
+  for (size_t i : same_out)
+    if (i < c.out.size()) c.expect_out_dtype(i, dt);
+  if (dt == UMLOS_DTYPE_F32)
+    run(float{});
+  else
+    run(double{});
+}
+
+// ---------------------------------------------------------------- driver side
+
+// Both drivers publish the same primitives: every register_* table by name,
+// and the sorted name list their descriptors point at.
+const std::map<std::string, PrimitiveInfo>& primitive_registry();
+const std::vector<const char*>& primitive_names();
+// A dispatch's Call with its primitive and attributes set; an unknown name is
+// PRIMITIVE_UNSUPPORTED.
+Call start_call(const char* primitive, const umlos_attr* attrs, uint32_t n_attrs);
+// [offset, offset + bytes) must lie in a buffer of *buffer_bytes bytes (NULL:
+// no buffer); `what` names the caller in the message.
+void check_range(const char* what, const uint64_t* buffer_bytes, uint64_t offset, uint64_t bytes);
+// A view's dtype, rank and extents checked; the Operand has dims and numel,
+// its data is for the driver to set from the view's buffer.
+Operand view_operand_shape(const std::string& primitive, const std::string& role, const umlos_tensor_view& v);
+// rng_fill's request and output pointers and the request's struct size.
+void check_rng_request(const umlos_rng_request* req, const umlos_tensor_view* out);
+
+// ---------------------------------------------------------------- reductions
+
+// The reductions' shared checks (reductions.cpp), also run by cuda_driver's
+// native sum/mean/variance so both drivers reject the same calls alike.
+enum class StatKind { Sum, Mean, Variance };
+// x viewed as [outer, len, inner] around the reduced axis; all = one line.
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+  std::vector<int64_t> out_dims;
+};
+AxisView axis_view(const Call& c, const Operand& x);
+// A reduced output may be given as [] or [1] when the result is one value.
+void expect_reduced_shape(const Call& c, size_t out_or_in, bool is_input, const std::vector<int64_t>& dims);
+// 1 for a sum, len for a mean, len - correction for a variance (checked).
+double divisor_of(const Call& c, StatKind k, int64_t len);
+// reshape and reshape_grad's operand checks (shape_ops.cpp).
+void check_reshape(const Call& c);
+void check_reshape_grad(const Call& c);
+
 // Reads an index operand (I32 or I64) element as int64.
 inline int64_t index_at(const Operand& idx, int64_t i) {
   return idx.dtype == UMLOS_DTYPE_I32 ? static_cast<int64_t>(idx.as<int32_t>()[i]) : idx.as<int64_t>()[i];
 }
+
+// Every element of index input `i` lies in [0, bound): OUT_OF_RANGE naming
+// the first that does not as `what`[k].
+void expect_indices_below(const Call& c, size_t i, int64_t bound, const char* what);
 
 // Product of dims[begin, end).
 inline int64_t dims_product(const std::vector<int64_t>& dims, size_t begin, size_t end) {

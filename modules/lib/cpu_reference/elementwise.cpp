@@ -168,25 +168,13 @@ void binary_grad(Call& c, BinaryKind kind) {
 template <BinaryKind K>
 void binary_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    binary_forward<float>(c, K);
-  else
-    binary_forward<double>(c, K);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { binary_forward<decltype(t)>(c, K); });
 }
 
 template <BinaryKind K>
 void binary_grad_entry(Call& c) {
   c.expect_counts(3, 2);
-  int32_t dt = c.float_dtype();
-  for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
-  for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    binary_grad<float>(c, K);
-  else
-    binary_grad<double>(c, K);
+  with_float_dtype(c, {1, 2}, {0, 1}, [&](auto t) { binary_grad<decltype(t)>(c, K); });
 }
 
 // ---------------------------------------------------------------- bias_add
@@ -233,24 +221,12 @@ void bias_add_grad(Call& c) {
 
 void bias_add_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    bias_add_fwd<float>(c);
-  else
-    bias_add_fwd<double>(c);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { bias_add_fwd<decltype(t)>(c); });
 }
 
 void bias_add_grad_entry(Call& c) {
   c.expect_counts(3, 2);
-  int32_t dt = c.float_dtype();
-  for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
-  for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    bias_add_grad<float>(c);
-  else
-    bias_add_grad<double>(c);
+  with_float_dtype(c, {1, 2}, {0, 1}, [&](auto t) { bias_add_grad<decltype(t)>(c); });
 }
 
 // ---------------------------------------------------------------- unary
@@ -374,24 +350,13 @@ void unary_grad(Call& c, UnaryKind k) {
 template <UnaryKind K>
 void unary_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    unary_forward<float>(c, K);
-  else
-    unary_forward<double>(c, K);
+  with_float_dtype(c, {}, {0}, [&](auto t) { unary_forward<decltype(t)>(c, K); });
 }
 
 template <UnaryKind K>
 void unary_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    unary_grad<float>(c, K);
-  else
-    unary_grad<double>(c, K);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { unary_grad<decltype(t)>(c, K); });
 }
 
 // ---------------------------------------------------------------- utilities
@@ -458,13 +423,10 @@ void accumulate(Call& c) {
 
 void accumulate_entry(Call& c) {
   c.expect_counts(1, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  c.expect_out_shape(0, c.in[0].dims);
-  if (dt == UMLOS_DTYPE_F32)
-    accumulate<float>(c);
-  else
-    accumulate<double>(c);
+  with_float_dtype(c, {}, {0}, [&](auto t) {
+    c.expect_out_shape(0, c.in[0].dims);
+    accumulate<decltype(t)>(c);
+  });
 }
 
 }  // namespace

@@ -278,24 +278,12 @@ void matmul_grad(Call& c) {
 
 void matmul_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    matmul_forward<float>(c);
-  else
-    matmul_forward<double>(c);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { matmul_forward<decltype(t)>(c); });
 }
 
 void matmul_grad_entry(Call& c) {
   c.expect_counts(3, 2);
-  int32_t dt = c.float_dtype();
-  for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
-  for (size_t i = 0; i < 2; ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    matmul_grad<float>(c);
-  else
-    matmul_grad<double>(c);
+  with_float_dtype(c, {1, 2}, {0, 1}, [&](auto t) { matmul_grad<decltype(t)>(c); });
 }
 
 // ---------------------------------------------------------------- row helpers
@@ -612,48 +600,37 @@ void layer_norm_grad(Call& c) {
 
 // ---------------------------------------------------------------- entries
 
-template <void (*F32)(Call&), void (*F64)(Call&)>
-void by_dtype(Call& c) {
-  int32_t dt = c.float_dtype();
-  for (size_t i = 1; i < c.in.size(); ++i) c.expect_in_dtype(i, dt);
-  for (size_t i = 0; i < c.out.size(); ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    F32(c);
-  else
-    F64(c);
-}
-
 void cosine_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
-  by_dtype<cosine_forward<float>, cosine_forward<double>>(c);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { cosine_forward<decltype(t)>(c); });
 }
 void cosine_grad_entry(Call& c) {
   c.expect_counts(3, 2);
-  by_dtype<cosine_grad<float>, cosine_grad<double>>(c);
+  with_float_dtype(c, {1, 2}, {0, 1}, [&](auto t) { cosine_grad<decltype(t)>(c); });
 }
 void rownorm_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
-  by_dtype<row_normalize_forward<float>, row_normalize_forward<double>>(c);
+  with_float_dtype(c, {}, {0}, [&](auto t) { row_normalize_forward<decltype(t)>(c); });
 }
 void rownorm_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  by_dtype<row_normalize_grad<float>, row_normalize_grad<double>>(c);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { row_normalize_grad<decltype(t)>(c); });
 }
 void cov_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
-  by_dtype<covariance_forward<float>, covariance_forward<double>>(c);
+  with_float_dtype(c, {}, {0}, [&](auto t) { covariance_forward<decltype(t)>(c); });
 }
 void cov_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  by_dtype<covariance_grad<float>, covariance_grad<double>>(c);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { covariance_grad<decltype(t)>(c); });
 }
 void ln_fwd_entry(Call& c) {
   c.expect_counts(3, 1);
-  by_dtype<layer_norm_forward<float>, layer_norm_forward<double>>(c);
+  with_float_dtype(c, {1, 2}, {0}, [&](auto t) { layer_norm_forward<decltype(t)>(c); });
 }
 void ln_grad_entry(Call& c) {
   c.expect_counts(4, 3);
-  by_dtype<layer_norm_grad<float>, layer_norm_grad<double>>(c);
+  with_float_dtype(c, {1, 2, 3}, {0, 1, 2}, [&](auto t) { layer_norm_grad<decltype(t)>(c); });
 }
 
 }  // namespace

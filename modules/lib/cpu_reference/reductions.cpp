@@ -12,19 +12,6 @@
 #include "cpu_reference.hpp"
 
 namespace cpu_driver {
-namespace {
-
-constexpr int64_t kRowGrain = 8;
-
-// ---------------------------------------------------------------- sum/mean/variance
-
-enum class StatKind { Sum, Mean, Variance };
-
-// x viewed as [outer, len, inner] around the reduced axis; all = one line.
-struct AxisView {
-  int64_t outer = 1, len = 1, inner = 1;
-  std::vector<int64_t> out_dims;
-};
 
 AxisView axis_view(const Call& c, const Operand& x) {
   AxisView v;
@@ -47,7 +34,6 @@ AxisView axis_view(const Call& c, const Operand& x) {
   return v;
 }
 
-// A reduced output may be given as [] or [1] when the result is one value.
 void expect_reduced_shape(const Call& c, size_t out_or_in, bool is_input, const std::vector<int64_t>& dims) {
   const Operand& o = is_input ? c.in[out_or_in] : c.out[out_or_in];
   if (dims.empty() && o.rank() == 1 && o.dims[0] == 1) return;
@@ -71,6 +57,12 @@ double divisor_of(const Call& c, StatKind k, int64_t len) {
                   std::to_string(corr));
   return static_cast<double>(len - corr);
 }
+
+namespace {
+
+constexpr int64_t kRowGrain = 8;
+
+// ---------------------------------------------------------------- sum/mean/variance
 
 // Mean of one line (canonical sum / len); 0 for an empty line.
 template <class T>
@@ -167,24 +159,13 @@ void stat_grad(Call& c, StatKind k) {
 template <StatKind K>
 void stat_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    stat_forward<float>(c, K);
-  else
-    stat_forward<double>(c, K);
+  with_float_dtype(c, {}, {0}, [&](auto t) { stat_forward<decltype(t)>(c, K); });
 }
 
 template <StatKind K>
 void stat_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    stat_grad<float>(c, K);
-  else
-    stat_grad<double>(c, K);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { stat_grad<decltype(t)>(c, K); });
 }
 
 // ---------------------------------------------------------------- softmax
@@ -272,41 +253,24 @@ void softmax_grad(Call& c, bool log_form) {
 template <bool LogForm>
 void softmax_fwd_entry(Call& c) {
   c.expect_counts(1, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    softmax_forward<float>(c, LogForm);
-  else
-    softmax_forward<double>(c, LogForm);
+  with_float_dtype(c, {}, {0}, [&](auto t) { softmax_forward<decltype(t)>(c, LogForm); });
 }
 
 template <bool LogForm>
 void softmax_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    softmax_grad<float>(c, LogForm);
-  else
-    softmax_grad<double>(c, LogForm);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { softmax_grad<decltype(t)>(c, LogForm); });
 }
 
 // ---------------------------------------------------------------- cross_entropy
 
 void check_cross_entropy(const Call& c) {
-  const Operand &logits = c.in[0], &labels = c.in[1];
+  const Operand& logits = c.in[0];
   c.expect_index_dtype(1);
   if (logits.rank() != 2) c.shape_error(c.in_name(0) + ": expected rank 2 [N, C], got " + shape_string(logits.dims));
   c.expect_in_shape(1, {logits.dims[0]});
   if (logits.dims[0] == 0) c.shape_error(c.in_name(0) + ": mean over zero rows");
-  int64_t classes = logits.dims[1];
-  for (int64_t i = 0; i < labels.numel; ++i) {
-    int64_t l = index_at(labels, i);
-    if (l < 0 || l >= classes)
-      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(1) + ": labels[" + std::to_string(i) +
-                                   "] = " + std::to_string(l) + " is outside [0, " + std::to_string(classes) + ")");
-  }
+  expect_indices_below(c, 1, logits.dims[1], "labels");
 }
 
 template <class T>
@@ -353,23 +317,12 @@ void cross_entropy_grad(Call& c) {
 
 void cross_entropy_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    cross_entropy_forward<float>(c);
-  else
-    cross_entropy_forward<double>(c);
+  with_float_dtype(c, {}, {0}, [&](auto t) { cross_entropy_forward<decltype(t)>(c); });
 }
 
 void cross_entropy_grad_entry(Call& c) {
   c.expect_counts(3, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(2, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    cross_entropy_grad<float>(c);
-  else
-    cross_entropy_grad<double>(c);
+  with_float_dtype(c, {2}, {0}, [&](auto t) { cross_entropy_grad<decltype(t)>(c); });
 }
 
 // ---------------------------------------------------------------- pairwise losses
@@ -463,13 +416,7 @@ void pair_loss_grad(Call& c, PairLoss k) {
 template <PairLoss K>
 void pair_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    pair_loss_forward<float>(c, K);
-  else
-    pair_loss_forward<double>(c, K);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { pair_loss_forward<decltype(t)>(c, K); });
 }
 
 template <PairLoss K>
@@ -480,13 +427,7 @@ void pair_grad_entry(Call& c) {
     c.expect_counts(3, 2);
   else
     c.expect_counts(3, 3, 1, 2);
-  int32_t dt = c.float_dtype();
-  for (size_t i = 1; i < 3; ++i) c.expect_in_dtype(i, dt);
-  for (size_t i = 0; i < c.out.size(); ++i) c.expect_out_dtype(i, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    pair_loss_grad<float>(c, K);
-  else
-    pair_loss_grad<double>(c, K);
+  with_float_dtype(c, {1, 2}, {0, 1}, [&](auto t) { pair_loss_grad<decltype(t)>(c, K); });
 }
 
 }  // namespace

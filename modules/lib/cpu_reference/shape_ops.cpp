@@ -11,21 +11,17 @@
 #include "cpu_reference.hpp"
 
 namespace cpu_driver {
-namespace {
 
-// ---------------------------------------------------------------- reshape
-
-void reshape_entry(Call& c) {
+void check_reshape(const Call& c) {
   c.expect_counts(1, 1);
   c.expect_out_dtype(0, c.in[0].dtype);
   if (c.out[0].numel != c.in[0].numel)
     c.shape_error(c.out_name(0) + " " + shape_string(c.out[0].dims) + " has " + std::to_string(c.out[0].numel) +
                   " elements, " + c.in_name(0) + " " + shape_string(c.in[0].dims) + " has " +
                   std::to_string(c.in[0].numel));
-  if (c.out[0].data != c.in[0].data) std::memmove(c.out[0].data, c.in[0].data, c.in[0].bytes());
 }
 
-void reshape_grad_entry(Call& c) {
+void check_reshape_grad(const Call& c) {
   c.expect_counts(2, 1);
   c.expect_in_dtype(1, c.in[0].dtype);
   c.expect_out_dtype(0, c.in[0].dtype);
@@ -33,6 +29,19 @@ void reshape_grad_entry(Call& c) {
   if (c.in[1].numel != c.in[0].numel)
     c.shape_error(c.in_name(1) + " " + shape_string(c.in[1].dims) + " has " + std::to_string(c.in[1].numel) +
                   " elements, expected " + std::to_string(c.in[0].numel));
+}
+
+namespace {
+
+// ---------------------------------------------------------------- reshape
+
+void reshape_entry(Call& c) {
+  check_reshape(c);
+  if (c.out[0].data != c.in[0].data) std::memmove(c.out[0].data, c.in[0].data, c.in[0].bytes());
+}
+
+void reshape_grad_entry(Call& c) {
+  check_reshape_grad(c);
   if (c.out[0].data != c.in[1].data) std::memmove(c.out[0].data, c.in[1].data, c.in[1].bytes());
 }
 
@@ -277,13 +286,7 @@ std::vector<int64_t> gather_dims(const Call& c) {
   const Operand &table = c.in[0], &idx = c.in[1];
   c.expect_index_dtype(1);
   if (table.rank() < 1) c.shape_error(c.in_name(0) + ": expected rank >= 1, got a scalar");
-  int64_t rows = table.dims[0];
-  for (int64_t i = 0; i < idx.numel; ++i) {
-    int64_t r = index_at(idx, i);
-    if (r < 0 || r >= rows)
-      fail(UMLOS_OUT_OF_RANGE, c.primitive + ": " + c.in_name(1) + ": index[" + std::to_string(i) +
-                                   "] = " + std::to_string(r) + " is outside [0, " + std::to_string(rows) + ")");
-  }
+  expect_indices_below(c, 1, table.dims[0], "index");
   std::vector<int64_t> dims = idx.dims;
   dims.insert(dims.end(), table.dims.begin() + 1, table.dims.end());
   return dims;
@@ -334,13 +337,7 @@ void gather_grad(Call& c) {
 
 void gather_grad_entry(Call& c) {
   c.expect_counts(3, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(2, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    gather_grad<float>(c);
-  else
-    gather_grad<double>(c);
+  with_float_dtype(c, {2}, {0}, [&](auto t) { gather_grad<decltype(t)>(c); });
 }
 
 // ---------------------------------------------------------------- sort
@@ -424,23 +421,12 @@ void sort_grad(Call& c) {
 
 void sort_entry(Call& c) {
   c.expect_counts(1, 1, 1, 2);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    sort_forward<float>(c);
-  else
-    sort_forward<double>(c);
+  with_float_dtype(c, {}, {0}, [&](auto t) { sort_forward<decltype(t)>(c); });
 }
 
 void sort_grad_entry(Call& c) {
   c.expect_counts(2, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_in_dtype(1, dt);
-  c.expect_out_dtype(0, dt);
-  if (dt == UMLOS_DTYPE_F32)
-    sort_grad<float>(c);
-  else
-    sort_grad<double>(c);
+  with_float_dtype(c, {1}, {0}, [&](auto t) { sort_grad<decltype(t)>(c); });
 }
 
 }  // namespace

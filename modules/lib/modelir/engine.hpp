@@ -33,27 +33,9 @@ struct NodeAttr {
   int64_t i = 0;
   double f = 0.0;
   std::string s;
-  static NodeAttr integer(std::string k, int64_t v) {
-    NodeAttr a;
-    a.kind = Kind::Int;
-    a.key = std::move(k);
-    a.i = v;
-    return a;
-  }
-  static NodeAttr real(std::string k, double v) {
-    NodeAttr a;
-    a.kind = Kind::Real;
-    a.key = std::move(k);
-    a.f = v;
-    return a;
-  }
-  static NodeAttr text(std::string k, std::string v) {
-    NodeAttr a;
-    a.kind = Kind::Text;
-    a.key = std::move(k);
-    a.s = std::move(v);
-    return a;
-  }
+  static NodeAttr integer(std::string k, int64_t v) { return {Kind::Int, std::move(k), v, 0.0, {}}; }
+  static NodeAttr real(std::string k, double v) { return {Kind::Real, std::move(k), 0, v, {}}; }
+  static NodeAttr text(std::string k, std::string v) { return {Kind::Text, std::move(k), 0, 0.0, std::move(v)}; }
 };
 
 struct Node {

@@ -54,20 +54,13 @@ struct Parser {
     Expr left = factor(depth);
     for (;;) {
       skip();
-      if (i < s.size() && s[i] == '*') {
+      if (i < s.size() && (s[i] == '*' || s[i] == '/')) {
+        Expr product;
+        product.op = s[i] == '*' ? Op::Mul : Op::Div;
         ++i;
-        Expr m;
-        m.op = Op::Mul;
-        m.args.push_back(std::move(left));
-        m.args.push_back(factor(depth));
-        left = std::move(m);
-      } else if (i < s.size() && s[i] == '/') {
-        ++i;
-        Expr d;
-        d.op = Op::Div;
-        d.args.push_back(std::move(left));
-        d.args.push_back(factor(depth));
-        left = std::move(d);
+        product.args.push_back(std::move(left));
+        product.args.push_back(factor(depth));
+        left = std::move(product);
       } else {
         return left;
       }

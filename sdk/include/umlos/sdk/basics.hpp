@@ -139,18 +139,8 @@ class CanonicalSum {
 
 // "none", "init", "cluster", "misc" (spec 004 0.B), or "invalid".
 inline const char* stream_name(int32_t stream) noexcept {
-  switch (stream) {
-    case UMLOS_STREAM_NONE:
-      return "none";
-    case UMLOS_STREAM_INIT:
-      return "init";
-    case UMLOS_STREAM_CLUSTER:
-      return "cluster";
-    case UMLOS_STREAM_MISC:
-      return "misc";
-    default:
-      return "invalid";
-  }
+  const char* name = umlos_stream_name(stream);
+  return name ? name : "invalid";
 }
 
 // The dtype a draw of `distribution` produces (abi/umlos_philox.h), or 0.
