@@ -11,6 +11,8 @@
 #ifndef UMLOS_NAMES_H_
 #define UMLOS_NAMES_H_
 
+#include <string.h>
+
 #include "umlos_abi.h"
 
 #ifdef __cplusplus
@@ -188,6 +190,34 @@ static inline const char *umlos_stream_name(int32_t stream) {
     default:
       return NULL;
   }
+}
+
+/* The training task of a data set and of the model operators (spec 004:
+ * config.task_type picks the loss and the held-out metric). The kernel's
+ * data set records and the model module both name tasks through this one
+ * table; the numbers are local to a process, only the names are published. */
+enum { UMLOS_TASK_MULTICLASS = 0, UMLOS_TASK_BINARY = 1, UMLOS_TASK_REGRESSION = 2 };
+
+/* "multiclass", "binary", "regression", or NULL for another number. */
+static inline const char *umlos_task_name(int32_t task) {
+  switch (task) {
+    case UMLOS_TASK_MULTICLASS:
+      return "multiclass";
+    case UMLOS_TASK_BINARY:
+      return "binary";
+    case UMLOS_TASK_REGRESSION:
+      return "regression";
+    default:
+      return NULL;
+  }
+}
+
+/* The task named NAME, or -1 when NAME is none of the three. */
+static inline int32_t umlos_task_from_name(const char *name) {
+  int32_t t;
+  for (t = UMLOS_TASK_MULTICLASS; t <= UMLOS_TASK_REGRESSION; ++t)
+    if (strcmp(name, umlos_task_name(t)) == 0) return t;
+  return -1;
 }
 
 #ifdef __cplusplus

@@ -412,22 +412,14 @@ void remove_tree(const std::string& dir) {
 }  // namespace
 
 const char* task_name(TaskType t) {
-  switch (t) {
-    case TaskType::Multiclass:
-      return "multiclass";
-    case TaskType::Binary:
-      return "binary";
-    case TaskType::Regression:
-      return "regression";
-  }
-  return "?";
+  const char* name = umlos_task_name(static_cast<int32_t>(t));
+  return name ? name : "?";
 }
 
 std::optional<TaskType> parse_task(const std::string& s) {
-  if (s == "multiclass") return TaskType::Multiclass;
-  if (s == "binary") return TaskType::Binary;
-  if (s == "regression") return TaskType::Regression;
-  return std::nullopt;
+  const int32_t t = umlos_task_from_name(s.c_str());
+  if (t < 0) return std::nullopt;
+  return static_cast<TaskType>(t);
 }
 
 // ------------------------------------------------------------ verification

@@ -24,13 +24,18 @@
 #include <vector>
 
 #include "sha256.hpp"
+#include "umlos_names.h"
 
 namespace umlos {
 
 class Host;
 struct Manifest;
 
-enum class TaskType { Multiclass, Binary, Regression };
+enum class TaskType {
+  Multiclass = UMLOS_TASK_MULTICLASS,
+  Binary = UMLOS_TASK_BINARY,
+  Regression = UMLOS_TASK_REGRESSION
+};
 const char* task_name(TaskType t);
 // "multiclass" | "binary" | "regression"; nullopt otherwise.
 std::optional<TaskType> parse_task(const std::string& s);

@@ -67,22 +67,16 @@ const std::vector<Term>& loss_terms() {
 }
 
 Task parse_task(const std::string& s) {
-  if (s == "multiclass") return Task::Multiclass;
-  if (s == "binary") return Task::Binary;
-  if (s == "regression") return Task::Regression;
-  throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config task_type is '", s, "', expected multiclass, binary or regression");
+  const int32_t t = umlos_task_from_name(s.c_str());
+  if (t < 0)
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config task_type is '", s,
+                     "', expected multiclass, binary or regression");
+  return static_cast<Task>(t);
 }
 
 const char* task_name(Task t) {
-  switch (t) {
-    case Task::Multiclass:
-      return "multiclass";
-    case Task::Binary:
-      return "binary";
-    case Task::Regression:
-      return "regression";
-  }
-  return "?";
+  const char* name = umlos_task_name(static_cast<int32_t>(t));
+  return name ? name : "?";
 }
 
 std::vector<std::pair<std::string, double>> prototype_constants(const Dims& d) {

@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "umlos_names.h"
 
 namespace umlos::model {
 
 namespace ir = umlos::modelir;
 
-enum class Task { Multiclass, Binary, Regression };
+enum class Task { Multiclass = UMLOS_TASK_MULTICLASS, Binary = UMLOS_TASK_BINARY, Regression = UMLOS_TASK_REGRESSION };
 
 struct Dims {
   int64_t batch = 64;    // B
