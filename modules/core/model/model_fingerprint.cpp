@@ -44,13 +44,11 @@ void hash_values_f64(Sha& h, const std::vector<double>& v) {
   h.bytes(buf.data(), buf.size());
 }
 
-}  // namespace
+// The 8 items of spec 004 IV, one function each, in order, big-endian
+// (docs/model.md).
 
-// The 8 items of spec 004 IV, in order, big-endian (docs/model.md).
-void state_fingerprint(sdk::Context& c) {
-  Sha h;
-  h.text("UML_OS.StateFingerprint_v1");
-  // 1. theta, sorted by name.
+// 1. theta, sorted by name. Returns the parameter ids in registration order.
+std::vector<std::string> hash_theta(sdk::Context& c, Sha& h) {
   const Dims d = dims_from(c, 1, c.shape(c.input("theta.enc.W1")).at(0), c.shape(c.input("theta.head.b2")).at(0));
   std::vector<Param> ps = parameters(d);
   std::vector<std::string> names;
@@ -61,7 +59,11 @@ void state_fingerprint(sdk::Context& c) {
     h.text("theta." + id);
     hash_values_f64(h, c.read_f64(c.input(("theta." + id).c_str())));
   }
-  // 2. optimiser state, registration order.
+  return names;
+}
+
+// 2. optimiser state, registration order.
+void hash_optimiser(sdk::Context& c, Sha& h, const std::vector<std::string>& names) {
   for (const std::string& id : names) {
     for (const char* kind : {"opt.m.", "opt.v."}) {
       const std::string n = kind + id;
@@ -77,55 +79,68 @@ void state_fingerprint(sdk::Context& c) {
   }
   const umlos_tensor* st = c.optional_input("opt.step");
   h.i64(st ? c.read<int64_t>(st).at(0) : 0);
-  // 3. latent buffer: Merkle root over 256-entry chunks of the most recent
-  //    min(N_latent, 8192) entries, oldest first; an entry = (index, z row).
-  {
-    const umlos_tensor* ring = c.input("latent.z");
-    const sdk::Shape rs = c.shape(ring);
-    const int64_t cap = rs[0], p = rs[1];
-    const int64_t count = c.read<int64_t>(c.input("latent.count")).at(0);
-    const std::vector<double> z = c.read<double>(ring);
-    const std::vector<int64_t> idx = c.read<int64_t>(c.input("latent.index"));
-    const int64_t n = std::min({count, cap, int64_t{8192}});
-    std::vector<std::array<uint8_t, 32>> leaves;
-    std::vector<uint8_t> buf;
-    auto put = [&](uint64_t u) {
-      for (int k = 0; k < 8; ++k) buf.push_back(static_cast<uint8_t>(u >> (56 - 8 * k)));
-    };
-    for (int64_t at = 0; at < n; at += 256) {
-      buf.clear();
-      for (int64_t e = at; e < std::min(n, at + 256); ++e) {
-        const int64_t row = (count - n + e) % cap;
-        put(static_cast<uint64_t>(idx[row]));
-        for (int64_t k = 0; k < p; ++k) {
-          uint64_t u;
-          std::memcpy(&u, &z[row * p + k], 8);
-          put(u);
-        }
+}
+
+// 3. latent buffer: Merkle root over 256-entry chunks of the most recent
+//    min(N_latent, 8192) entries, oldest first; an entry = (index, z row).
+void hash_latent(sdk::Context& c, Sha& h) {
+  const umlos_tensor* ring = c.input("latent.z");
+  const sdk::Shape rs = c.shape(ring);
+  const int64_t cap = rs[0], p = rs[1];
+  const int64_t count = c.read<int64_t>(c.input("latent.count")).at(0);
+  const std::vector<double> z = c.read<double>(ring);
+  const std::vector<int64_t> idx = c.read<int64_t>(c.input("latent.index"));
+  const int64_t n = std::min({count, cap, int64_t{8192}});
+  std::vector<std::array<uint8_t, 32>> leaves;
+  std::vector<uint8_t> buf;
+  auto put = [&](uint64_t u) {
+    for (int k = 0; k < 8; ++k) buf.push_back(static_cast<uint8_t>(u >> (56 - 8 * k)));
+  };
+  for (int64_t at = 0; at < n; at += 256) {
+    buf.clear();
+    for (int64_t e = at; e < std::min(n, at + 256); ++e) {
+      const int64_t row = (count - n + e) % cap;
+      put(static_cast<uint64_t>(idx[row]));
+      for (int64_t k = 0; k < p; ++k) {
+        uint64_t u;
+        std::memcpy(&u, &z[row * p + k], 8);
+        put(u);
       }
-      Sha leaf;
-      leaf.bytes(buf.data(), buf.size());
-      leaves.push_back(leaf.finish());
     }
-    const std::array<uint8_t, 32> root = merkle_root(std::move(leaves));
-    h.u64(static_cast<uint64_t>(n));
-    h.bytes(root.data(), 32);
+    Sha leaf;
+    leaf.bytes(buf.data(), buf.size());
+    leaves.push_back(leaf.finish());
   }
-  // 4. data cursor.
+  const std::array<uint8_t, 32> root = merkle_root(std::move(leaves));
+  h.u64(static_cast<uint64_t>(n));
+  h.bytes(root.data(), 32);
+}
+
+// 4. data cursor.
+void hash_data_cursor(sdk::Context& c, Sha& h) {
   if (const umlos_tensor* cur = c.optional_input("data.cursor"))
     for (int64_t v : c.read<int64_t>(cur)) h.i64(v);
   if (const umlos_tensor* ph = c.optional_input("data.permutation_hash")) {
     const std::vector<uint8_t> b = c.read<uint8_t>(ph);
     h.bytes(b.data(), b.size());
   }
-  // 5. state.
+}
+
+// 5. state.
+void hash_state(sdk::Context& c, Sha& h) {
   const umlos_tensor* state = c.optional_input("state");
   h.i64(state ? c.read<int64_t>(state).at(0) : 0);
-  // 6. RNG master key and every stream offset.
+}
+
+// 6. RNG master key and every stream offset.
+void hash_rng(sdk::Context& c, Sha& h) {
   const sdk::Context::RngState rs = c.rng_state();
   h.u64((uint64_t(rs.key[0]) << 32) | rs.key[1]);
   for (uint64_t off : rs.offsets) h.u64(off);
-  // 7. prototypes and the SHA-256 of their canonical equations (sorted).
+}
+
+// 7. prototypes and the SHA-256 of their canonical equations (sorted).
+void hash_prototypes(sdk::Context& c, Sha& h) {
   if (const umlos_tensor* protos = c.optional_input("np.protos"))
     hash_values_f64(h, c.read_f64(protos));
   else
@@ -134,7 +149,10 @@ void state_fingerprint(sdk::Context& c) {
     const std::vector<uint8_t> b = c.read<uint8_t>(eqs);
     h.bytes(b.data(), b.size());
   }
-  // 8. loss_hist, last 256 rows (loss, state tag).
+}
+
+// 8. loss_hist, last 256 rows (loss, state tag).
+void hash_loss_history(sdk::Context& c, Sha& h) {
   if (const umlos_tensor* lh = c.optional_input("loss_hist")) {
     const std::vector<double> v = c.read<double>(lh);
     h.u64(v.size() / 2);
@@ -145,6 +163,21 @@ void state_fingerprint(sdk::Context& c) {
   } else {
     h.u64(0);
   }
+}
+
+}  // namespace
+
+void state_fingerprint(sdk::Context& c) {
+  Sha h;
+  h.text("UML_OS.StateFingerprint_v1");
+  const std::vector<std::string> names = hash_theta(c, h);
+  hash_optimiser(c, h, names);
+  hash_latent(c, h);
+  hash_data_cursor(c, h);
+  hash_state(c, h);
+  hash_rng(c, h);
+  hash_prototypes(c, h);
+  hash_loss_history(c, h);
   const std::array<uint8_t, 32> fp = h.finish();
   c.write(c.output("state_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
 }
