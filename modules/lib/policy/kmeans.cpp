@@ -89,22 +89,9 @@ double silhouette_from_sums(const std::vector<double>& x, size_t n, size_t p, co
   return total / static_cast<double>(n);
 }
 
-}  // namespace
-
-KMeansResult spherical_kmeans(const std::vector<double>& rows, size_t p, const KMeansOptions& options,
-                              const UniformDraw& draw) {
-  if (p == 0) throw std::invalid_argument("spherical k-means: the dimension p is 0");
-  if (rows.size() % p != 0)
-    throw std::invalid_argument("spherical k-means: " + std::to_string(rows.size()) +
-                                " values are not rows of p = " + std::to_string(p));
-  if (options.k < 1) throw std::invalid_argument("spherical k-means: k = " + std::to_string(options.k) + " < 1");
-  if (options.max_iterations < 0)
-    throw std::invalid_argument("spherical k-means: max_iterations = " + std::to_string(options.max_iterations));
-  const size_t m = rows.size() / p;
-
-  KMeansResult r;
-  r.p = p;
-  // 1. Unit points, zero rows left out.
+// Step 1: the rows as unit points, zero rows left out (counted in
+// r.skipped_zero; r.point_row maps each point back to its row).
+std::vector<double> unit_points(const std::vector<double>& rows, size_t p, size_t m, KMeansResult& r) {
   std::vector<double> x;
   x.reserve(rows.size());
   for (size_t i = 0; i < m; ++i) {
@@ -122,44 +109,47 @@ KMeansResult spherical_kmeans(const std::vector<double>& rows, size_t p, const K
     x.insert(x.end(), v.begin(), v.end());
     r.point_row.push_back(i);
   }
-  const size_t n = r.point_row.size();
-  r.n = n;
-  r.k = std::min(static_cast<size_t>(options.k), n);
-  const size_t k = r.k;
+  return x;
+}
 
-  // 3. Seeding. First centroid: the normalised mean (first point if 0).
-  std::vector<double> centroids;
-  centroids.reserve(k * p);
-  std::vector<double> dist;
-  if (k > 0) {
-    std::vector<double> mean(p, 0.0);
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < p; ++j) mean[j] += x[i * p + j];
-    for (size_t j = 0; j < p; ++j) mean[j] /= static_cast<double>(n);
-    const double mean_norm = std::sqrt(dot(mean.data(), mean.data(), p));
+// Step 3: k-means++ seeding on the sphere. The first centroid is the
+// normalised mean (the first point if the mean is 0); each further one is
+// picked with probability proportional to its cosine distance to the
+// nearest centroid so far, from one uniform draw u.
+class Seeder {
+ public:
+  Seeder(const std::vector<double>& x, size_t n, size_t p, KMeansResult& r) : x_(x), n_(n), p_(p), r_(r) {}
+
+  void first() {
+    std::vector<double> mean(p_, 0.0);
+    for (size_t i = 0; i < n_; ++i)
+      for (size_t j = 0; j < p_; ++j) mean[j] += x_[i * p_ + j];
+    for (size_t j = 0; j < p_; ++j) mean[j] /= static_cast<double>(n_);
+    const double mean_norm = std::sqrt(dot(mean.data(), mean.data(), p_));
     if (mean_norm > kEpsDenom) {
-      normalise(mean.data(), p);
-      r.seeds.push_back(SIZE_MAX);
+      normalise(mean.data(), p_);
+      r_.seeds.push_back(SIZE_MAX);
     } else {
-      std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(p), mean.begin());
-      r.seeds.push_back(0);
+      std::copy(x_.begin(), x_.begin() + static_cast<std::ptrdiff_t>(p_), mean.begin());
+      r_.seeds.push_back(0);
     }
-    centroids.insert(centroids.end(), mean.begin(), mean.end());
-    dist.resize(n);
-    for (size_t i = 0; i < n; ++i) dist[i] = std::max(0.0, 1.0 - dot(&x[i * p], mean.data(), p));
+    centroids_.insert(centroids_.end(), mean.begin(), mean.end());
+    dist_.resize(n_);
+    for (size_t i = 0; i < n_; ++i) dist_[i] = std::max(0.0, 1.0 - dot(&x_[i * p_], mean.data(), p_));
   }
-  auto add_centroid = [&](double u) {
+
+  void add(double u) {
     double total = 0.0;
-    for (size_t i = 0; i < n; ++i) total += dist[i];
+    for (size_t i = 0; i < n_; ++i) total += dist_[i];
     size_t pick = 0;
     if (total > 0.0) {
       const double target = u * total;
       double run = 0.0;
       size_t last_positive = 0;
       bool found = false;
-      for (size_t i = 0; i < n; ++i) {
-        if (dist[i] <= 0.0) continue;
-        run += dist[i];
+      for (size_t i = 0; i < n_; ++i) {
+        if (dist_[i] <= 0.0) continue;
+        run += dist_[i];
         last_positive = i;
         if (run > target) {
           pick = i;
@@ -169,12 +159,27 @@ KMeansResult spherical_kmeans(const std::vector<double>& rows, size_t p, const K
       }
       if (!found) pick = last_positive;  // u * total rounded up to the full sum
     }
-    r.seeds.push_back(pick);
-    const double* c = &x[pick * p];
-    centroids.insert(centroids.end(), c, c + p);
-    for (size_t i = 0; i < n; ++i) dist[i] = std::min(dist[i], std::max(0.0, 1.0 - dot(&x[i * p], c, p)));
-  };
-  // 4. Exactly options.draws draws, whatever k.
+    r_.seeds.push_back(pick);
+    const double* c = &x_[pick * p_];
+    centroids_.insert(centroids_.end(), c, c + p_);
+    for (size_t i = 0; i < n_; ++i) dist_[i] = std::min(dist_[i], std::max(0.0, 1.0 - dot(&x_[i * p_], c, p_)));
+  }
+
+  size_t count() const { return centroids_.size() / p_; }
+  std::vector<double>& centroids() { return centroids_; }
+
+ private:
+  const std::vector<double>& x_;
+  size_t n_, p_;
+  KMeansResult& r_;
+  std::vector<double> centroids_;
+  std::vector<double> dist_;
+};
+
+// Step 4: exactly options.draws draws, whatever k; the last draw asks for
+// every value still needed. Without draws (options.draws == 0) further
+// centroids come from u = 0.5.
+void seed_from_draws(Seeder& seeder, size_t k, const KMeansOptions& options, const UniformDraw& draw) {
   const uint64_t beyond = k > static_cast<size_t>(options.draws) + 1 ? k - options.draws : 1;
   for (uint32_t d = 0; d < options.draws; ++d) {
     const uint64_t count = (d + 1 == options.draws) ? beyond : 1;
@@ -183,39 +188,66 @@ KMeansResult spherical_kmeans(const std::vector<double>& rows, size_t p, const K
       throw std::invalid_argument("spherical k-means: draw " + std::to_string(d) + " returned " +
                                   std::to_string(u.size()) + " values, asked for " + std::to_string(count));
     for (double v : u) {
-      if (centroids.size() / p < k) add_centroid(v);
+      if (seeder.count() < k) seeder.add(v);
     }
   }
-  // Without draws (options.draws == 0) further centroids come from u = 0.5.
-  while (centroids.size() / p < k) add_centroid(0.5);
+  while (seeder.count() < k) seeder.add(0.5);
+}
 
-  // 5. Lloyd.
-  if (k > 0) {
-    assign(x, n, p, centroids, k, r.assignment);
-    std::vector<double> sums;
-    std::vector<size_t> sizes;
-    std::vector<int64_t> next;
-    for (int64_t it = 0; it < options.max_iterations; ++it) {
-      cluster_sums(x, n, p, r.assignment, k, sums, sizes);
-      for (size_t c = 0; c < k; ++c) {
-        if (sizes[c] == 0) continue;  // empty: keep the previous centroid
-        std::vector<double> s(sums.begin() + static_cast<std::ptrdiff_t>(c * p),
-                              sums.begin() + static_cast<std::ptrdiff_t>((c + 1) * p));
-        if (normalise(s.data(), p))
-          std::copy(s.begin(), s.end(), centroids.begin() + static_cast<std::ptrdiff_t>(c * p));
-      }
-      ++r.iterations;
-      assign(x, n, p, centroids, k, next);
-      const bool same = next == r.assignment;
-      r.assignment.swap(next);
-      if (same) {
-        r.converged = true;
-        break;
-      }
+// Step 5: Lloyd iterations on the sphere until the assignment repeats or
+// options.max_iterations; an empty cluster keeps its previous centroid.
+void lloyd(const std::vector<double>& x, size_t n, size_t p, size_t k, const KMeansOptions& options,
+           std::vector<double>& centroids, KMeansResult& r) {
+  assign(x, n, p, centroids, k, r.assignment);
+  std::vector<double> sums;
+  std::vector<size_t> sizes;
+  std::vector<int64_t> next;
+  for (int64_t it = 0; it < options.max_iterations; ++it) {
+    cluster_sums(x, n, p, r.assignment, k, sums, sizes);
+    for (size_t c = 0; c < k; ++c) {
+      if (sizes[c] == 0) continue;  // empty: keep the previous centroid
+      std::vector<double> s(sums.begin() + static_cast<std::ptrdiff_t>(c * p),
+                            sums.begin() + static_cast<std::ptrdiff_t>((c + 1) * p));
+      if (normalise(s.data(), p)) std::copy(s.begin(), s.end(), centroids.begin() + static_cast<std::ptrdiff_t>(c * p));
     }
-    r.silhouette = silhouette_from_sums(x, n, p, r.assignment, k);
+    ++r.iterations;
+    assign(x, n, p, centroids, k, next);
+    const bool same = next == r.assignment;
+    r.assignment.swap(next);
+    if (same) {
+      r.converged = true;
+      break;
+    }
   }
-  r.centroids = std::move(centroids);
+  r.silhouette = silhouette_from_sums(x, n, p, r.assignment, k);
+}
+
+}  // namespace
+
+KMeansResult spherical_kmeans(const std::vector<double>& rows, size_t p, const KMeansOptions& options,
+                              const UniformDraw& draw) {
+  if (p == 0) throw std::invalid_argument("spherical k-means: the dimension p is 0");
+  if (rows.size() % p != 0)
+    throw std::invalid_argument("spherical k-means: " + std::to_string(rows.size()) +
+                                " values are not rows of p = " + std::to_string(p));
+  if (options.k < 1) throw std::invalid_argument("spherical k-means: k = " + std::to_string(options.k) + " < 1");
+  if (options.max_iterations < 0)
+    throw std::invalid_argument("spherical k-means: max_iterations = " + std::to_string(options.max_iterations));
+  const size_t m = rows.size() / p;
+
+  KMeansResult r;
+  r.p = p;
+  const std::vector<double> x = unit_points(rows, p, m, r);
+  const size_t n = r.point_row.size();
+  r.n = n;
+  r.k = std::min(static_cast<size_t>(options.k), n);
+  const size_t k = r.k;
+
+  Seeder seeder(x, n, p, r);
+  if (k > 0) seeder.first();
+  seed_from_draws(seeder, k, options, draw);
+  if (k > 0) lloyd(x, n, p, k, options, seeder.centroids(), r);
+  r.centroids = std::move(seeder.centroids());
   return r;
 }
 
