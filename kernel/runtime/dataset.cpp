@@ -573,7 +573,10 @@ DatasetRecord import_dataset(const ImportOptions& o) {
     // scikit-learn's first line: "n_samples,n_features,class names..."
     const std::string header_line = text.substr(0, text.find('\n'));  // outlives the views in `h`
     std::vector<Row> h = split_rows(header_line, Delim::Comma, file, 1);
-    const Row& hr = h.at(0);
+    if (h.empty())
+      fail(UMLOS_DATA_MANIFEST_INVALID,
+           file + ":1: sklearn header: the line is empty, expected n_samples,n_features,class names...");
+    const Row& hr = h.front();
     if (hr.fields.size() < 2) check_field_count(file, hr, 2, "sklearn header: n_samples,n_features,...");
     const double n = parse_number(file, hr, 0), dd = parse_number(file, hr, 1);
     if (n != static_cast<double>(t.rows))

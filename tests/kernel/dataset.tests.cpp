@@ -239,6 +239,17 @@ TEST_CASE("Labels out of range are refused for multiclass and binary", "[dataset
   CHECK_THAT(f.what(), Catch::Contains("in.csv:2:3: label: expected 0 or 1 (binary task), found 2"));
 }
 
+TEST_CASE("An empty sklearn header line is refused naming the file and line, not an escaped exception",
+          "[dataset][errors][security]") {
+  // Found by the dataset_csv fuzz target: the empty first line gave no
+  // header row and an out_of_range escaped the importer.
+  ImportOptions o = small();
+  o.header = "sklearn";
+  Failure f = import_failure("\n1 2 0\n3 4 1\n", o, "ds-sklearn-empty");
+  CHECK(f.code() == UMLOS_DATA_MANIFEST_INVALID);
+  CHECK_THAT(f.what(), Catch::Contains("in.csv:1: sklearn header: the line is empty"));
+}
+
 TEST_CASE("A label beyond 2^24 classes is refused when the class count is inferred, not converted",
           "[dataset][errors][security]") {
   // Found by the dataset_csv fuzz target: the inferred class count was the
