@@ -13,6 +13,8 @@
 # timeout (> 20 s on one input), out-of-memory (> 2.5 GB) or leak leaves
 # the input in $FUZZ_FINDINGS/<target>/ (default $BUILD_DIR/fuzz/findings):
 # reproduce with  $BUILD_DIR/fuzz/fuzz_<target> FILE
+# The cpu-s column is the CPU time the target really had (user + system),
+# which is less than SECONDS when other work shares the cores.
 # Exit status 1 when any target found something.
 set -euo pipefail
 
@@ -45,7 +47,7 @@ fi
 
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
-printf '%-18s %12s %8s  %s\n' target executions exec/s result
+printf '%-18s %12s %8s %7s  %s\n' target executions exec/s cpu-s result
 for t in "$@"; do
   exe=$build/fuzz/fuzz_$t
   [[ -x $exe ]] || { echo "fuzz: no target $exe" >&2; exit 2; }
@@ -55,18 +57,20 @@ for t in "$@"; do
   rc=0
   max_len=65536
   [[ $t == checkpoint || $t == run_folder ]] && max_len=524288  # whole checkpoints (scripts/fuzz_corpus.py)
-  "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len=$max_len \
+  /usr/bin/time -f '%U %S' -o "$work/time-$t" \
+    "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len=$max_len \
     -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/$t/" \
     "$build/fuzz/corpus/$t" "$work/seeds/$t" >"$log" 2>&1 || rc=$?
+  cpu=$(awk '/^[0-9.]+ [0-9.]+$/ { printf "%.0f", $1 + $2 }' "$work/time-$t")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   kept=$(find "$findings/$t" -type f -newer "$work/start-$t" | sort)
   if ((rc != 0)) || [[ -n $kept ]]; then
     status=1
-    printf '%-18s %12s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "FOUND (exit $rc): ${kept:-see $log}"
+    printf '%-18s %12s %8s %7s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cpu:-?}" "FOUND (exit $rc): ${kept:-see $log}"
     grep -E "^(==[0-9]+==ERROR|==umlos-fuzz==|SUMMARY|.*runtime error)" "$log" | head -5 | sed 's/^/    /'
   else
-    printf '%-18s %12s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "clean"
+    printf '%-18s %12s %8s %7s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cpu:-?}" "clean"
   fi
 done
 exit $status

@@ -20,6 +20,7 @@ set -euo pipefail
 #   sanitizer build and fuzz targets (CI)          clang libclang-rt-14-dev llvm
 #                                                  (AddressSanitizer, UBSan and
 #                                                  libFuzzer runtimes, llvm-symbolizer)
+#                                                  time (fuzz targets' CPU time)
 #   CI's format check and compiler cache           clang-format ccache
 packages=(
   build-essential
@@ -40,6 +41,7 @@ packages=(
   clang
   libclang-rt-14-dev
   llvm
+  time
   clang-format
   ccache
 )

@@ -261,8 +261,8 @@ int main(int argc, char** argv) {
           if (r.dtype != dt) continue;
           const double tc = j[r.what + "_cpu_s"].get<double>(), tw = j[r.what + "_s"].get<double>();
           std::printf("| %s (torch %s) | %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |\n",
-                      r.what == "mlp" ? "MLP" : "GPT block", j["torch"].get<std::string>().c_str(), dt, 1e3 * r.cpu,
-                      1e3 * tc, r.cpu / tc, 1e3 * r.wall, 1e3 * tw, r.wall / tw);
+                      r.what == "mlp" ? "MLP" : "GPT block", j["peer"]["torch"].get<std::string>().c_str(), dt,
+                      1e3 * r.cpu, 1e3 * tc, r.cpu / tc, 1e3 * r.wall, 1e3 * tw, r.wall / tw);
         }
       }
     }

@@ -10,13 +10,14 @@
        residual, mse against a target
 
 usage: /usr/bin/python3 bench/executor/torch_steps.py [--reps N] [--threads T] [--dtype f32|f64]
-prints one JSON line: {"torch", "threads", "dtype", "mlp_s", "gpt_s", "mlp_cpu_s", "gpt_cpu_s"}
-(median wall seconds per step; median process CPU seconds per step)
+prints one JSON line: {"peer", "dtype", "mlp_s", "gpt_s", "mlp_cpu_s", "gpt_cpu_s"}
+(median wall seconds per step; median process CPU seconds per step; "peer"
+is bench/torch_peer.py's description: torch version, BLAS, gemm GFLOP/s)
 """
-import argparse, json, statistics, time
+import argparse, json, os, statistics, sys, time
 
-import torch
-import torch.nn.functional as F
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import torch_peer  # noqa: E402
 
 
 def timed(step, reps):
@@ -36,6 +37,8 @@ def make_gpt_step(T, D, H, FF, param, data):
     T tokens of width D, H heads, FFN width FF. `data(*shape)` draws the input
     and the target (in that order), then `param(*shape)` the parameters.
     Shared with bench/cuda_driver/torch_cuda_steps.py."""
+    import torch
+    import torch.nn.functional as F
     dh = D // H
     xs = data(T, D)
     ts = data(T, D)
@@ -64,10 +67,11 @@ def make_gpt_step(T, D, H, FF, param, data):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--dtype", default="f32")
+    torch_peer.add_arguments(ap)
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
+    torch = torch_peer.start(a.threads)
+    import torch.nn.functional as F
     dt = torch.float32 if a.dtype == "f32" else torch.float64
     g = torch.Generator().manual_seed(0)
 
@@ -93,8 +97,8 @@ def main():
 
     mlp_s, mlp_cpu = timed(mlp_step, max(a.reps, 20))
     gpt_s, gpt_cpu = timed(gpt_step, a.reps)
-    print(json.dumps({"torch": torch.__version__, "threads": a.threads, "dtype": a.dtype, "mlp_s": mlp_s,
-                      "gpt_s": gpt_s, "mlp_cpu_s": mlp_cpu, "gpt_cpu_s": gpt_cpu}))
+    print(json.dumps({"peer": torch_peer.describe(torch), "dtype": a.dtype, "mlp_s": mlp_s, "gpt_s": gpt_s,
+                      "mlp_cpu_s": mlp_cpu, "gpt_cpu_s": gpt_cpu}))
 
 
 if __name__ == "__main__":

@@ -7,14 +7,23 @@ W2 with 4 directions + covariance), Adam, gradient clipping. No fingerprints,
 trace or checks: only the arithmetic of a step.
 
 usage: /usr/bin/python3 bench/training/torch_step.py [--steps N] [--threads T] [--data data/digits.csv.gz]
-prints one JSON line: {"steps", "seconds", "steps_per_s", "threads", "torch"}
+prints one JSON line: {"steps", "seconds", "steps_per_s", "peer"} ("peer" is
+bench/torch_peer.py's description: torch version, BLAS, gemm GFLOP/s)
 """
-import argparse, gzip, json, time
+import argparse, gzip, json, os, sys, time
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import torch_peer  # noqa: E402
+
+if __name__ == "__main__":
+    _ap = argparse.ArgumentParser()
+    torch_peer.add_arguments(_ap)
+    torch_peer.start(_ap.parse_known_args()[0].threads)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 def load(path):
@@ -56,10 +65,9 @@ class Model(nn.Module):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=1500)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--data", default="data/digits.csv.gz")
+    torch_peer.add_arguments(ap)
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     x, y = load(a.data)
@@ -80,8 +88,8 @@ def main():
         torch.nn.utils.clip_grad_norm_(m.parameters(), 5.0)
         opt.step()
     secs = time.perf_counter() - start
-    print(json.dumps({"steps": a.steps, "seconds": secs, "steps_per_s": a.steps / secs, "threads": a.threads,
-                      "torch": torch.__version__}))
+    print(json.dumps({"steps": a.steps, "seconds": secs, "steps_per_s": a.steps / secs,
+                      "peer": torch_peer.describe(torch)}))
 
 
 if __name__ == "__main__":

@@ -168,21 +168,24 @@ static void destroy_instance(Instance* inst) {
   delete inst;
 }
 
-static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, void** out_instance) {
-  if (!out_instance) return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cuda_driver: create: out_instance is NULL");
-  // 1. libcuda, at run time. Absent = no NVIDIA driver = UNAVAILABLE.
-  const CudaApi* cu = nullptr;
-  std::string why;
-  if (!load_cuda_api(&cu, &why)) return report(svc, ctx, UMLOS_UNAVAILABLE, "cuda_driver: " + why);
-  int64_t ordinal = 0;
-  if (svc && svc->config_i64) {
-    umlos_status s = svc->config_i64(ctx, "device", &ordinal);
-    if (s == UMLOS_NOT_FOUND)
-      ordinal = 0;
-    else if (s != UMLOS_OK)
-      return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cuda_driver: driver.config.device must be an integer");
+// driver.config.device, 0 when absent.
+static umlos_status read_device_ordinal(const umlos_services* svc, umlos_ctx* ctx, int64_t* ordinal) {
+  *ordinal = 0;
+  if (!svc || !svc->config_i64) return UMLOS_OK;
+  umlos_status s = svc->config_i64(ctx, "device", ordinal);
+  if (s == UMLOS_NOT_FOUND) {
+    *ordinal = 0;
+    return UMLOS_OK;
   }
-  // 2. A device.
+  if (s != UMLOS_OK)
+    return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cuda_driver: driver.config.device must be an integer");
+  return UMLOS_OK;
+}
+
+// Initialises libcuda and checks that device `ordinal` exists: no NVIDIA
+// driver or no device is UNAVAILABLE, an ordinal past the last device is the
+// manifest's error.
+static umlos_status check_device_exists(const umlos_services* svc, umlos_ctx* ctx, const CudaApi* cu, int64_t ordinal) {
   CUresult r = cu->cuInit(0);
   if (r != CUDA_SUCCESS)
     return report(svc, ctx, UMLOS_UNAVAILABLE,
@@ -196,39 +199,64 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
     return report(svc, ctx, UMLOS_INVALID_ARGUMENT,
                   "cuda_driver: driver.config.device = " + std::to_string(ordinal) + ", but this machine has " +
                       std::to_string(count) + " CUDA device(s)");
+  return UMLOS_OK;
+}
+
+// Reads the device's name, compute capability, SM count and the driver
+// version into inst; UNAVAILABLE (reported) when this build has no code for
+// the device's architecture.
+static umlos_status describe_device(Instance* inst, umlos_ctx* ctx) {
+  const CudaApi* cu = inst->cu;
+  check_cu(inst, cu->cuDeviceGet(&inst->device, inst->ordinal), "cuDeviceGet");
+  char name[256] = {0};
+  check_cu(inst, cu->cuDeviceGetName(name, sizeof(name) - 1, inst->device), "cuDeviceGetName");
+  inst->device_name = name;
+  cu->cuDeviceGetAttribute(&inst->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, inst->device);
+  cu->cuDeviceGetAttribute(&inst->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, inst->device);
+  cu->cuDeviceGetAttribute(&inst->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, inst->device);
+  cu->cuDriverGetVersion(&inst->driver_version);
+  if (inst->cc_major >= 9) return UMLOS_OK;
+  return report(inst->svc, ctx, UMLOS_UNAVAILABLE,
+                "cuda_driver: device " + std::to_string(inst->ordinal) + " (" + inst->device_name +
+                    ") has compute capability " + std::to_string(inst->cc_major) + "." +
+                    std::to_string(inst->cc_minor) +
+                    "; this build carries sm_90 code and compute_90 PTX only (rebuild with -DUMLOS_CUDA_ARCHS=...)");
+}
+
+// Retains the primary context and loads the embedded kernels.
+static void open_context(Instance* inst) {
+  const CudaApi* cu = inst->cu;
+  check_cu(inst, cu->cuDevicePrimaryCtxRetain(&inst->context, inst->device), "cuDevicePrimaryCtxRetain");
+  check_cu(inst, cu->cuCtxSetCurrent(inst->context), "cuCtxSetCurrent");
+  check_cu(inst, cu->cuModuleLoadData(&inst->module, kFatbin), "cuModuleLoadData (embedded fatbin)");
+#define UMLOS_CUDA_GET(name)                                                           \
+  check_cu(inst, cu->cuModuleGetFunction(&inst->k.name, inst->module, "umlos_" #name), \
+           "cuModuleGetFunction umlos_" #name);
+  UMLOS_CUDA_KERNELS(UMLOS_CUDA_GET)
+#undef UMLOS_CUDA_GET
+}
+
+static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, void** out_instance) {
+  if (!out_instance) return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cuda_driver: create: out_instance is NULL");
+  // libcuda is loaded at run time: absent means no NVIDIA driver, UNAVAILABLE.
+  const CudaApi* cu = nullptr;
+  std::string why;
+  if (!load_cuda_api(&cu, &why)) return report(svc, ctx, UMLOS_UNAVAILABLE, "cuda_driver: " + why);
+  int64_t ordinal = 0;
+  umlos_status s = read_device_ordinal(svc, ctx, &ordinal);
+  if (s == UMLOS_OK) s = check_device_exists(svc, ctx, cu, ordinal);
+  if (s != UMLOS_OK) return s;
   Instance* inst = nullptr;
-  umlos_status s = UMLOS_OK;
   try {
     inst = new Instance;
     inst->svc = svc;
     inst->cu = cu;
     inst->ordinal = static_cast<int>(ordinal);
-    check_cu(inst, cu->cuDeviceGet(&inst->device, inst->ordinal), "cuDeviceGet");
-    char name[256] = {0};
-    check_cu(inst, cu->cuDeviceGetName(name, sizeof(name) - 1, inst->device), "cuDeviceGetName");
-    inst->device_name = name;
-    cu->cuDeviceGetAttribute(&inst->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, inst->device);
-    cu->cuDeviceGetAttribute(&inst->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, inst->device);
-    cu->cuDeviceGetAttribute(&inst->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, inst->device);
-    cu->cuDriverGetVersion(&inst->driver_version);
-    if (inst->cc_major < 9) {
-      s = report(svc, ctx, UMLOS_UNAVAILABLE,
-                 "cuda_driver: device " + std::to_string(inst->ordinal) + " (" + inst->device_name +
-                     ") has compute capability " + std::to_string(inst->cc_major) + "." +
-                     std::to_string(inst->cc_minor) +
-                     "; this build carries sm_90 code and compute_90 PTX only (rebuild with -DUMLOS_CUDA_ARCHS=...)");
-      delete inst;
-      return s;
+    s = describe_device(inst, ctx);
+    if (s == UMLOS_OK) {
+      open_context(inst);
+      inst->pool = new cpu_driver::ThreadPool(1);
     }
-    check_cu(inst, cu->cuDevicePrimaryCtxRetain(&inst->context, inst->device), "cuDevicePrimaryCtxRetain");
-    check_cu(inst, cu->cuCtxSetCurrent(inst->context), "cuCtxSetCurrent");
-    check_cu(inst, cu->cuModuleLoadData(&inst->module, kFatbin), "cuModuleLoadData (embedded fatbin)");
-#define UMLOS_CUDA_GET(name)                                                           \
-  check_cu(inst, cu->cuModuleGetFunction(&inst->k.name, inst->module, "umlos_" #name), \
-           "cuModuleGetFunction umlos_" #name);
-    UMLOS_CUDA_KERNELS(UMLOS_CUDA_GET)
-#undef UMLOS_CUDA_GET
-    inst->pool = new cpu_driver::ThreadPool(1);
   } catch (const DriverError& e) {
     s = report(svc, ctx, e.code, "cuda_driver: " + e.message);
   } catch (const std::bad_alloc&) {

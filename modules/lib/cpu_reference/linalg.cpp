@@ -162,34 +162,31 @@ void gemm_core(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const double* 
   });
 }
 
-// dst = src[rows, cols] (or its transpose, [cols, rows]) widened to binary64.
-template <class T>
-void pack(ThreadPool& pool, const T* src, int64_t rows, int64_t cols, bool transpose, double* dst) {
+// dst = src[rows, cols] (or its transpose, [cols, rows]) converted to D:
+// widening to binary64 before a product, rounding back to the tensor's type
+// after it.
+template <class S, class D>
+void convert(ThreadPool& pool, const S* src, int64_t rows, int64_t cols, bool transpose, D* dst) {
   if (!transpose) {
     pool.parallel_for(rows * cols, 1 << 16, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dst[i] = static_cast<double>(src[i]);
+      for (int64_t i = s; i < e; ++i) dst[i] = static_cast<D>(src[i]);
     });
     return;
   }
   pool.parallel_for(cols, 16, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c)
-      for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = static_cast<double>(src[r * cols + c]);
+      for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = static_cast<D>(src[r * cols + c]);
   });
 }
 
-// dst[rows, cols] (or, transposed, dst[cols, rows]) = src rounded to T.
+template <class T>
+void pack(ThreadPool& pool, const T* src, int64_t rows, int64_t cols, bool transpose, double* dst) {
+  convert(pool, src, rows, cols, transpose, dst);
+}
+
 template <class T>
 void unpack(ThreadPool& pool, const double* src, int64_t rows, int64_t cols, bool transpose, T* dst) {
-  if (!transpose) {
-    pool.parallel_for(rows * cols, 1 << 16, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) dst[i] = static_cast<T>(src[i]);
-    });
-    return;
-  }
-  pool.parallel_for(cols, 16, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c)
-      for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = static_cast<T>(src[r * cols + c]);
-  });
+  convert(pool, src, rows, cols, transpose, dst);
 }
 
 // ---------------------------------------------------------------- matmul
