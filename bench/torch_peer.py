@@ -19,7 +19,6 @@ checked would run.
 """
 import ctypes
 import os
-import statistics
 import sys
 import time
 
@@ -92,18 +91,20 @@ def gemm_gflops(torch, dtype, m=128, k=768, n=3072, reps=7):
         t0 = time.perf_counter()
         a @ b
         times.append(time.perf_counter() - t0)
-    return 2.0 * m * k * n / statistics.median(times) / 1e9
+    return 2.0 * m * k * n / min(times) / 1e9
 
 
-def describe(torch):
-    """torch's version, the BLAS it loaded and its [128,768]x[768,3072]
-    matmul speed in f32 and f64 (GFLOP/s, wall, median of 7)."""
+def describe(torch, m=128, k=768, n=3072):
+    """torch's version, the BLAS it loaded and its [m,k]x[k,n] matmul speed
+    in f32 and f64 (GFLOP/s, wall, best of 7: the machine may be shared, and
+    umlos's side is timed the same way)."""
     blas = loaded_blas()
     return {
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "blas": blas,
         "openblas_core": openblas_core(blas),
-        "sgemm_gflops": gemm_gflops(torch, torch.float32),
-        "dgemm_gflops": gemm_gflops(torch, torch.float64),
+        "gemm_shape": [m, k, n],
+        "sgemm_gflops": gemm_gflops(torch, torch.float32, m, k, n),
+        "dgemm_gflops": gemm_gflops(torch, torch.float64, m, k, n),
     }

@@ -1,17 +1,31 @@
 // bench_cpu_driver — matmul GFLOP/s of the cpu_driver module (loaded from
-// its real file through the kernel's Host) at 1..N threads, f32 and f64,
-// against the machine's measured peak for the same instruction set (a
-// register-resident multiply-add loop compiled with the same flags, no FMA
-// contraction, once for baseline SSE2 and once for AVX2: the driver's two
-// matmul kernels, driver.config.simd = 0 / 1).
+// its real file through the kernel's Host), f32 and f64, at 1 and 2
+// threads, on each instruction-set path the CPU has, against two yardsticks
+// measured in the same run:
+//   - the FMA peak of one core for that dtype and path: a register-resident
+//     loop of independent fused multiply-adds (2 flops each), times the
+//     thread count;
+//   - PyTorch's matmul of the same shape, dtype and thread count
+//     (bench/cpu_driver/torch_matmul.py: Debian's python3-torch on
+//     OpenBLAS). The peer is checked first: its BLAS is printed, and no ratio
+//     is printed when its f32 matmul at one thread is below half of the
+//     widest path's f32 FMA peak, since a ratio to a crippled peer proves
+//     nothing.
 //
-// Usage: umlos_bench_cpu_driver [size=512] [max_threads=2] [repeats=5] [block=64]
+// Usage: umlos_bench_cpu_driver [M=128] [K=768] [N=3072] [repeats=7] [python=/usr/bin/python3|none]
+#include <immintrin.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cbor.hpp"
 #include "host.hpp"
@@ -22,134 +36,163 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// CPU seconds of the whole process: on a shared, loaded machine this counts
-// only the time our threads actually ran.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+// ---------------------------------------------------------------- FMA peak
 
-// One pass of the peak loop: 2 flops (one multiply, one add) per element
-// on 32 independent accumulators held in registers.
-template <int kAcc>
-inline __attribute__((always_inline)) void peak_passes(double* acc, double m, double a, long passes) {
-  for (long p = 0; p < passes; ++p)
-    for (int k = 0; k < kAcc; ++k) acc[k] = acc[k] * m + a;
-}
-
-void peak_baseline(double* acc, double m, double a, long passes) { peak_passes<32>(acc, m, a, passes); }
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) void peak_avx2(double* acc, double m, double a, long passes) {
-  peak_passes<32>(acc, m, a, passes);
-}
-#endif
-
-// Best of `repeats`, in GFLOP/s per CPU-second of one core.
-double measured_peak_gflops_one_core(bool avx2, int repeats) {
-  constexpr int kAcc = 32;
-  const long passes = 20'000'000;
-  double best = 0;
-  for (int r = 0; r < repeats; ++r) {
-    volatile double seed = 1.0000001;
-    double acc[kAcc], m = seed, a = 1e-9 * seed;
-    for (int k = 0; k < kAcc; ++k) acc[k] = k;
-    double t0 = process_cpu_seconds();
-#if defined(__x86_64__)
-    if (avx2)
-      peak_avx2(acc, m, a, passes);
-    else
-      peak_baseline(acc, m, a, passes);
-#else
-    (void)avx2;
-    peak_baseline(acc, m, a, passes);
-#endif
-    double t = process_cpu_seconds() - t0;
-    double sink = 0;
-    for (double v : acc) sink += v;
-    if (sink == 42.0) std::puts("");  // keeps the loop alive
-    best = std::max(best, 2.0 * kAcc * passes / t / 1e9);
+// passes x 24 independent FMAs on full vectors: enough accumulators to
+// cover the FMA latency on two ports. Returns a lane of their sum so the
+// loop stays alive.
+#define UMLOS_FMA_LOOP(name, isa, V, set1, fma, add, Elem)                               \
+  __attribute__((target(isa))) double name(long passes) {                                \
+    V acc[24];                                                                           \
+    volatile double seed = 0.9999999;                                                    \
+    const V m = set1(static_cast<Elem>(seed)), a = set1(static_cast<Elem>(1e-9 * seed)); \
+    for (int k = 0; k < 24; ++k) acc[k] = set1(static_cast<Elem>(k));                    \
+    for (long p = 0; p < passes; ++p)                                                    \
+      _Pragma("GCC unroll 24") for (int k = 0; k < 24; ++k) acc[k] = fma(acc[k], m, a);  \
+    V s = acc[0];                                                                        \
+    for (int k = 1; k < 24; ++k) s = add(s, acc[k]);                                     \
+    Elem out[sizeof(V) / sizeof(Elem)];                                                  \
+    std::memcpy(out, &s, sizeof s);                                                      \
+    return static_cast<double>(out[0]);                                                  \
   }
+UMLOS_FMA_LOOP(loop512s, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, float)
+UMLOS_FMA_LOOP(loop512d, "avx512f", __m512d, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, double)
+UMLOS_FMA_LOOP(loop256s, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, float)
+UMLOS_FMA_LOOP(loop256d, "avx2,fma", __m256d, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, double)
+#undef UMLOS_FMA_LOOP
+
+// Best of `repeats`, GFLOP/s of one core for (path, dtype).
+double fma_peak(const std::string& isa, bool f32, int repeats) {
+  const long passes = 10'000'000;
+  const int lanes = (isa == "avx512" ? 64 : 32) / (f32 ? 4 : 8);
+  double (*loop)(long) = isa == "avx512" ? (f32 ? loop512s : loop512d) : (f32 ? loop256s : loop256d);
+  double best = 0, sink = 0;
+  for (int r = 0; r < repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    sink += loop(passes);
+    best = std::max(best, 2.0 * 24 * lanes * passes / seconds_since(t0) / 1e9);
+  }
+  if (sink == 42.0) std::puts("");  // keeps the loops alive
   return best;
 }
 
-std::unique_ptr<umlos::Host> make_host(int threads, int64_t block, int simd) {
+// ---------------------------------------------------------------- umlos
+
+std::unique_ptr<umlos::Host> make_host(int threads, const std::string& isa) {
   namespace cbor = umlos::cbor;
   auto host = std::make_unique<umlos::Host>();
   host->load(std::string(UMLOS_MODULE_DIR) + "/libumlos_cpu_driver.so", std::nullopt);
   host->set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)},
-                                            {cbor::Value::text("block"), cbor::Value::integer(block)},
-                                            {cbor::Value::text("simd"), cbor::Value::integer(simd)}}));
+                                            {cbor::Value::text("isa"), cbor::Value::text(isa)}}));
   host->activate_driver("cpu_driver");
   return host;
 }
 
-struct Rate {
-  double wall_gflops;  // 2 n^3 / best wall time
-  double cpu_gflops;   // 2 n^3 / CPU seconds of that run (all threads together)
-};
-
-Rate matmul_rate(umlos::Host& host, int32_t dtype, int64_t n, int repeats) {
-  umlos_shape s{};
-  s.rank = 2;
-  s.dims[0] = n;
-  s.dims[1] = n;
-  auto a = host.make_tensor(dtype, s), b = host.make_tensor(dtype, s), c = host.make_tensor(dtype, s);
-  // Values in [-1, 1): no denormals anywhere in the products.
-  std::vector<double> v(static_cast<size_t>(n * n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 2654435761u) % 2048) / 1024.0 - 1.0;
-  std::vector<float> vf(v.begin(), v.end());
-  const void* src = dtype == UMLOS_DTYPE_F32 ? static_cast<const void*>(vf.data()) : v.data();
-  host.write(*a, src, a->bytes);
-  host.write(*b, src, b->bytes);
+// GFLOP/s of C[M,N] = A[M,K] B[K,N], from the best wall time of `repeats`
+// (the machine may be shared; torch's side is timed the same way).
+double matmul_gflops(umlos::Host& host, int32_t dtype, int64_t M, int64_t K, int64_t N, int repeats) {
+  auto shape = [](int64_t r, int64_t c) {
+    umlos_shape s{};
+    s.rank = 2;
+    s.dims[0] = r;
+    s.dims[1] = c;
+    return s;
+  };
+  auto a = host.make_tensor(dtype, shape(M, K)), b = host.make_tensor(dtype, shape(K, N)),
+       c = host.make_tensor(dtype, shape(M, N));
+  for (auto* t : {a.get(), b.get()}) {
+    // Values in [-1, 1): no denormals anywhere in the products.
+    const int64_t n = static_cast<int64_t>(t->bytes / (dtype == UMLOS_DTYPE_F32 ? 4 : 8));
+    std::vector<double> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 2654435761u) % 2048) / 1024.0 - 1.0;
+    std::vector<float> vf(v.begin(), v.end());
+    host.write(*t, dtype == UMLOS_DTYPE_F32 ? static_cast<const void*>(vf.data()) : v.data(), t->bytes);
+  }
   host.dispatch("matmul", {a.get(), b.get()}, {c.get()});  // warm-up
-  double best = 1e30, best_cpu = 1e30;
+  std::vector<double> times;
   for (int r = 0; r < repeats; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    double c0 = process_cpu_seconds();
     host.dispatch("matmul", {a.get(), b.get()}, {c.get()});
-    best_cpu = std::min(best_cpu, process_cpu_seconds() - c0);
-    best = std::min(best, seconds_since(t0));
+    times.push_back(seconds_since(t0));
   }
-  double flops = 2.0 * static_cast<double>(n) * n * n;
-  return {flops / best / 1e9, flops / best_cpu / 1e9};
+  return 2.0 * static_cast<double>(M) * K * N / *std::min_element(times.begin(), times.end()) / 1e9;
+}
+
+// ---------------------------------------------------------------- torch
+
+nlohmann::json torch_peer(const std::string& python, int threads, int64_t M, int64_t K, int64_t N) {
+  const std::string cmd = python + " " + UMLOS_SOURCE_DIR + "/bench/cpu_driver/torch_matmul.py --threads " +
+                          std::to_string(threads) + " --m " + std::to_string(M) + " --k " + std::to_string(K) +
+                          " --n " + std::to_string(N) + " 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (p && std::fgets(buf, sizeof buf, p)) out += buf;
+  if (!p || ::pclose(p) != 0 || out.empty()) return nullptr;
+  return nlohmann::json::parse(out);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int64_t n = argc > 1 ? std::atoll(argv[1]) : 512;
-  int max_threads = argc > 2 ? std::atoi(argv[2]) : 2;
-  int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
-  int64_t block = argc > 4 ? std::atoll(argv[4]) : 64;
+  const int64_t M = argc > 1 ? std::atoll(argv[1]) : 128, K = argc > 2 ? std::atoll(argv[2]) : 768,
+                N = argc > 3 ? std::atoll(argv[3]) : 3072;
+  const int repeats = argc > 4 ? std::atoi(argv[4]) : 7;
+  const std::string python = argc > 5 ? argv[5] : "/usr/bin/python3";
   try {
-#if defined(__x86_64__)
-    bool avx2 = __builtin_cpu_supports("avx2");
-#else
-    bool avx2 = false;
-#endif
-    double peak_sse2 = measured_peak_gflops_one_core(false, repeats);
-    double peak_avx2 = avx2 ? measured_peak_gflops_one_core(true, repeats) : 0.0;
-    std::printf(
-        "measured peak, one core, mul+add (no FMA), per CPU-second: baseline SSE2 %.2f GFLOP/s, AVX2 %.2f GFLOP/s\n",
-        peak_sse2, peak_avx2);
-    std::printf(
-        "| matmul | kernels | threads | GFLOP/s (wall) | GFLOP/s per CPU-second | per CPU-second / peak of those "
-        "kernels |\n"
-        "|---|---|---|---|---|---|\n");
-    for (int simd : {1, 0}) {
-      if (simd && !avx2) continue;
-      double peak = simd ? peak_avx2 : peak_sse2;
-      for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
-        for (int t = 1; t <= max_threads; t *= 2) {
-          auto host = make_host(t, block, simd);
-          Rate g = matmul_rate(*host, dtype, n, repeats);
-          std::printf("| %s %lldx%lldx%lld | %s | %d | %.2f | %.2f | %.0f%% |\n",
-                      dtype == UMLOS_DTYPE_F32 ? "f32" : "f64", static_cast<long long>(n), static_cast<long long>(n),
-                      static_cast<long long>(n), simd ? "avx2" : "sse2", t, g.wall_gflops, g.cpu_gflops,
-                      100.0 * g.cpu_gflops / peak);
-        }
+    __builtin_cpu_init();
+    std::vector<std::string> paths;
+    if (__builtin_cpu_supports("avx512f")) paths.push_back("avx512");
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) paths.push_back("avx2");
+    if (paths.empty()) {
+      std::printf("this CPU has neither AVX-512 nor AVX2+FMA: only the scalar path, no peak to compare with\n");
+      return 0;
+    }
+    std::printf("FMA peak of one core (GFLOP/s, best of %d):", repeats);
+    std::vector<std::array<double, 2>> peak;  // [path][f32, f64]
+    for (const std::string& isa : paths) {
+      peak.push_back({fma_peak(isa, true, repeats), fma_peak(isa, false, repeats)});
+      std::printf(" %s f32 %.1f, f64 %.1f;", isa.c_str(), peak.back()[0], peak.back()[1]);
+    }
+    std::printf("\n");
+
+    std::vector<nlohmann::json> peer(3);
+    bool peer_ok = false;
+    if (python != "none") {
+      for (int t : {1, 2}) peer[t] = torch_peer(python, t, M, K, N);
+      if (peer[1].is_null()) {
+        std::printf("torch: not available (%s bench/cpu_driver/torch_matmul.py failed): no ratios\n", python.c_str());
+      } else {
+        std::printf("torch %s, BLAS %s (OpenBLAS kernels: %s); f32 matmul at 1 thread %.1f GFLOP/s\n",
+                    peer[1]["torch"].get<std::string>().c_str(), peer[1]["blas"].dump().c_str(),
+                    peer[1]["openblas_core"].is_null() ? "-" : peer[1]["openblas_core"].get<std::string>().c_str(),
+                    peer[1]["sgemm_gflops"].get<double>());
+        peer_ok = peer[1]["sgemm_gflops"].get<double>() >= 0.5 * peak[0][0];
+        if (!peer_ok)
+          std::printf("peer check FAILED: torch's f32 matmul is below half the %s f32 FMA peak (%.1f): no ratios\n",
+                      paths[0].c_str(), 0.5 * peak[0][0]);
       }
+    }
+
+    std::printf(
+        "\n| matmul [%lld,%lld]x[%lld,%lld] | path | threads | umlos GFLOP/s | / (FMA peak x threads) | torch GFLOP/s "
+        "| umlos / torch |\n|---|---|---:|---:|---:|---:|---:|\n",
+        static_cast<long long>(M), static_cast<long long>(K), static_cast<long long>(K), static_cast<long long>(N));
+    for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+      const bool f32 = dtype == UMLOS_DTYPE_F32;
+      for (size_t p = 0; p < paths.size(); ++p)
+        for (int t : {1, 2}) {
+          auto host = make_host(t, paths[p]);
+          const double g = matmul_gflops(*host, dtype, M, K, N, repeats);
+          std::string torch = "-", ratio = "-";
+          if (peer_ok && !peer[t].is_null()) {
+            const double tg = peer[t][f32 ? "sgemm_gflops" : "dgemm_gflops"].get<double>();
+            torch = std::to_string(tg).substr(0, std::to_string(tg).find('.') + 2);
+            ratio = std::to_string(g / tg).substr(0, std::to_string(g / tg).find('.') + 3);
+          }
+          std::printf("| %s | %s | %d | %.1f | %.0f%% | %s | %s |\n", f32 ? "f32" : "f64", paths[p].c_str(), t, g,
+                      100.0 * g / (peak[p][f32 ? 0 : 1] * t), torch.c_str(), ratio.c_str());
+        }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cpu_driver: %s\n", e.what());

@@ -21,12 +21,13 @@ using umlos::TensorPtr;
 
 std::string driver_path() { return std::string(UMLOS_MODULE_DIR) + "/libumlos_cpu_driver.so"; }
 
-std::unique_ptr<Host> make_host(int threads, int64_t block, int simd) {
+std::unique_ptr<Host> make_host(int threads, int64_t block, int simd, const char* isa) {
   auto host = std::make_unique<Host>();
   host->load(driver_path(), std::nullopt);
   cbor::Value config = cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}});
   if (block > 0) config.set("block", cbor::Value::integer(block));
   if (simd >= 0) config.set("simd", cbor::Value::integer(simd));
+  if (isa) config.set("isa", cbor::Value::text(isa));
   host->set_driver_config(config);
   host->activate_driver("cpu_driver");
   return host;

@@ -20,7 +20,8 @@ std::string driver_path();
 // A Host that loaded the driver module from UMLOS_MODULE_DIR and started it
 // with driver.config = {threads: threads} (plus block: block when > 0, and
 // simd: simd when >= 0).
-std::unique_ptr<umlos::Host> make_host(int threads, int64_t block = 0, int simd = -1);
+// isa: driver.config.isa (nullptr: the driver's default, the widest path).
+std::unique_ptr<umlos::Host> make_host(int threads, int64_t block = 0, int simd = -1, const char* isa = nullptr);
 
 umlos_shape shape_of(const std::vector<int64_t>& dims);
 int64_t numel(const std::vector<int64_t>& dims);

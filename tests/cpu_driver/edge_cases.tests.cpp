@@ -1,4 +1,4 @@
-// edge_cases.tests.cpp — exact summation order of matmul and layer_norm,
+// edge_cases.tests.cpp — exact arithmetic of matmul and layer_norm,
 // zero-size operands, NaN ordering in sort, and gradients of
 // broadcast operands summed in canonical order.
 #include <catch2/catch.hpp>
@@ -31,32 +31,67 @@ std::vector<double> spread_values(Rand& rng, size_t n) {
   return v;
 }
 
-}  // namespace
+// matmul's element (docs/primitives.md, "Matmul"), written out
+// independently: 256-long chunks of fused multiply-adds in T, folded in order.
+template <class T>
+T chunked_fma_dot(const std::vector<T>& a, const std::vector<T>& b) {
+  T total = 0;
+  for (size_t c0 = 0; c0 < a.size(); c0 += 256) {
+    T chunk = 0;
+    for (size_t k = c0; k < std::min(a.size(), c0 + 256); ++k) chunk = std::fma(a[k], b[k], chunk);
+    total = total + chunk;
+  }
+  return total;
+}
 
-TEST_CASE("matmul inner products are canonical 256-chunk binary64 sums, bit for bit", "[cpu_driver][determinism]") {
+// The same sum with a separate multiply and add: what the check must tell apart.
+template <class T>
+T chunked_mul_add_dot(const std::vector<T>& a, const std::vector<T>& b) {
+  T total = 0;
+  for (size_t c0 = 0; c0 < a.size(); c0 += 256) {
+    T chunk = 0;
+    for (size_t k = c0; k < std::min(a.size(), c0 + 256); ++k) {
+      T p = a[k] * b[k];
+      chunk = chunk + p;
+    }
+    total = total + chunk;
+  }
+  return total;
+}
+
+template <class T>
+void check_matmul_elements(int32_t dtype) {
   auto host = make_host(4);
   Rand rng(77);
   const int64_t M = 5, K = 1000, N = 7;
   std::vector<double> a = spread_values(rng, M * K), b = spread_values(rng, K * N);
-  auto ta = upload(*host, UMLOS_DTYPE_F64, {M, K}, a);
-  auto tb = upload(*host, UMLOS_DTYPE_F64, {K, N}, b);
-  auto tc = empty(*host, UMLOS_DTYPE_F64, {M, N});
+  auto ta = upload(*host, dtype, {M, K}, a);
+  auto tb = upload(*host, dtype, {K, N}, b);
+  auto tc = empty(*host, dtype, {M, N});
   host->dispatch("matmul", {ta.get(), tb.get()}, {tc.get()});
   std::vector<double> c = download(*host, *tc);
-  int naive_differs = 0;
+  int mul_add_differs = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      std::vector<double> terms;
-      double naive = 0.0;
+      std::vector<T> row, col;
       for (int64_t k = 0; k < K; ++k) {
-        terms.push_back(a[i * K + k] * b[k * N + j]);
-        naive += terms.back();
+        row.push_back(static_cast<T>(a[i * K + k]));
+        col.push_back(static_cast<T>(b[k * N + j]));
       }
       INFO("c[" << i << "][" << j << "]");
-      CHECK(same_bits(c[i * N + j], canonical(terms)));
-      naive_differs += !same_bits(naive, canonical(terms));
+      const T want = chunked_fma_dot(row, col);
+      CHECK(same_bits(c[i * N + j], static_cast<double>(want)));
+      mul_add_differs += !same_bits(static_cast<double>(chunked_mul_add_dot(row, col)), static_cast<double>(want));
     }
-  CHECK(naive_differs > 0);  // the order matters for these values: the check has teeth
+  CHECK(mul_add_differs > 0);  // FMA matters for these values: the check has teeth
+}
+
+}  // namespace
+
+TEST_CASE("matmul elements are 256-chunk sums of fused multiply-adds in the tensor dtype, bit for bit",
+          "[cpu_driver][determinism]") {
+  SECTION("f64") { check_matmul_elements<double>(UMLOS_DTYPE_F64); }
+  SECTION("f32") { check_matmul_elements<float>(UMLOS_DTYPE_F32); }
 }
 
 TEST_CASE("a broadcast operand's gradient is the canonical sum over the broadcast axis", "[cpu_driver][determinism]") {

@@ -2,10 +2,13 @@
 // through the kernel's Host: forward against binary64 references, gradients
 // against central finite differences, f32 against f64, and 1 against 4
 // threads bit for bit.
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <sstream>
+
+#include "gemm.hpp"
 
 #include "cpu_driver_support.hpp"
 #include "error.hpp"
@@ -136,6 +139,57 @@ TEST_CASE("every primitive and gradient gives bit-identical results with 1 and 4
       INFO(c.label << (dtype == UMLOS_DTYPE_F32 ? " f32" : " f64"));
       CHECK(run_forward_bytes(*one, c, dtype, in) == run_forward_bytes(*four, c, dtype, in));
       if (c.has_grad) CHECK(run_grad_bytes(*one, c, dtype, in, w) == run_grad_bytes(*four, c, dtype, in, w));
+    }
+  }
+}
+
+TEST_CASE("matmul and its gradient give the same bits on every instruction-set path and with 1, 2 and 3 threads",
+          "[cpu_driver][determinism]") {
+  // The scalar path with one thread is the reference; each other path the
+  // CPU has, at each thread count, must match it byte for byte. Shapes cover
+  // partial tiles on both edges, K across 256-chunks, transposes, batches
+  // and a shared b (all_cases), and a product wide enough to split over
+  // threads by columns and one tall enough to split by rows.
+  auto reference = make_host(1, 0, -1, "scalar");
+  std::vector<std::pair<std::string, std::unique_ptr<umlos::Host>>> others;
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    cpu_driver::GemmIsa parsed;
+    REQUIRE(cpu_driver::gemm_isa_parse(isa, &parsed));
+    if (!cpu_driver::gemm_isa_supported(parsed)) {
+      WARN("this CPU has no " << isa << " path: not compared");
+      continue;
+    }
+    for (int threads : {1, 2, 3}) {
+      auto host = make_host(threads, 0, -1, isa);
+      // The host really runs the named path: the comparison has teeth.
+      CHECK(host->driver_description().find(std::string(isa) + " matmul") != std::string::npos);
+      others.emplace_back(std::string(isa) + " x" + std::to_string(threads), std::move(host));
+    }
+  }
+  CHECK(others.size() >= 3);
+  std::vector<Case> cases;
+  for (const Case& c : all_cases(kLargeRows, kLargeCols))
+    if (c.primitive == "matmul") cases.push_back(c);
+  for (auto [m, k, n] : {std::array<int64_t, 3>{37, 515, 301}, std::array<int64_t, 3>{301, 300, 13}})
+    cases.push_back(Case{"matmul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n),
+                         "matmul",
+                         {{{m, k}}, {{k, n}}},
+                         {{{m, n}}},
+                         {},
+                         nullptr,
+                         true});
+  uint64_t seed = 700;
+  for (const Case& c : cases) {
+    Values in = make_inputs(c, ++seed);
+    std::vector<double> w = random_upstream(c, seed);
+    for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+      const auto fwd = run_forward_bytes(*reference, c, dtype, in);
+      const auto grad = run_grad_bytes(*reference, c, dtype, in, w);
+      for (auto& [name, host] : others) {
+        INFO(c.label << (dtype == UMLOS_DTYPE_F32 ? " f32, " : " f64, ") << name);
+        CHECK((run_forward_bytes(*host, c, dtype, in) == fwd));
+        CHECK((run_grad_bytes(*host, c, dtype, in, w) == grad));
+      }
     }
   }
 }

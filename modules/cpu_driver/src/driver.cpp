@@ -30,7 +30,7 @@ namespace cpu_driver {
 
 // Bumped whenever a primitive's arithmetic changes (it is part of the
 // fingerprint, so old runs are not silently compared with new results).
-constexpr const char* kDriverVersion = "cpu_driver 1.0 (primitives 1.0)";
+constexpr const char* kDriverVersion = "cpu_driver 1.1 (primitives 1.1: matmul in the tensor dtype with FMA)";
 
 // ---------------------------------------------------------------- instance
 
@@ -44,7 +44,8 @@ struct Instance {
   unsigned threads = 1;
   int64_t block = 64;
   bool simd = true;
-  ThreadPool* pool = nullptr;  // owned
+  GemmIsa isa = GemmIsa::scalar;  // matmul's instruction-set path
+  ThreadPool* pool = nullptr;     // owned
 };
 
 static const umlos_services* g_services = nullptr;  // from the module entry
@@ -90,6 +91,33 @@ static umlos_status read_config_i64(const umlos_services* svc, umlos_ctx* ctx, c
   return UMLOS_OK;
 }
 
+// driver.config.isa: "auto" (the default: the widest path the CPU has) or a
+// named path (scalar, avx2, avx512), which this CPU must support. The paths
+// give identical bits; naming one is for tests and benchmarks. simd: 0
+// means the scalar path.
+static umlos_status read_config_isa(const umlos_services* svc, umlos_ctx* ctx, bool simd, GemmIsa* out) {
+  *out = simd ? cpu_driver::gemm_isa_best() : GemmIsa::scalar;
+  if (!svc->config_str) return UMLOS_OK;
+  const char* text = nullptr;
+  size_t len = 0;
+  umlos_status s = svc->config_str(ctx, "isa", &text, &len);
+  if (s == UMLOS_NOT_FOUND) return UMLOS_OK;
+  if (s != UMLOS_OK)
+    return report(svc, ctx, UMLOS_INVALID_ARGUMENT,
+                  "cpu_driver: driver.config.isa must be a string: auto, scalar, avx2 or avx512");
+  const std::string name(text, len);
+  if (name == "auto") return UMLOS_OK;
+  GemmIsa isa;
+  if (!cpu_driver::gemm_isa_parse(name.c_str(), &isa))
+    return report(svc, ctx, UMLOS_INVALID_ARGUMENT,
+                  "cpu_driver: driver.config.isa: expected auto, scalar, avx2 or avx512, got '" + name + "'");
+  if (!cpu_driver::gemm_isa_supported(isa))
+    return report(svc, ctx, UMLOS_UNAVAILABLE,
+                  "cpu_driver: driver.config.isa: this CPU cannot run the " + name + " path");
+  *out = isa;
+  return UMLOS_OK;
+}
+
 static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, void** out_instance) {
   if (!out_instance) return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cpu_driver: create: out_instance is NULL");
   int64_t threads = 1, block = 64, simd = 1;
@@ -99,6 +127,9 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
   if (s != UMLOS_OK) return s;
   s = read_config_i64(svc, ctx, "simd", 1, 0, 1, &simd);
   if (s != UMLOS_OK) return s;
+  GemmIsa isa = GemmIsa::scalar;
+  s = read_config_isa(svc, ctx, simd != 0, &isa);
+  if (s != UMLOS_OK) return s;
   Instance* inst = nullptr;
   s = guarded(svc, ctx, [&] {
     inst = new Instance;
@@ -106,6 +137,7 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
     inst->threads = static_cast<unsigned>(threads);
     inst->block = block;
     inst->simd = simd != 0;
+    inst->isa = isa;
     inst->pool = new ThreadPool(inst->threads);
   });
   if (s != UMLOS_OK) {
@@ -139,8 +171,10 @@ static umlos_status driver_describe(void* instance, char* out, size_t capacity) 
 #else
   const char* simd = "baseline";
 #endif
-  std::snprintf(out, capacity, "cpu %s, %u thread%s, matmul block %lld, %s kernels", arch, inst ? inst->threads : 0u,
-                inst && inst->threads == 1 ? "" : "s", inst ? static_cast<long long>(inst->block) : 0LL, simd);
+  std::snprintf(out, capacity, "cpu %s, %u thread%s, matmul block %lld, %s kernels, %s matmul", arch,
+                inst ? inst->threads : 0u, inst && inst->threads == 1 ? "" : "s",
+                inst ? static_cast<long long>(inst->block) : 0LL, simd,
+                cpu_driver::gemm_isa_name(inst ? inst->isa : GemmIsa::scalar));
   return UMLOS_OK;
 }
 
@@ -246,6 +280,7 @@ static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* 
     c.pool = inst->pool;
     c.block = inst->block;
     c.simd = inst->simd;
+    c.isa = inst->isa;
     if ((n_inputs && !inputs) || (n_outputs && !outputs)) fail(UMLOS_INVALID_ARGUMENT, name + ": NULL operand array");
     for (uint32_t i = 0; i < n_inputs; ++i) c.in.push_back(to_operand(name, c.in_name(i), inputs[i]));
     for (uint32_t i = 0; i < n_outputs; ++i) c.out.push_back(to_operand(name, c.out_name(i), outputs[i]));

@@ -326,44 +326,46 @@ extern "C" __global__ void umlos_softmax_f64(const double* x, double* y, int64_t
 // ---------------------------------------------------------------- GEMM
 
 // 16x16 output tile per block, one output element per thread. The k loop
-// runs in tiles of 16 in ascending order; the chunk accumulator is folded
-// into the total every 256 k (16 tiles), exactly the canonical sum. Operands
-// are widened to binary64 when staged in shared memory.
+// runs in tiles of 16 in ascending order with fused multiply-adds in the
+// tensor dtype; the chunk accumulator is folded into the total every 256 k
+// (16 tiles): cpu_driver's matmul, element for element (plan.hpp's
+// gemm_element is the host copy the tests compare).
+__device__ inline float gemm_fma(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ inline double gemm_fma(double a, double b, double c) { return fma(a, b, c); }
+
 template <class T>
 __device__ inline void gemm_tile(const T* a, const T* b, T* c, GemmDesc g) {
-  __shared__ double As[kGemmTile][kGemmTile + 1];
-  __shared__ double Bs[kGemmTile][kGemmTile + 1];
+  __shared__ T As[kGemmTile][kGemmTile + 1];
+  __shared__ T Bs[kGemmTile][kGemmTile + 1];
   const int64_t bi = blockIdx.z;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t i = (int64_t)blockIdx.y * kGemmTile + ty;
   const int64_t j = (int64_t)blockIdx.x * kGemmTile + tx;
   const int64_t i0 = (int64_t)blockIdx.y * kGemmTile, j0 = (int64_t)blockIdx.x * kGemmTile;
-  double total = 0.0, chunk = 0.0;
+  T total = 0, chunk = 0;
   for (int64_t k0 = 0; k0 < g.K; k0 += kGemmTile) {
     // A tile: rows i0+ty, cols k0+tx; B tile: rows k0+ty, cols j0+tx.
     {
       int64_t ai = i0 + ty, ak = k0 + tx;
-      double v = 0.0;
-      if (ai < g.M && ak < g.K)
-        v = (double)a[bi * g.a_b + ai * g.a_i + (ak / g.k_inner) * g.a_ko + (ak % g.k_inner) * g.a_ki];
+      T v = 0;
+      if (ai < g.M && ak < g.K) v = a[bi * g.a_b + ai * g.a_i + (ak / g.k_inner) * g.a_ko + (ak % g.k_inner) * g.a_ki];
       As[ty][tx] = v;
       int64_t bk = k0 + ty, bj = j0 + tx;
-      double w = 0.0;
-      if (bk < g.K && bj < g.N)
-        w = (double)b[bi * g.b_b + bj * g.b_j + (bk / g.k_inner) * g.b_ko + (bk % g.k_inner) * g.b_ki];
+      T w = 0;
+      if (bk < g.K && bj < g.N) w = b[bi * g.b_b + bj * g.b_j + (bk / g.k_inner) * g.b_ko + (bk % g.k_inner) * g.b_ki];
       Bs[ty][tx] = w;
     }
     __syncthreads();
     int64_t kn = g.K - k0 < kGemmTile ? g.K - k0 : kGemmTile;
-    for (int kk = 0; kk < kn; ++kk) chunk = chunk + As[ty][kk] * Bs[kk][tx];
+    for (int kk = 0; kk < kn; ++kk) chunk = gemm_fma(As[ty][kk], Bs[kk][tx], chunk);
     __syncthreads();
     int64_t done = k0 + kn;
     if (done % kSumChunk == 0 || done == g.K) {
       total = total + chunk;
-      chunk = 0.0;
+      chunk = 0;
     }
   }
-  if (i < g.M && j < g.N) c[bi * g.c_b + i * g.c_i + j * g.c_j] = (T)total;
+  if (i < g.M && j < g.N) c[bi * g.c_b + i * g.c_i + j * g.c_j] = total;
 }
 
 extern "C" __global__ void umlos_gemm_f32(const float* a, const float* b, float* c, GemmDesc g) {

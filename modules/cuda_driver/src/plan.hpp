@@ -11,6 +11,8 @@
 // count, only on the arithmetic (docs/cuda_driver.md).
 #pragma once
 
+#include <cmath>
+
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -252,24 +254,25 @@ inline GemmDesc gemm_grad_b_desc(const MatmulDims& s) {
   return g;
 }
 
-// One output element exactly as umlos_gemm_* computes it (16-wide k tiles
-// in ascending order, the chunk folded into the total every 256 k): the host
-// tests run this against cpu_driver's matmul, bit for bit.
+// One output element exactly as umlos_gemm_* computes it, and as
+// cpu_driver's matmul does (16-wide k tiles in ascending order, fused
+// multiply-adds in the tensor dtype, the chunk folded into the total every
+// 256 k): the host tests run this against cpu_driver's matmul, bit for bit.
 template <class T>
-inline double gemm_element(const GemmDesc& g, const T* a, const T* b, int64_t bi, int64_t i, int64_t j) {
-  double total = 0.0, chunk = 0.0;
+inline T gemm_element(const GemmDesc& g, const T* a, const T* b, int64_t bi, int64_t i, int64_t j) {
+  T total = 0, chunk = 0;
   for (int64_t k0 = 0; k0 < g.K; k0 += kGemmTile) {
     int64_t kn = g.K - k0 < kGemmTile ? g.K - k0 : kGemmTile;
     for (int64_t kk = 0; kk < kn; ++kk) {
       int64_t k = k0 + kk;
-      double av = (double)a[bi * g.a_b + i * g.a_i + (k / g.k_inner) * g.a_ko + (k % g.k_inner) * g.a_ki];
-      double bv = (double)b[bi * g.b_b + j * g.b_j + (k / g.k_inner) * g.b_ko + (k % g.k_inner) * g.b_ki];
-      chunk = chunk + av * bv;
+      T av = a[bi * g.a_b + i * g.a_i + (k / g.k_inner) * g.a_ko + (k % g.k_inner) * g.a_ki];
+      T bv = b[bi * g.b_b + j * g.b_j + (k / g.k_inner) * g.b_ko + (k % g.k_inner) * g.b_ki];
+      chunk = std::fma(av, bv, chunk);
     }
     int64_t done = k0 + kn;
     if (done % kSumChunk == 0 || done == g.K) {
       total = total + chunk;
-      chunk = 0.0;
+      chunk = 0;
     }
   }
   return total;

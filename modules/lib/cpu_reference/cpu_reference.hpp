@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm.hpp"
 #include "umlos_abi.h"
 #include "umlos_driver.h"
 #include "umlos_sum.h"
@@ -113,8 +114,9 @@ struct Call {
   const umlos_attr* attrs = nullptr;  // borrowed for the call
   uint32_t n_attrs = 0;
   ThreadPool* pool = nullptr;
-  int64_t block = 64;  // matmul columns per cache pass (config "block"); never changes results
-  bool simd = true;    // wider vector kernels where the CPU has them (config "simd"); never changes results
+  int64_t block = 64;             // matmul columns per cache pass (config "block"); never changes results
+  bool simd = true;               // wider vector kernels where the CPU has them (config "simd"); never changes results
+  GemmIsa isa = GemmIsa::scalar;  // matmul's path (config "isa"); never changes results
 
   std::string in_name(size_t i) const;
   std::string out_name(size_t i) const;

@@ -1,7 +1,10 @@
 // linalg.cpp — matmul (batched, with transposes), cosine_similarity,
 // row_normalize, covariance and layer_norm, forward and gradient.
 //
-// One GEMM kernel serves them all. Operands are packed into binary64
+// matmul runs in the tensors' dtype through gemm.hpp (fused multiply-adds,
+// the canonical chunking of k). The others compute norms and statistics,
+// which stay binary64 (docs/primitives.md, "Precision"), through the binary64
+// kernel below. Its operands are packed into binary64
 // row-major copies (transposes resolved while packing), and every output
 // element is the canonical sum over k of a[i,k]*b[k,j] (256-long k chunks
 // folded in ascending order, then the chunk sums in ascending order), rounded
@@ -16,6 +19,7 @@
 #endif
 
 #include "cpu_reference.hpp"
+#include "gemm.hpp"
 
 namespace cpu_driver {
 namespace {
@@ -191,6 +195,20 @@ void unpack(ThreadPool& pool, const double* src, int64_t rows, int64_t cols, boo
 
 // ---------------------------------------------------------------- matmul
 
+// op(A)[M,K] of a stored [M,K], or [K,M] when transposed; op(B)[K,N] alike.
+template <class T>
+GemmMatrix<const T> op_matrix(const T* p, bool transposed, int64_t rows, int64_t cols) {
+  return transposed ? GemmMatrix<const T>{p, 1, rows} : GemmMatrix<const T>{p, cols, 1};
+}
+template <class T>
+GemmMatrix<T> out_matrix(T* p, bool transposed, int64_t rows, int64_t cols) {
+  return transposed ? GemmMatrix<T>{p, 1, rows} : GemmMatrix<T>{p, cols, 1};
+}
+template <class T>
+GemmMatrix<const T> transposed(GemmMatrix<const T> m) {
+  return {m.p, m.cs, m.rs};
+}
+
 template <class T>
 void matmul_forward(Call& c) {
   MatmulShape s = matmul_shape(c);
@@ -204,23 +222,10 @@ void matmul_forward(Call& c) {
     M *= batches;
     batches = 1;
   }
-  std::vector<double> A(static_cast<size_t>(M * s.K)), B(static_cast<size_t>(s.K * s.N)),
-      C(static_cast<size_t>(M * s.N));
   for (int64_t bi = 0; bi < batches; ++bi) {
-    const T* a = pa + bi * M * s.K;
     const T* b = pb + (s.shared_b ? 0 : bi * s.K * s.N);
-    if (s.ta)
-      pack(*c.pool, a, s.K, M, true, A.data());
-    else
-      pack(*c.pool, a, M, s.K, false, A.data());
-    if (bi == 0 || !s.shared_b) {
-      if (s.tb)
-        pack(*c.pool, b, s.N, s.K, true, B.data());
-      else
-        pack(*c.pool, b, s.K, s.N, false, B.data());
-    }
-    gemm_core(*c.pool, M, s.N, s.K, A.data(), B.data(), C.data(), c.block, c.simd);
-    unpack(*c.pool, C.data(), M, s.N, false, pc + bi * M * s.N);
+    gemm<T>(*c.pool, c.isa, M, s.N, s.K, op_matrix(pa + bi * M * s.K, s.ta, M, s.K), op_matrix(b, s.tb, s.K, s.N),
+            GemmMatrix<T>{pc + bi * M * s.N, s.N, 1});
   }
 }
 
@@ -235,42 +240,34 @@ void matmul_grad(Call& c) {
   const T* pg = c.in[2].as<T>();
   T* pda = c.out[0].as<T>();
   T* pdb = c.out[1].as<T>();
-  int64_t M = s.M, N = s.N, K = s.K;
-  std::vector<double> G(static_cast<size_t>(M * N)), Bt(static_cast<size_t>(N * K)), D(static_cast<size_t>(M * K));
+  const int64_t M = s.M, N = s.N, K = s.K;
   // da: d op(A) = dC * op(B)^T, per batch.
   for (int64_t bi = 0; bi < s.batch; ++bi) {
     const T* b = pb + (s.shared_b ? 0 : bi * K * N);
-    pack(*c.pool, pg + bi * M * N, M, N, false, G.data());
-    if (bi == 0 || !s.shared_b) {
-      // op(B)^T is [N, K]: b itself when tb, else b transposed.
-      if (s.tb)
-        pack(*c.pool, b, N, K, false, Bt.data());
-      else
-        pack(*c.pool, b, K, N, true, Bt.data());
-    }
-    gemm_core(*c.pool, M, K, N, G.data(), Bt.data(), D.data(), c.block, c.simd);
-    unpack(*c.pool, D.data(), M, K, s.ta, pda + bi * M * K);
+    gemm<T>(*c.pool, c.isa, M, K, N, GemmMatrix<const T>{pg + bi * M * N, N, 1}, transposed(op_matrix(b, s.tb, K, N)),
+            out_matrix(pda + bi * M * K, s.ta, M, K));
   }
   // db: d op(B) = op(A)^T * dC. With a shared b the reduction runs over every
-  // batch's rows in ascending (batch, row) order: one product of length batch*M.
-  int64_t groups = s.shared_b ? 1 : s.batch;
-  int64_t rows = s.shared_b ? s.batch * M : M;
-  std::vector<double> At(static_cast<size_t>(K * rows)), Gall(static_cast<size_t>(rows * N)),
-      E(static_cast<size_t>(K * N));
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    // op(A)^T for the group: [K, rows]; each batch contributes M columns.
-    int64_t nb = s.shared_b ? s.batch : 1;
-    for (int64_t bj = 0; bj < nb; ++bj) {
-      int64_t bi = s.shared_b ? bj : gi;
-      const T* a = pa + bi * M * K;
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t m = 0; m < M; ++m)
-          At[k * rows + bj * M + m] = static_cast<double>(s.ta ? a[k * M + m] : a[m * K + k]);
-    }
-    pack(*c.pool, pg + gi * rows * N, rows, N, false, Gall.data());
-    gemm_core(*c.pool, K, N, rows, At.data(), Gall.data(), E.data(), c.block, c.simd);
-    unpack(*c.pool, E.data(), K, N, s.tb, pdb + gi * K * N);
+  // batch's rows in ascending (batch, row) order: one product of length
+  // batch*M, whose op(A)^T is [K, batch*M].
+  if (!s.shared_b) {
+    for (int64_t bi = 0; bi < s.batch; ++bi)
+      gemm<T>(*c.pool, c.isa, K, N, M, transposed(op_matrix(pa + bi * M * K, s.ta, M, K)),
+              GemmMatrix<const T>{pg + bi * M * N, N, 1}, out_matrix(pdb + bi * K * N, s.tb, K, N));
+    return;
   }
+  const int64_t rows = s.batch * M;
+  std::vector<T> untransposed;  // op(A) of every batch, [batch*M, K], when a is stored transposed
+  const T* a_rows = pa;
+  if (s.ta) {
+    untransposed.resize(static_cast<size_t>(rows * K));
+    for (int64_t bi = 0; bi < s.batch; ++bi)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t m = 0; m < M; ++m) untransposed[(bi * M + m) * K + k] = pa[bi * M * K + k * M + m];
+    a_rows = untransposed.data();
+  }
+  gemm<T>(*c.pool, c.isa, K, N, rows, GemmMatrix<const T>{a_rows, 1, K}, GemmMatrix<const T>{pg, N, 1},
+          out_matrix(pdb, s.tb, K, N));
 }
 
 void matmul_fwd_entry(Call& c) {

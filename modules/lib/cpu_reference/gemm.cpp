@@ -1,0 +1,255 @@
+// gemm.cpp — gemm.hpp: choosing the path, packing operands into the
+// micro-kernels' panels, cache blocking and the split over threads. The
+// scalar micro-kernel lives here; the vector ones are in gemm_avx2.cpp and
+// gemm_avx512.cpp.
+//
+// Blocking (GotoBLAS/BLIS): for each block of NC columns, for each 256-long
+// chunk of k (the canonical sum's chunk, so each chunk's partial sum is
+// complete before it is added to C), B's block is packed into NR-column
+// panels; for each block of MC rows, A's block is packed into MR-row panels;
+// then every MR x NR tile of the block is one micro-kernel call. The B panel
+// of a tile column stays in L1 while the A panels stream from L2. Short
+// products (all rows in one A block) pack each B panel just before use.
+//
+// Threads own disjoint sets of whole output elements (ranges of column
+// panels, or of row panels when C is taller than wide); every element's
+// chunks are still added in ascending order, so the split never changes a
+// bit.
+#include "gemm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu_reference.hpp"
+#include "gemm_ukr.hpp"
+
+namespace cpu_driver {
+
+namespace {
+
+template <class TT>
+struct ScalarOps {
+  using T = TT;
+  using V = TT;
+  static constexpr int W = 1;
+  static V zero() { return T(0); }
+  static V load(const T* p) { return *p; }
+  static V set1(T x) { return x; }
+  static V fma(V a, V b, V c) { return std::fma(a, b, c); }
+  static V add(V a, V b) { return a + b; }
+  static void store(T* p, V v) { *p = v; }
+};
+
+template <class T>
+GemmKernel<T> scalar_kernel() {
+  return {4, 8, gemm_ukr<ScalarOps<T>, 4, 8>};
+}
+
+GemmKernel<float> kernel_for(GemmIsa isa, float*) {
+  if (isa == GemmIsa::avx512) return gemm_kernel_avx512_f32();
+  if (isa == GemmIsa::avx2) return gemm_kernel_avx2_f32();
+  return scalar_kernel<float>();
+}
+
+GemmKernel<double> kernel_for(GemmIsa isa, double*) {
+  if (isa == GemmIsa::avx512) return gemm_kernel_avx512_f64();
+  if (isa == GemmIsa::avx2) return gemm_kernel_avx2_f64();
+  return scalar_kernel<double>();
+}
+
+constexpr int64_t kKc = kSumChunk;  // k block = the canonical chunk
+
+// Rows of A per L2 block and columns of B per L3 block: about 150 KB and
+// 3 MB of packed data whatever the dtype.
+template <class T>
+int64_t block_rows(int mr) {
+  return std::max<int64_t>(mr, (147456 / (kKc * int64_t(sizeof(T)))) / mr * mr);
+}
+template <class T>
+int64_t block_cols(int nr) {
+  return std::max<int64_t>(nr, (3145728 / (kKc * int64_t(sizeof(T)))) / nr * nr);
+}
+
+// a[p][k][r] for rows [i0, i0+mc) of A and k in [k0, k0+kc), zero rows past M.
+template <class T>
+void pack_a(GemmMatrix<const T> A, int64_t M, int64_t i0, int64_t mc, int64_t k0, int64_t kc, int mr, T* out) {
+  for (int64_t p = 0; p < mc; p += mr) {
+    T* panel = out + p * kc;
+    for (int r = 0; r < mr; ++r) {
+      const int64_t i = i0 + p + r;
+      if (i >= M || p + r >= mc) {
+        for (int64_t k = 0; k < kc; ++k) panel[k * mr + r] = T(0);
+        continue;
+      }
+      const T* row = A.p + i * A.rs + k0 * A.cs;
+      for (int64_t k = 0; k < kc; ++k) panel[k * mr + r] = row[k * A.cs];
+    }
+  }
+}
+
+// b[q][k][c] for k in [k0, k0+kc) and columns [j0, j0+nc) of B, zero past N.
+template <class T>
+void pack_b(GemmMatrix<const T> B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, T* out) {
+  for (int64_t q = 0; q < nc; q += nr) {
+    T* panel = out + q * kc;
+    const int64_t cols = std::min<int64_t>(nr, std::min(nc - q, N - (j0 + q)));
+    for (int64_t k = 0; k < kc; ++k) {
+      const T* src = B.p + (k0 + k) * B.rs + (j0 + q) * B.cs;
+      T* dst = panel + k * nr;
+      if (B.cs == 1) {
+        std::memcpy(dst, src, sizeof(T) * static_cast<size_t>(cols));
+        // The rows of the next panel but one: a stride the hardware
+        // prefetchers do not follow across pages.
+        if (j0 + q + 3 * nr <= N) {
+          __builtin_prefetch(src + 2 * nr);
+          __builtin_prefetch(src + 2 * nr + 64 / sizeof(T));
+        }
+      } else {
+        for (int64_t c = 0; c < cols; ++c) dst[c] = src[c * B.cs];
+      }
+      for (int64_t c = cols; c < nr; ++c) dst[c] = T(0);
+    }
+  }
+}
+
+// One packed block: every tile of rows [i0, i0+mc) x columns [j0, j0+nc).
+template <class T>
+void macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
+                 int64_t kc, bool first, const T* a, const T* b, GemmMatrix<T> C) {
+  const int mr = kr.mr, nr = kr.nr;
+  T tile[16 * 64];  // mr * nr <= 12 * 32
+  for (int64_t q = 0; q < nc; q += nr) {
+    const int64_t j = j0 + q, cols = std::min<int64_t>(nr, N - j);
+    if (cols <= 0) break;
+    for (int64_t p = 0; p < mc; p += mr) {
+      const int64_t i = i0 + p, rows = std::min<int64_t>(mr, std::min(mc - p, M - i));
+      if (rows <= 0) break;
+      const T* ap = a + p * kc;
+      const T* bp = b + q * kc;
+      if (rows == mr && cols == nr && C.cs == 1) {
+        kr.ukr(kc, ap, bp, C.p + i * C.rs + j, C.rs, first);
+        continue;
+      }
+      for (int64_t r = 0; r < mr; ++r)
+        for (int64_t c = 0; c < nr; ++c)
+          tile[r * nr + c] = (!first && r < rows && c < cols) ? C.p[(i + r) * C.rs + (j + c) * C.cs] : T(0);
+      kr.ukr(kc, ap, bp, tile, nr, first);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) C.p[(i + r) * C.rs + (j + c) * C.cs] = tile[r * nr + c];
+    }
+  }
+}
+
+// The whole product restricted to rows [r0, r1) and columns [c0, c1) of C.
+// When those rows fit one A block (a short product, as in training steps),
+// each B panel is packed just before the tiles that use it, so the packed
+// panel is still in L1 when the micro-kernel reads it; otherwise B's block
+// is packed once and reused by every block of rows.
+template <class T>
+void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A, GemmMatrix<const T> B,
+               GemmMatrix<T> C, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const int64_t MC = block_rows<T>(kr.mr), NC = block_cols<T>(kr.nr);
+  const int mr = kr.mr, nr = kr.nr;
+  const bool one_row_block = r1 - r0 <= MC;
+  thread_local std::vector<T> apack, bpack;
+  apack.resize(static_cast<size_t>(MC * kKc));
+  bpack.resize(static_cast<size_t>((one_row_block ? nr : NC) * kKc));
+  const int64_t Mp = std::min(M, r1), Np = std::min(N, c1);
+  auto round_up = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
+  for (int64_t jc = c0; jc < c1; jc += NC) {
+    const int64_t nc = round_up(std::min(NC, c1 - jc), nr);
+    for (int64_t pc = 0; pc < K; pc += kKc) {
+      const int64_t kc = std::min(kKc, K - pc);
+      const bool first = pc == 0;
+      if (one_row_block) {
+        const int64_t mc = round_up(r1 - r0, mr);
+        pack_a(A, M, r0, mc, pc, kc, mr, apack.data());
+        for (int64_t q = 0; q < nc && jc + q < Np; q += nr) {
+          pack_b(B, N, pc, kc, jc + q, int64_t(nr), nr, bpack.data());
+          macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, apack.data(), bpack.data(), C);
+        }
+        continue;
+      }
+      pack_b(B, N, pc, kc, jc, nc, nr, bpack.data());
+      for (int64_t ic = r0; ic < r1; ic += MC) {
+        const int64_t mc = round_up(std::min(MC, r1 - ic), mr);
+        pack_a(A, M, ic, mc, pc, kc, mr, apack.data());
+        macro_block(kr, Mp, Np, ic, mc, jc, nc, kc, first, apack.data(), bpack.data(), C);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const char* gemm_isa_name(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::avx512:
+      return "avx512";
+    case GemmIsa::avx2:
+      return "avx2";
+    case GemmIsa::scalar:
+      break;
+  }
+  return "scalar";
+}
+
+bool gemm_isa_parse(const char* name, GemmIsa* out) {
+  for (GemmIsa isa : {GemmIsa::scalar, GemmIsa::avx2, GemmIsa::avx512})
+    if (std::strcmp(name, gemm_isa_name(isa)) == 0) {
+      *out = isa;
+      return true;
+    }
+  return false;
+}
+
+bool gemm_isa_supported(GemmIsa isa) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (isa == GemmIsa::avx512) return __builtin_cpu_supports("avx512f");
+  if (isa == GemmIsa::avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return isa == GemmIsa::scalar;
+}
+
+GemmIsa gemm_isa_best() {
+  if (gemm_isa_supported(GemmIsa::avx512)) return GemmIsa::avx512;
+  if (gemm_isa_supported(GemmIsa::avx2)) return GemmIsa::avx2;
+  return GemmIsa::scalar;
+}
+
+template <class T>
+void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A,
+          GemmMatrix<const T> B, GemmMatrix<T> C) {
+  if (M <= 0 || N <= 0) return;
+  if (!gemm_isa_supported(isa)) isa = GemmIsa::scalar;  // callers check; never run an instruction the CPU lacks
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C.p[i * C.rs + j * C.cs] = T(0);
+    return;
+  }
+  const GemmKernel<T> kr = kernel_for(isa, static_cast<T*>(nullptr));
+  const int64_t col_panels = (N + kr.nr - 1) / kr.nr, row_panels = (M + kr.mr - 1) / kr.mr;
+  // Enough multiply-adds per range that a split pays for the wake-up.
+  const int64_t min_fmas = int64_t(1) << 17;
+  if (col_panels >= row_panels) {
+    const int64_t per_panel = std::max<int64_t>(1, M * K * kr.nr);
+    pool.parallel_for(col_panels, std::max<int64_t>(1, min_fmas / per_panel), [&](int64_t q0, int64_t q1) {
+      gemm_part(kr, M, N, K, A, B, C, 0, M, q0 * kr.nr, std::min(N, q1 * kr.nr));
+    });
+  } else {
+    const int64_t per_panel = std::max<int64_t>(1, N * K * kr.mr);
+    pool.parallel_for(row_panels, std::max<int64_t>(1, min_fmas / per_panel), [&](int64_t p0, int64_t p1) {
+      gemm_part(kr, M, N, K, A, B, C, p0 * kr.mr, std::min(M, p1 * kr.mr), 0, N);
+    });
+  }
+}
+
+template void gemm<float>(ThreadPool&, GemmIsa, int64_t, int64_t, int64_t, GemmMatrix<const float>,
+                          GemmMatrix<const float>, GemmMatrix<float>);
+template void gemm<double>(ThreadPool&, GemmIsa, int64_t, int64_t, int64_t, GemmMatrix<const double>,
+                           GemmMatrix<const double>, GemmMatrix<double>);
+
+}  // namespace cpu_driver

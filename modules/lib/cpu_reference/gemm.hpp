@@ -1,0 +1,64 @@
+// gemm.hpp — the matrix product of the matmul primitive, in the tensor's own
+// dtype (float32 or float64) with fused multiply-adds.
+//
+// Every output element is computed the same way on every path (docs/
+// primitives.md, "Matmul"):
+//   total = +0.0
+//   for each 256-long chunk of k, in ascending order:
+//     acc = +0.0; for k in the chunk, ascending: acc = fma(a[i,k], b[k,j], acc)
+//     total = total + acc
+// all in the dtype of the tensors. The chunk is the canonical sum's chunk
+// (umlos_sum.h) and doubles as the cache block over k. Paths (scalar, AVX2,
+// AVX-512) differ only in how many elements they compute at once and which
+// instructions they use, and threads only in which elements they own, so
+// results are bit-identical across instruction sets and thread counts. The
+// scalar path uses std::fma: correctly rounded on any CPU, FMA or not.
+#pragma once
+
+#include <cstdint>
+
+namespace cpu_driver {
+
+class ThreadPool;
+
+enum class GemmIsa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+
+const char* gemm_isa_name(GemmIsa isa);
+// Parses "scalar", "avx2", "avx512"; false for anything else.
+bool gemm_isa_parse(const char* name, GemmIsa* out);
+// Whether this CPU can run the path.
+bool gemm_isa_supported(GemmIsa isa);
+// The widest path this CPU supports.
+GemmIsa gemm_isa_best();
+
+// A matrix operand: element (r, c) is at p[r * rs + c * cs].
+template <class T>
+struct GemmMatrix {
+  T* p;
+  int64_t rs, cs;
+};
+
+// C[M,N] = A[M,K] * B[K,N] as described above; C may be strided (a
+// transposed output) and is written exactly once per element.
+template <class T>
+void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A,
+          GemmMatrix<const T> B, GemmMatrix<T> C);
+
+// ---------------------------------------------------------------- kernels
+// Micro-kernels, one per (path, dtype), each in a file compiled for its
+// instruction set. ukr computes one MR x NR tile of C over kc (<= 256) k:
+// a is the packed A panel (a[k * MR + r]), b the packed B panel
+// (b[k * NR + c]), c the tile (row stride ldc). With first != 0 the tile
+// becomes 0 + acc, otherwise c + acc (elementwise, in the dtype).
+template <class T>
+struct GemmKernel {
+  int mr, nr;
+  void (*ukr)(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int first);
+};
+
+GemmKernel<float> gemm_kernel_avx512_f32();
+GemmKernel<double> gemm_kernel_avx512_f64();
+GemmKernel<float> gemm_kernel_avx2_f32();
+GemmKernel<double> gemm_kernel_avx2_f64();
+
+}  // namespace cpu_driver

@@ -1,0 +1,49 @@
+// gemm_ukr.hpp — the register-blocked micro-kernel of gemm.hpp, written once
+// over a small table of vector operations (Ops) that each instruction-set
+// file supplies. Included only by those files, each compiled for its own
+// instruction set; everything here has internal linkage so that no
+// instruction-set-specific code can be picked by the linker for another
+// file. No std:: templates here for the same reason.
+#pragma once
+
+#include <cstdint>
+
+namespace cpu_driver {
+namespace {
+
+// Ops: T (element), V (vector register), W (elements per vector), zero(),
+// load(p), set1(x), fma(a, b, c) = a*b+c rounded once, add(a, b), store(p, v).
+template <class Ops, int MR, int NV>
+void gemm_ukr(int64_t kc, const typename Ops::T* a, const typename Ops::T* b, typename Ops::T* c, int64_t ldc,
+              int first) {
+  using V = typename Ops::V;
+  constexpr int W = Ops::W, NR = NV * Ops::W;
+  V acc[MR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = Ops::zero();
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    V bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = Ops::load(b + k * NR + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const V ar = Ops::set1(a[k * MR + r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = Ops::fma(ar, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      typename Ops::T* p = c + r * ldc + v * W;
+      const V old = first ? Ops::zero() : Ops::load(p);
+      Ops::store(p, Ops::add(old, acc[r][v]));
+    }
+}
+
+}  // namespace
+}  // namespace cpu_driver
