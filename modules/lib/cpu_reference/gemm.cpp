@@ -221,8 +221,8 @@ GemmIsa gemm_isa_best() {
 }
 
 template <class T>
-void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A,
-          GemmMatrix<const T> B, GemmMatrix<T> C) {
+void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A, GemmMatrix<const T> B,
+          GemmMatrix<T> C) {
   if (M <= 0 || N <= 0) return;
   if (!gemm_isa_supported(isa)) isa = GemmIsa::scalar;  // callers check; never run an instruction the CPU lacks
   if (K == 0) {

@@ -41,8 +41,8 @@ struct GemmMatrix {
 // C[M,N] = A[M,K] * B[K,N] as described above; C may be strided (a
 // transposed output) and is written exactly once per element.
 template <class T>
-void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A,
-          GemmMatrix<const T> B, GemmMatrix<T> C);
+void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A, GemmMatrix<const T> B,
+          GemmMatrix<T> C);
 
 // ---------------------------------------------------------------- kernels
 // Micro-kernels, one per (path, dtype), each in a file compiled for its
