@@ -107,9 +107,11 @@ struct Exec {
   struct Times {
     double wall = 0, cpu = 0, body_ns = 0, driver_ns = 0;
     int64_t nodes = 0;
+    std::vector<std::pair<double, std::string>> primitive_ms;  // per step, largest first
   };
   Times time(int reps) {
     std::vector<double> wall, cpu, body, drv;
+    const auto prims_before = host.profile().primitives;
     for (int r = 0; r < reps; ++r) {
       const Host::Profile::Entry before = host.profile().ops["UML_OS.Model.ModelIR_Executor_v1"];
       const double w0 = now(), c0 = cpu_now();
@@ -127,6 +129,12 @@ struct Exec {
     t.driver_ns = median(drv);
     const umlos::HostTensor n = host.to_host(*host.values().at("model.exec.nodes_executed"));
     std::memcpy(&t.nodes, n.data.data(), 8);
+    for (const auto& [name, p] : host.profile().primitives) {
+      auto b = prims_before.find(name);
+      const uint64_t ns = p.ns - (b == prims_before.end() ? 0 : b->second.ns);
+      t.primitive_ms.emplace_back(1e-6 * static_cast<double>(ns) / reps, name);
+    }
+    std::sort(t.primitive_ms.rbegin(), t.primitive_ms.rend());
     return t;
   }
 };
@@ -199,6 +207,7 @@ int main(int argc, char** argv) {
       double wall, cpu;
     };
     std::vector<Row> rows;
+    std::vector<std::pair<std::string, std::vector<std::pair<double, std::string>>>> gpt_primitives;
     for (const char* dt : {"f32", "f64"}) {
       {
         Exec e(mlp_ir(dt), "backward", threads, true);
@@ -213,7 +222,14 @@ int main(int argc, char** argv) {
         std::printf("| GPT-2-small block, T 128 (d 768, 12 heads, FFN 3072) | %s | %lld | %.1f | %.1f | %.0f%% |\n", dt,
                     static_cast<long long>(t.nodes), 1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
         rows.push_back({"gpt", dt, t.wall, t.cpu});
+        gpt_primitives.emplace_back(dt, t.primitive_ms);
       }
+    }
+
+    for (const auto& [dt, prims] : gpt_primitives) {
+      std::printf("\n| GPT block %s step: driver primitive | ms per step |\n|---|---:|\n", dt.c_str());
+      for (size_t i = 0; i < prims.size() && i < 10; ++i)
+        std::printf("| %s | %.2f |\n", prims[i].second.c_str(), prims[i].first);
     }
 
     // 4. matmul through the executor vs the measured peak.

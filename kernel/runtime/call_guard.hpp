@@ -38,6 +38,11 @@ struct CallProfile {
   };
   std::map<std::string, Entry> ops;
   uint64_t driver_ns = 0, dispatches = 0;
+  // Per driver primitive: dispatches and wall time inside the driver.
+  struct Primitive {
+    uint64_t calls = 0, ns = 0;
+  };
+  std::map<std::string, Primitive, std::less<>> primitives;
 };
 
 class CallGuard {

@@ -273,9 +273,15 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
     const auto t0 = std::chrono::steady_clock::now();
     umlos_status s =
         d->dispatch(h.driver_instance(), ctx, primitive, in.data(), n_inputs, out.data(), n_outputs, attrs, n_attrs);
-    h.profile().driver_ns += static_cast<uint64_t>(
+    const auto ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-    ++h.profile().dispatches;
+    CallProfile& prof = h.profile();
+    prof.driver_ns += ns;
+    ++prof.dispatches;
+    auto it = prof.primitives.find(std::string_view(primitive));
+    if (it == prof.primitives.end()) it = prof.primitives.emplace(primitive, CallProfile::Primitive{}).first;
+    ++it->second.calls;
+    it->second.ns += ns;
     if (s != UMLOS_OK && ctx->error_code == UMLOS_OK) {
       set_error(ctx, s, std::string("driver '") + d->name + "' failed primitive '" + primitive + "'");
     }

@@ -621,6 +621,37 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
   }
 }
 
+// out[8i..8i+8) = element i of `raw` (F64, F32 or I64) as binary64,
+// big-endian: the bytes StateFingerprint_v1 hashes. One branch per tensor
+// and a byte swap per element, so the compiler vectorises the loops.
+void to_big_endian_binary64(int32_t dt, const uint8_t* raw, uint64_t m, uint8_t* out) {
+  auto put = [out](uint64_t i, double v) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    u = __builtin_bswap64(u);
+    std::memcpy(out + 8 * i, &u, 8);
+  };
+  if (dt == UMLOS_DTYPE_F64) {
+    for (uint64_t i = 0; i < m; ++i) {
+      double v;
+      std::memcpy(&v, raw + 8 * i, 8);
+      put(i, v);
+    }
+  } else if (dt == UMLOS_DTYPE_F32) {
+    for (uint64_t i = 0; i < m; ++i) {
+      float f;
+      std::memcpy(&f, raw + 4 * i, 4);
+      put(i, static_cast<double>(f));
+    }
+  } else {
+    for (uint64_t i = 0; i < m; ++i) {
+      int64_t k;
+      std::memcpy(&k, raw + 8 * i, 8);
+      put(i, static_cast<double>(k));
+    }
+  }
+}
+
 // 6. StateFingerprint_v1: SHA-256 of canonical CBOR
 //    ["UML_OS.Fingerprint.StateFingerprint_v1", ir_hash, mode, trace,
 //     [[name, dtype, shape, binary64 big-endian bytes], ...]].
@@ -661,23 +692,7 @@ ir::Digest execution_fingerprint(sdk::Context& c, const Call& call, const ir::Cb
       raw.resize(m * es);
       c.read_bytes(t, at * es, raw.data(), m * es);
       be.resize(8 * m);
-      for (uint64_t i = 0; i < m; ++i) {
-        double v;
-        if (dt == UMLOS_DTYPE_F64) {
-          std::memcpy(&v, raw.data() + 8 * i, 8);
-        } else if (dt == UMLOS_DTYPE_F32) {
-          float f;
-          std::memcpy(&f, raw.data() + 4 * i, 4);
-          v = f;
-        } else {
-          int64_t k;
-          std::memcpy(&k, raw.data() + 8 * i, 8);
-          v = static_cast<double>(k);
-        }
-        uint64_t u;
-        std::memcpy(&u, &v, 8);
-        for (int k = 0; k < 8; ++k) be[8 * i + k] = static_cast<uint8_t>(u >> (56 - 8 * k));
-      }
+      to_big_endian_binary64(dt, raw.data(), m, be.data());
       fp_hash.update(be);
     }
   }

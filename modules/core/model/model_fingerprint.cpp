@@ -36,10 +36,11 @@ std::array<uint8_t, 32> merkle_root(std::vector<std::array<uint8_t, 32>> level) 
 void hash_values_f64(Sha& h, const std::vector<double>& v) {
   h.u64(v.size());
   std::vector<uint8_t> buf(v.size() * 8);
-  for (size_t i = 0; i < v.size(); ++i) {
+  for (size_t i = 0; i < v.size(); ++i) {  // a byte swap per value: vectorised
     uint64_t u;
     std::memcpy(&u, &v[i], 8);
-    for (int k = 0; k < 8; ++k) buf[i * 8 + k] = static_cast<uint8_t>(u >> (56 - 8 * k));
+    u = __builtin_bswap64(u);
+    std::memcpy(buf.data() + i * 8, &u, 8);
   }
   h.bytes(buf.data(), buf.size());
 }
@@ -94,7 +95,9 @@ void hash_latent(sdk::Context& c, Sha& h) {
   std::vector<std::array<uint8_t, 32>> leaves;
   std::vector<uint8_t> buf;
   auto put = [&](uint64_t u) {
-    for (int k = 0; k < 8; ++k) buf.push_back(static_cast<uint8_t>(u >> (56 - 8 * k)));
+    u = __builtin_bswap64(u);
+    const auto* b = reinterpret_cast<const uint8_t*>(&u);
+    buf.insert(buf.end(), b, b + 8);
   };
   for (int64_t at = 0; at < n; at += 256) {
     buf.clear();

@@ -5,6 +5,7 @@
 // libm (expf for f32, exp for f64, ...). Gradients that sum over broadcast
 // axes use the canonical binary64 sum; per-element gradient contributions are
 // formed in binary64 and rounded once to the output dtype.
+#include <algorithm>
 #include <cmath>
 
 #include "cpu_reference.hpp"
@@ -127,6 +128,43 @@ void store_reduced(Call& c, const std::vector<int64_t>& out_dims, const std::vec
                   [&](int64_t j, double v) { dst[j] = static_cast<T>(v); });
 }
 
+// binary_grad without broadcasting: each gradient element is the canonical
+// sum of its one contribution, 0.0 + x in binary64 (which turns -0.0 into
+// +0.0), rounded once to T; computed in place, without the binary64 copies.
+template <class T>
+void binary_grad_same_shape(Call& c, BinaryKind kind, const T* pa, const T* pb, const T* pg, int64_t n) {
+  T* da = c.out[0].as<T>();
+  T* db = c.out[1].as<T>();
+  c.pool->parallel_for(n, kElementGrain, [&](int64_t s, int64_t e) {
+    switch (kind) {
+      case BinaryKind::Add:
+        for (int64_t p = s; p < e; ++p) da[p] = db[p] = static_cast<T>(0.0 + static_cast<double>(pg[p]));
+        break;
+      case BinaryKind::Sub:
+        for (int64_t p = s; p < e; ++p) {
+          const double g = pg[p];
+          da[p] = static_cast<T>(0.0 + g);
+          db[p] = static_cast<T>(0.0 + -g);
+        }
+        break;
+      case BinaryKind::Mul:
+        for (int64_t p = s; p < e; ++p) {
+          const double g = pg[p], x = pa[p], w = pb[p];
+          da[p] = static_cast<T>(0.0 + g * w);
+          db[p] = static_cast<T>(0.0 + g * x);
+        }
+        break;
+      case BinaryKind::Div:
+        for (int64_t p = s; p < e; ++p) {
+          const double g = pg[p], x = pa[p], w = pb[p];
+          da[p] = static_cast<T>(0.0 + g / w);
+          db[p] = static_cast<T>(0.0 + (-g * (x / w)) / w);
+        }
+        break;
+    }
+  });
+}
+
 template <class T>
 void binary_grad(Call& c, BinaryKind kind) {
   const Operand &a = c.in[0], &b = c.in[1], &dy = c.in[2];
@@ -137,6 +175,10 @@ void binary_grad(Call& c, BinaryKind kind) {
   const T* pa = a.as<T>();
   const T* pb = b.as<T>();
   const T* pg = dy.as<T>();
+  if (a.dims == b.dims) {
+    binary_grad_same_shape<T>(c, kind, pa, pb, pg, bc.numel);
+    return;
+  }
   std::vector<double> ga(bc.numel), gb(bc.numel);
   c.pool->parallel_for(bc.numel, kElementGrain, [&](int64_t s, int64_t e) {
     for_each_broadcast(bc, s, e, [&](int64_t p, int64_t ia, int64_t ib) {
@@ -195,8 +237,11 @@ void bias_add_fwd(Call& c) {
   const T* px = x.as<T>();
   const T* pb = bias.as<T>();
   T* py = c.out[0].as<T>();
-  c.pool->parallel_for(x.numel, kElementGrain, [&](int64_t s, int64_t e) {
-    for (int64_t p = s; p < e; ++p) py[p] = px[p] + pb[n ? p % n : 0];
+  if (n == 0) return;
+  const int64_t rows = x.numel / n;
+  c.pool->parallel_for(rows, std::max<int64_t>(1, kElementGrain / n), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j = 0; j < n; ++j) py[r * n + j] = px[r * n + j] + pb[j];
   });
 }
 
