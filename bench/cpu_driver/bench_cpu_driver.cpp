@@ -13,6 +13,8 @@
 //     nothing.
 //
 // Usage: umlos_bench_cpu_driver [M=128] [K=768] [N=3072] [repeats=7] [python=/usr/bin/python3|none]
+//        umlos_bench_cpu_driver peak   (prints the FMA peaks as one JSON line,
+//                                       for the benches written in Python)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/fma_peak.hpp"
 #include "cbor.hpp"
 #include "host.hpp"
 
@@ -34,46 +37,6 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// ---------------------------------------------------------------- FMA peak
-
-// passes x 24 independent FMAs on full vectors: enough accumulators to
-// cover the FMA latency on two ports. Returns a lane of their sum so the
-// loop stays alive.
-#define UMLOS_FMA_LOOP(name, isa, V, set1, fma, add, Elem)                               \
-  __attribute__((target(isa))) double name(long passes) {                                \
-    V acc[24];                                                                           \
-    volatile double seed = 0.9999999;                                                    \
-    const V m = set1(static_cast<Elem>(seed)), a = set1(static_cast<Elem>(1e-9 * seed)); \
-    for (int k = 0; k < 24; ++k) acc[k] = set1(static_cast<Elem>(k));                    \
-    for (long p = 0; p < passes; ++p)                                                    \
-      _Pragma("GCC unroll 24") for (int k = 0; k < 24; ++k) acc[k] = fma(acc[k], m, a);  \
-    V s = acc[0];                                                                        \
-    for (int k = 1; k < 24; ++k) s = add(s, acc[k]);                                     \
-    Elem out[sizeof(V) / sizeof(Elem)];                                                  \
-    std::memcpy(out, &s, sizeof s);                                                      \
-    return static_cast<double>(out[0]);                                                  \
-  }
-UMLOS_FMA_LOOP(loop512s, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, float)
-UMLOS_FMA_LOOP(loop512d, "avx512f", __m512d, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, double)
-UMLOS_FMA_LOOP(loop256s, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, float)
-UMLOS_FMA_LOOP(loop256d, "avx2,fma", __m256d, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, double)
-#undef UMLOS_FMA_LOOP
-
-// Best of `repeats`, GFLOP/s of one core for (path, dtype).
-double fma_peak(const std::string& isa, bool f32, int repeats) {
-  const long passes = 10'000'000;
-  const int lanes = (isa == "avx512" ? 64 : 32) / (f32 ? 4 : 8);
-  double (*loop)(long) = isa == "avx512" ? (f32 ? loop512s : loop512d) : (f32 ? loop256s : loop256d);
-  double best = 0, sink = 0;
-  for (int r = 0; r < repeats; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    sink += loop(passes);
-    best = std::max(best, 2.0 * 24 * lanes * passes / seconds_since(t0) / 1e9);
-  }
-  if (sink == 42.0) std::puts("");  // keeps the loops alive
-  return best;
 }
 
 // ---------------------------------------------------------------- umlos
@@ -135,6 +98,17 @@ nlohmann::json torch_peer(const std::string& python, int threads, int64_t M, int
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "peak") {
+    __builtin_cpu_init();
+    nlohmann::json j;
+    for (const char* isa : {"avx512", "avx2"}) {
+      const bool ok = std::string(isa) == "avx512" ? __builtin_cpu_supports("avx512f")
+                                                   : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+      if (ok) j[isa] = {{"f32", umlos_bench::fma_peak(isa, true, 5)}, {"f64", umlos_bench::fma_peak(isa, false, 5)}};
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
   const int64_t M = argc > 1 ? std::atoll(argv[1]) : 128, K = argc > 2 ? std::atoll(argv[2]) : 768,
                 N = argc > 3 ? std::atoll(argv[3]) : 3072;
   const int repeats = argc > 4 ? std::atoi(argv[4]) : 7;
@@ -151,7 +125,7 @@ int main(int argc, char** argv) {
     std::printf("FMA peak of one core (GFLOP/s, best of %d):", repeats);
     std::vector<std::array<double, 2>> peak;  // [path][f32, f64]
     for (const std::string& isa : paths) {
-      peak.push_back({fma_peak(isa, true, repeats), fma_peak(isa, false, repeats)});
+      peak.push_back({umlos_bench::fma_peak(isa, true, repeats), umlos_bench::fma_peak(isa, false, repeats)});
       std::printf(" %s f32 %.1f, f64 %.1f;", isa.c_str(), peak.back()[0], peak.back()[1]);
     }
     std::printf("\n");

@@ -10,10 +10,13 @@
 //  3. one training step of a GPT-2-small-shaped block (d 768, 12 heads,
 //     FFN 3072) at sequence 128, mse loss;
 //  4. matmul GFLOP/s through the executor ([128,768] x [768,3072]) against
-//     the machine's peak for the driver's instruction mix, measured in this
-//     run (multiply then add, no FMA, AVX2, one core);
+//     the FMA peak of one core for the dtype (bench/common/fma_peak.hpp),
+//     measured in this run;
 //  5. the same steps in PyTorch (bench/executor/torch_steps.py, Debian's
-//     python3-torch) in this run, as a ratio.
+//     python3-torch on OpenBLAS) in this run, as a ratio, once the peer has
+//     passed its check: its BLAS is printed, and no ratio is printed when
+//     its f32 matmul at one thread is below half of the f32 FMA peak.
+// The GPT step's driver time is also split by primitive.
 //
 // Times are medians; wall seconds and process CPU seconds are both printed
 // (the machine is shared: CPU seconds count only the time our threads ran).
@@ -31,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/fma_peak.hpp"
 #include "../common/gpt_block_ir.hpp"
 #include "cbor.hpp"
 #include "host.hpp"
@@ -50,32 +54,6 @@ double cpu_now() {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-template <int kAcc>
-inline __attribute__((always_inline)) void peak_passes(double* acc, double m, double a, long passes) {
-  for (long p = 0; p < passes; ++p)
-    for (int k = 0; k < kAcc; ++k) acc[k] = acc[k] * m + a;
-}
-__attribute__((target("avx2"))) void peak_avx2(double* acc, double m, double a, long passes) {
-  peak_passes<32>(acc, m, a, passes);
-}
-double measured_peak_gflops() {
-  double best = 0;
-  for (int r = 0; r < 3; ++r) {
-    volatile double seed = 1.0000001;
-    double acc[32], m = seed, a = 1e-9 * seed;
-    for (int k = 0; k < 32; ++k) acc[k] = k;
-    const long passes = 20'000'000;
-    const double t0 = cpu_now();
-    peak_avx2(acc, m, a, passes);
-    const double t = cpu_now() - t0;
-    double sink = 0;
-    for (double v : acc) sink += v;
-    if (sink == 42.0) std::puts("");
-    best = std::max(best, 2.0 * 32 * passes / t / 1e9);
-  }
-  return best;
 }
 
 struct Exec {
@@ -232,23 +210,26 @@ int main(int argc, char** argv) {
         std::printf("| %s | %.2f |\n", prims[i].second.c_str(), prims[i].first);
     }
 
-    // 4. matmul through the executor vs the measured peak.
+    // 4. matmul through the executor vs the FMA peak of the widest path.
+    __builtin_cpu_init();
+    const std::string isa = __builtin_cpu_supports("avx512f") ? "avx512" : "avx2";
+    const double peak32 = umlos_bench::fma_peak(isa, true, 5), peak64 = umlos_bench::fma_peak(isa, false, 5);
     {
       const char* ir =
           "dtype: f64\ntensors:\n  - {id: a, role: input, shape: [128, 768]}\n"
           "  - {id: b, role: parameter, shape: [768, 3072]}\nnodes:\n"
           "  - {node_id: 0, instr: matmul, inputs: [a, b], output: {id: c, shape: [128, 3072]}}\noutputs: [c]\n";
-      const double peak = measured_peak_gflops();
-      std::printf("\nmeasured peak, one core, AVX2 mul+add (no FMA), per CPU-second: %.2f GFLOP/s\n\n", peak);
+      std::printf("\nFMA peak of one core (%s): f32 %.1f, f64 %.1f GFLOP/s\n\n", isa.c_str(), peak32, peak64);
       std::printf(
-          "| matmul through the executor | GFLOP/s (wall) | GFLOP/s per CPU-second | per CPU-second / (peak x threads) "
-          "|\n|---|---:|---:|---:|\n");
+          "| matmul through the executor (forward, execution_fp included) | GFLOP/s (wall) | GFLOP/s per CPU-second | "
+          "per CPU-second / (FMA peak x threads) |\n|---|---:|---:|---:|\n");
       for (const char* dt : {"f32", "f64"}) {
         std::string text = ir;
         text.replace(text.find("f64"), 3, dt);
         Exec e(text, "forward", threads, false);
         Exec::Times t = e.time(reps);
         const double flop = 2.0 * 128 * 768 * 3072;
+        const double peak = std::string(dt) == "f32" ? peak32 : peak64;
         std::printf("| %s [128,768] x [768,3072] | %.2f | %.2f | %.0f%% |\n", dt, flop / t.wall / 1e9,
                     flop / t.cpu / 1e9, 100.0 * flop / t.cpu / 1e9 / (peak * threads));
       }
@@ -273,6 +254,19 @@ int main(int argc, char** argv) {
           break;
         }
         const nlohmann::json j = nlohmann::json::parse(out);
+        const nlohmann::json& peer = j["peer"];
+        std::printf("| peer (%s): torch %s, BLAS %s, OpenBLAS kernels %s, matmul f32 %.1f / f64 %.1f GFLOP/s |\n", dt,
+                    peer["torch"].get<std::string>().c_str(), peer["blas"].dump().c_str(),
+                    peer["openblas_core"].is_null() ? "-" : peer["openblas_core"].get<std::string>().c_str(),
+                    peer["sgemm_gflops"].get<double>(), peer["dgemm_gflops"].get<double>());
+        // A crippled peer (reference BLAS, a wrong kernel set) makes any
+        // ratio meaningless: torch's f32 matmul at one thread must reach half
+        // of the f32 FMA peak.
+        if (threads == 1 && peer["sgemm_gflops"].get<double>() < 0.5 * peak32) {
+          std::printf("| peer check FAILED: torch's f32 matmul is below half the f32 FMA peak (%.1f): no ratios |\n",
+                      0.5 * peak32);
+          break;
+        }
         for (const Row& r : rows) {
           if (r.dtype != dt) continue;
           const double tc = j[r.what + "_cpu_s"].get<double>(), tw = j[r.what + "_s"].get<double>();

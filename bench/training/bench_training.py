@@ -28,9 +28,17 @@ def torch_run(steps, threads):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def fma_peak_f32(bench):
+    """The widest path's f32 FMA peak of one core, from umlos_bench_cpu_driver."""
+    out = subprocess.run([bench, "peak"], check=True, capture_output=True, text=True)
+    peaks = json.loads(out.stdout)
+    return max(p["f32"] for p in peaks.values()) if peaks else 0.0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--umlos", default="build/umlos")
+    ap.add_argument("--peak-bench", default="build/bench/umlos_bench_cpu_driver")
     ap.add_argument("--manifest", default="build/manifests/digits.yaml")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
@@ -39,6 +47,14 @@ def main():
         prof, steps = umlos_run(a.umlos, a.manifest, 1)
         profiles.append((prof, steps))
         torch_rates.append(torch_run(steps, 1)["steps_per_s"])
+    peer = torch_run(50, 1)["peer"]
+    peak = fma_peak_f32(a.peak_bench)
+    print("peer: torch %s, BLAS %s, OpenBLAS kernels %s, f32 matmul %.1f GFLOP/s; f32 FMA peak of one core %.1f" %
+          (peer["torch"], peer["blas"], peer["openblas_core"], peer["sgemm_gflops"], peak))
+    if peer["sgemm_gflops"] < 0.5 * peak:
+        print("peer check FAILED: torch's f32 matmul is below half the f32 FMA peak: no ratio")
+        sys.exit(1)
+    print()
     rates = [s / p["wall_s"] for p, s in profiles]
     med = statistics.median(rates)
     tmed = statistics.median(torch_rates)
