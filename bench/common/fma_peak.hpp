@@ -18,7 +18,7 @@ namespace umlos_bench {
 // cover the FMA latency on two ports. Returns a lane of their sum so the
 // loop stays alive.
 #define UMLOS_FMA_LOOP(name, isa, V, set1, fma, add, Elem)                               \
-  inline __attribute__((target(isa))) double name(long passes) {                                \
+  inline __attribute__((target(isa))) double name(long passes) {                         \
     V acc[24];                                                                           \
     volatile double seed = 0.9999999;                                                    \
     const V m = set1(static_cast<Elem>(seed)), a = set1(static_cast<Elem>(1e-9 * seed)); \

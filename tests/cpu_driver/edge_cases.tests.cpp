@@ -32,27 +32,21 @@ std::vector<double> spread_values(Rand& rng, size_t n) {
 }
 
 // matmul's element (docs/primitives.md, "Matmul"), written out
-// independently: 256-long chunks of fused multiply-adds in T, folded in order.
+// independently: 256-long chunks of fused multiply-adds in T, folded in
+// order. With fused = false, a separate multiply and add: the sum the check
+// must tell apart.
 template <class T>
-T chunked_fma_dot(const std::vector<T>& a, const std::vector<T>& b) {
-  T total = 0;
-  for (size_t c0 = 0; c0 < a.size(); c0 += 256) {
-    T chunk = 0;
-    for (size_t k = c0; k < std::min(a.size(), c0 + 256); ++k) chunk = std::fma(a[k], b[k], chunk);
-    total = total + chunk;
-  }
-  return total;
-}
-
-// The same sum with a separate multiply and add: what the check must tell apart.
-template <class T>
-T chunked_mul_add_dot(const std::vector<T>& a, const std::vector<T>& b) {
+T chunked_dot(const std::vector<T>& a, const std::vector<T>& b, bool fused) {
   T total = 0;
   for (size_t c0 = 0; c0 < a.size(); c0 += 256) {
     T chunk = 0;
     for (size_t k = c0; k < std::min(a.size(), c0 + 256); ++k) {
-      T p = a[k] * b[k];
-      chunk = chunk + p;
+      if (fused) {
+        chunk = std::fma(a[k], b[k], chunk);
+      } else {
+        const T p = a[k] * b[k];
+        chunk = chunk + p;
+      }
     }
     total = total + chunk;
   }
@@ -79,9 +73,9 @@ void check_matmul_elements(int32_t dtype) {
         col.push_back(static_cast<T>(b[k * N + j]));
       }
       INFO("c[" << i << "][" << j << "]");
-      const T want = chunked_fma_dot(row, col);
+      const T want = chunked_dot(row, col, true);
       CHECK(same_bits(c[i * N + j], static_cast<double>(want)));
-      mul_add_differs += !same_bits(static_cast<double>(chunked_mul_add_dot(row, col)), static_cast<double>(want));
+      mul_add_differs += !same_bits(static_cast<double>(chunked_dot(row, col, false)), static_cast<double>(want));
     }
   CHECK(mul_add_differs > 0);  // FMA matters for these values: the check has teeth
 }

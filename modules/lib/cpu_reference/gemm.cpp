@@ -185,15 +185,9 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
 }  // namespace
 
 const char* gemm_isa_name(GemmIsa isa) {
-  switch (isa) {
-    case GemmIsa::avx512:
-      return "avx512";
-    case GemmIsa::avx2:
-      return "avx2";
-    case GemmIsa::scalar:
-      break;
-  }
-  return "scalar";
+  static const char* const names[] = {"scalar", "avx2", "avx512"};  // GemmIsa's values, in order
+  const int i = static_cast<int>(isa);
+  return i >= 0 && i < 3 ? names[i] : "scalar";
 }
 
 bool gemm_isa_parse(const char* name, GemmIsa* out) {

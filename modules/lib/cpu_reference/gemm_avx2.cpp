@@ -9,29 +9,10 @@
 namespace cpu_driver {
 namespace {
 
-struct Avx2F32 {
-  using T = float;
-  using V = __m256;
-  static constexpr int W = 8;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V load(const T* p) { return _mm256_loadu_ps(p); }
-  static V set1(T x) { return _mm256_set1_ps(x); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static void store(T* p, V v) { _mm256_storeu_ps(p, v); }
-};
-
-struct Avx2F64 {
-  using T = double;
-  using V = __m256d;
-  static constexpr int W = 4;
-  static V zero() { return _mm256_setzero_pd(); }
-  static V load(const T* p) { return _mm256_loadu_pd(p); }
-  static V set1(T x) { return _mm256_set1_pd(x); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-  static V add(V a, V b) { return _mm256_add_pd(a, b); }
-  static void store(T* p, V v) { _mm256_storeu_pd(p, v); }
-};
+UMLOS_GEMM_OPS(Avx2F32, float, __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps,
+               _mm256_add_ps, _mm256_storeu_ps)
+UMLOS_GEMM_OPS(Avx2F64, double, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_set1_pd, _mm256_fmadd_pd,
+               _mm256_add_pd, _mm256_storeu_pd)
 
 }  // namespace
 

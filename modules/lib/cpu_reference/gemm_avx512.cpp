@@ -9,29 +9,10 @@
 namespace cpu_driver {
 namespace {
 
-struct Avx512F32 {
-  using T = float;
-  using V = __m512;
-  static constexpr int W = 16;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const T* p) { return _mm512_loadu_ps(p); }
-  static V set1(T x) { return _mm512_set1_ps(x); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static void store(T* p, V v) { _mm512_storeu_ps(p, v); }
-};
-
-struct Avx512F64 {
-  using T = double;
-  using V = __m512d;
-  static constexpr int W = 8;
-  static V zero() { return _mm512_setzero_pd(); }
-  static V load(const T* p) { return _mm512_loadu_pd(p); }
-  static V set1(T x) { return _mm512_set1_pd(x); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
-  static V add(V a, V b) { return _mm512_add_pd(a, b); }
-  static void store(T* p, V v) { _mm512_storeu_pd(p, v); }
-};
+UMLOS_GEMM_OPS(Avx512F32, float, __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps,
+               _mm512_add_ps, _mm512_storeu_ps)
+UMLOS_GEMM_OPS(Avx512F64, double, __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd, _mm512_set1_pd, _mm512_fmadd_pd,
+               _mm512_add_pd, _mm512_storeu_pd)
 
 }  // namespace
 

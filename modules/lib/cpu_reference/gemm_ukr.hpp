@@ -13,6 +13,19 @@ namespace {
 
 // Ops: T (element), V (vector register), W (elements per vector), zero(),
 // load(p), set1(x), fma(a, b, c) = a*b+c rounded once, add(a, b), store(p, v).
+// UMLOS_GEMM_OPS writes one from the intrinsics of an instruction set.
+#define UMLOS_GEMM_OPS(Name, Elem, Vec, Width, setzero, loadu, set1_, fmadd, add_, storeu) \
+  struct Name {                                                                            \
+    using T = Elem;                                                                        \
+    using V = Vec;                                                                         \
+    static constexpr int W = Width;                                                        \
+    static V zero() { return setzero(); }                                                  \
+    static V load(const T* p) { return loadu(p); }                                         \
+    static V set1(T x) { return set1_(x); }                                                \
+    static V fma(V a, V b, V c) { return fmadd(a, b, c); }                                 \
+    static V add(V a, V b) { return add_(a, b); }                                          \
+    static void store(T* p, V v) { storeu(p, v); }                                         \
+  };
 template <class Ops, int MR, int NV>
 void gemm_ukr(int64_t kc, const typename Ops::T* a, const typename Ops::T* b, typename Ops::T* c, int64_t ldc,
               int first) {
