@@ -45,6 +45,15 @@ if (($# == 0)); then
   set -- $(cd "$build/fuzz" && ls fuzz_* | sed 's/^fuzz_//')
 fi
 
+# Under `nice`, lower the whole session's priority too: with the kernel's
+# autogroup scheduling, nice alone only ranks processes within one session,
+# and background fuzzing would take half the cores from other work.
+if (($(nice) > 0)) && [[ -w /proc/self/autogroup ]]; then
+  echo "$(nice)" >/proc/self/autogroup 2>/dev/null || true
+fi
+# Do not stop these processes (SIGSTOP) to free the cores: libFuzzer times a
+# unit in wall-clock time, and a pause longer than -timeout is reported as a
+# timeout finding.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 printf '%-18s %12s %8s %7s  %s\n' target executions exec/s cpu-s result

@@ -3,8 +3,10 @@
 // checker and the run's memory budget before anyone applies it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "umlos_tmmu.h"
 
@@ -30,14 +32,30 @@ class Planner {
   const umlos_tmmu_strategy_desc* active() const { return active_; }
   // plan() with the active strategy, then the kernel's checker and the
   // memory budget (QUOTA_EXCEEDED: nothing was allocated); `observe`: hand
-  // the plan to the observer.
+  // the plan to the observer. A strategy's plan is a pure function of the
+  // request (umlos_tmmu.h), so a request identical, byte for byte, to one of
+  // the last few is answered with the plan already checked: a training step
+  // asks for the same plan every iteration.
   void plan_checked(const umlos_plan_request& request, umlos_plan_result& result, bool observe);
   void set_observer(Observer observer) { observer_ = std::move(observer); }
 
  private:
+  struct Remembered {
+    std::string request;  // request_bytes()
+    std::vector<uint64_t> offsets, slots, footprints;
+    uint64_t work_units = 0;
+  };
+  static std::string request_bytes(const umlos_tmmu_strategy_desc* strategy, const umlos_plan_request& request);
+  bool recall(const std::string& key, umlos_plan_result& result) const;
+  void remember(std::string key, const umlos_plan_request& request, const umlos_plan_result& result);
+  void check_budget(const umlos_plan_request& request, const umlos_plan_result& result) const;
+
   Host& host_;
   const umlos_tmmu_strategy_desc* active_ = nullptr;
   Observer observer_;
+  std::vector<Remembered> remembered_;  // most recent last, at most kRemembered
+  static constexpr size_t kRemembered = 4;
+  static constexpr uint64_t kRememberedTensors = 65536;
 };
 
 }  // namespace umlos

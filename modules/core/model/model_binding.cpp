@@ -192,15 +192,40 @@ void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std:
       [&](const ir::Node& n) { return n.segment == segment; });
 }
 
+namespace {
+
+bool same_dims(const Dims& a, const Dims& b) {
+  return a.batch == b.batch && a.features == b.features && a.latent == b.latent && a.hidden == b.hidden &&
+         a.head_hidden == b.head_hidden && a.outputs == b.outputs && a.task == b.task && a.dtype == b.dtype &&
+         a.training == b.training && a.equations == b.equations && a.eq_output == b.eq_output;
+}
+
+}  // namespace
+
+std::shared_ptr<const ir::Graph> built_graph(const Dims& d) {
+  static std::mutex mutex;
+  static std::vector<std::pair<Dims, std::shared_ptr<const ir::Graph>>> cache;  // most recent last
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& [dims, graph] : cache)
+      if (same_dims(dims, d)) return graph;
+  }
+  auto graph = std::make_shared<const ir::Graph>(build(d));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cache.size() == 8) cache.erase(cache.begin());
+  cache.emplace_back(d, graph);
+  return graph;
+}
+
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier) {
   Step s{training_dims(c), {}, {}};
   if (prototypes) load_prototypes(c, s.d);
-  s.g = build(s.d);
+  s.graph = built_graph(s.d);
   bind_batch(c, s.b);
   bind_parameters(c, s.d, s.b);
   bind_constants(c, s.d, s.b);
   if (prototypes) bind_prototypes(c, s.d, s.b);
-  if (!earlier.empty()) bind_activations(c, s.g, s.b, earlier);
+  if (!earlier.empty()) bind_activations(c, s.g(), s.b, earlier);
   return s;
 }
 

@@ -62,7 +62,7 @@ void encode(sdk::Context& c) {
     eps[i] = UMLOS_SQRT(-2.0 * umlos_det_log(u1[i])) * co;
   }
   Step bound = bind_step(c, false, {});
-  const ir::Graph& g = bound.g;
+  const ir::Graph& g = bound.g();
   ir::Binding& b = bound.b;
   umlos_tensor* eps_t = c.output("model.act.eps", d.dtype, {d.batch, d.latent});
   c.write_f64(eps_t, eps);
@@ -98,7 +98,7 @@ void encode(sdk::Context& c) {
 
 void decode(sdk::Context& c) {
   Step bound = bind_step(c, false, {"encode"});
-  run_segment(c, bound.g, bound.b, "decode");
+  run_segment(c, bound.g(), bound.b, "decode");
 }
 
 // logits = nn_logits + beta * sym_pred; sym_pred = 0 while there are no
@@ -107,7 +107,7 @@ void decode(sdk::Context& c) {
 // prototype path (graph.hpp, docs/symbolic.md).
 void forward_v2(sdk::Context& c) {
   Step bound = bind_step(c, true, {"encode"});
-  run_segment(c, bound.g, bound.b, "head");
+  run_segment(c, bound.g(), bound.b, "head");
 }
 
 // ------------------------------------------------------------ TotalLoss_v1
@@ -115,7 +115,7 @@ void forward_v2(sdk::Context& c) {
 void total_loss(sdk::Context& c) {
   Step bound = bind_step(c, true, {"encode", "decode", "head"});
   const ir::Binding& b = bound.b;
-  run_segment(c, bound.g, bound.b, "loss");
+  run_segment(c, bound.g(), bound.b, "loss");
   // III.C: L_tot = alpha L_sup + L_aux in binary64, terms in the fixed order.
   double aux = 0.0, total = 0.0;
   for (const Term& term : loss_terms()) {

@@ -9,6 +9,9 @@
 //   model.cpp              the descriptors and conformance vectors
 #pragma once
 
+#include <memory>
+#include <mutex>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -71,9 +74,13 @@ void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std:
 // iteration wrote for the `earlier` segments.
 struct Step {
   Dims d;
-  ir::Graph g;
+  std::shared_ptr<const ir::Graph> graph;  // build(d), shared with built_graph's cache
   ir::Binding b;
+  const ir::Graph& g() const { return *graph; }
 };
+// build(d), remembered: the graph is a pure function of the dimensions, and
+// every operator of every step asks for the same one.
+std::shared_ptr<const ir::Graph> built_graph(const Dims& d);
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier);
 
 // The optimiser moment opt.m.<id> / opt.v.<id> in the layout Update_v1

@@ -42,7 +42,7 @@ std::vector<double> moment(const sdk::Context& c, const umlos_tensor* t, const s
 void update(sdk::Context& c) {
   Step bound = bind_step(c, true, {"encode", "decode", "head", "loss"});
   const Dims& d = bound.d;
-  const ir::Graph& g = bound.g;
+  const ir::Graph& g = bound.g();
   ir::Binding& b = bound.b;
   std::vector<ir::Seed> seeds;
   for (const Term& term : loss_terms())
