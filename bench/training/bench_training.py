@@ -5,13 +5,31 @@ on) next to the same model's training step in PyTorch (torch_step.py),
 measured alternately in the same run, and where umlos's time goes.
 
 usage (from the repository root, after the build):
-  /usr/bin/python3 bench/training/bench_training.py [--repeat 3] [--manifest build/manifests/digits.yaml]
+  /usr/bin/python3 bench/training/bench_training.py [--repeat 3] [--threads 1] [--manifest build/manifests/digits.yaml]
 prints markdown table rows for bench/training/README.md.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
 
+def with_threads(manifest, threads):
+    """A copy of `manifest` beside it (its data paths are relative to its
+    folder) whose driver runs `threads` threads; the caller removes it."""
+    text = open(manifest).read()
+    if "config: {threads: 1}" not in text:
+        sys.exit("bench_training: %s has no 'config: {threads: 1}' line to change" % manifest)
+    fd, path = tempfile.mkstemp(suffix=".yaml", dir=os.path.dirname(os.path.abspath(manifest)))
+    with os.fdopen(fd, "w") as f:
+        f.write(text.replace("config: {threads: 1}", "config: {threads: %d}" % threads))
+    return path
+
+
 def umlos_run(umlos, manifest, threads):
+    if threads != 1:
+        copy = with_threads(manifest, threads)
+        try:
+            return umlos_run(umlos, copy, 1)
+        finally:
+            os.unlink(copy)
     with tempfile.TemporaryDirectory() as root:
         env = dict(os.environ, UML_OS_ROOT=root)
         run_dir = os.path.join(root, "run")
@@ -41,12 +59,13 @@ def main():
     ap.add_argument("--peak-bench", default="build/bench/umlos_bench_cpu_driver")
     ap.add_argument("--manifest", default="build/manifests/digits.yaml")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="driver threads and torch threads")
     a = ap.parse_args()
     rows, torch_rates, profiles = [], [], []
     for _ in range(a.repeat):
-        prof, steps = umlos_run(a.umlos, a.manifest, 1)
+        prof, steps = umlos_run(a.umlos, a.manifest, a.threads)
         profiles.append((prof, steps))
-        torch_rates.append(torch_run(steps, 1)["steps_per_s"])
+        torch_rates.append(torch_run(steps, a.threads)["steps_per_s"])
     peer = torch_run(50, 1)["peer"]
     peak = fma_peak_f32(a.peak_bench)
     print("peer: torch %s, BLAS %s, OpenBLAS kernels %s, f32 matmul %.1f GFLOP/s; f32 FMA peak of one core %.1f" %
@@ -66,7 +85,7 @@ def main():
     fps = sum(o["module_s"] + o["driver_s"] for o in prof["operators"] if o["operator"] in fp_ops)
     wall = prof["wall_s"]
     print("| steps | umlos steps/s (median of %d) | PyTorch %s steps/s (median) | umlos / PyTorch |" %
-          (a.repeat, "1 thread"))
+          (a.repeat, "%d thread%s" % (a.threads, "" if a.threads == 1 else "s")))
     print("|---:|---:|---:|---:|")
     print("| %d | %.1f | %.1f | %.2f |" % (steps, med, tmed, med / tmed))
     print()

@@ -14,8 +14,7 @@ int g_calls = 0;
 bool g_overlap = false;  // plan every tensor at offset 0: the checker refuses it
 
 // Tensors one after the other in their arena, each at a multiple of 128.
-umlos_status sequential_plan(const umlos_services*, umlos_ctx*, const umlos_plan_request* req,
-                             umlos_plan_result* res) {
+umlos_status sequential_plan(const umlos_services*, umlos_ctx*, const umlos_plan_request* req, umlos_plan_result* res) {
   ++g_calls;
   std::vector<uint64_t> end(req->n_arenas, 0);
   for (uint64_t i = 0; i < req->n_tensors; ++i) {
@@ -29,13 +28,20 @@ umlos_status sequential_plan(const umlos_services*, umlos_ctx*, const umlos_plan
   return UMLOS_OK;
 }
 
-umlos_tmmu_strategy_desc strategy() {
-  umlos_tmmu_strategy_desc d{};
-  d.struct_size = sizeof d;
-  d.name = "test.SequentialPlanner";
-  d.plan = sequential_plan;
-  return d;
-}
+const umlos_tmmu_strategy_desc kStrategy = {sizeof(umlos_tmmu_strategy_desc), "test.SequentialPlanner", nullptr,
+                                            sequential_plan};
+
+// A planner whose active strategy is kStrategy, with the call count reset.
+struct PlannerFixture {
+  umlos::Host host;
+  umlos::Planner planner{host};
+  explicit PlannerFixture(bool overlap) {
+    planner.set_active(&kStrategy);
+    g_calls = 0;
+    g_overlap = overlap;
+  }
+  ~PlannerFixture() { g_overlap = false; }
+};
 
 struct Request {
   std::vector<umlos_plan_tensor> tensors;
@@ -74,12 +80,8 @@ struct Plan {
 }  // namespace
 
 TEST_CASE("The planner reuses the checked plan of an identical request and replans any other", "[tmmu][planner]") {
-  umlos::Host host;
-  umlos::Planner planner(host);
-  const umlos_tmmu_strategy_desc s = strategy();
-  planner.set_active(&s);
-  g_calls = 0;
-  g_overlap = false;
+  PlannerFixture f(false);
+  umlos::Planner& planner = f.planner;
 
   Request q = three_tensors();
   Plan first(q), second(q);
@@ -109,17 +111,11 @@ TEST_CASE("The planner reuses the checked plan of an identical request and repla
 }
 
 TEST_CASE("A plan the kernel's checker refuses is never remembered", "[tmmu][planner]") {
-  umlos::Host host;
-  umlos::Planner planner(host);
-  const umlos_tmmu_strategy_desc s = strategy();
-  planner.set_active(&s);
-  g_calls = 0;
-  g_overlap = true;  // live tensors 0 and 1 overlap at offset 0
+  PlannerFixture f(true);  // live tensors 0 and 1 overlap at offset 0
   Request q = three_tensors();
   for (int i = 0; i < 2; ++i) {
     Plan p(q);
-    CHECK_THROWS_AS(planner.plan_checked(q.view(), p.result, false), umlos::Failure);
+    CHECK_THROWS_AS(f.planner.plan_checked(q.view(), p.result, false), umlos::Failure);
   }
   CHECK(g_calls == 2);
-  g_overlap = false;
 }
