@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -36,17 +37,17 @@ struct umlos_ctx {
   std::vector<std::pair<std::string, umlos::TensorPtr>> inputs;  // declared inputs present
   std::vector<std::pair<std::string, umlos::TensorPtr>> staged;  // outputs created by this call
   std::vector<umlos::TensorPtr> temps;
-  std::vector<umlos::TensorPtr> views;         // tensor_view results, released with the call
-  std::vector<const umlos::Tensor*> known;     // handles this call may use
-  std::vector<const umlos::Tensor*> writable;  // handles this call may write
+  std::vector<umlos::TensorPtr> views;  // tensor_view results, released with the call
+  // Handles this call may use / write. Sets: every dispatch checks each
+  // operand, and a graph call holds thousands of handles.
+  std::unordered_set<const umlos::Tensor*> known;
+  std::unordered_set<const umlos::Tensor*> writable;
   uint64_t draws[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
 
   // "operator 'UML_OS.Model.Encode_v1'", built only when a message needs it.
   std::string who() const { return std::string(kind_word) + " '" + name + "'"; }
-  bool is_known(const umlos::Tensor* t) const { return std::find(known.begin(), known.end(), t) != known.end(); }
-  bool is_writable(const umlos::Tensor* t) const {
-    return std::find(writable.begin(), writable.end(), t) != writable.end();
-  }
+  bool is_known(const umlos::Tensor* t) const { return known.count(t) != 0; }
+  bool is_writable(const umlos::Tensor* t) const { return writable.count(t) != 0; }
   const umlos::TensorPtr* input(const char* n) const {
     for (auto& [k, v] : inputs)
       if (k == n) return &v;

@@ -127,9 +127,9 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
                                               decl_shape_string(d));
     }
     ctx.inputs.emplace_back(name, value);
-    ctx.known.push_back(&t);
+    ctx.known.insert(&t);
     bool inout = (d.flags & UMLOS_VALUE_INOUT) && op->purity == UMLOS_STATEFUL;
-    if (inout) ctx.writable.push_back(&t);
+    if (inout) ctx.writable.insert(&t);
     if (verify_pure) {
       HostTensor h = host_.to_host(t);
       before[name] = sha256(h.data);

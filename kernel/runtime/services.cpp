@@ -162,7 +162,7 @@ umlos_status svc_value_get(umlos_ctx* ctx, const char* name, umlos_tensor** out)
       const ValueStore::Map& values = host_of(ctx).values();
       auto it = values.find(name);
       if (it == values.end()) return UMLOS_NOT_FOUND;
-      ctx->known.push_back(it->second.get());
+      ctx->known.insert(it->second.get());
       *out = as_handle(it->second.get());
       return UMLOS_OK;
     }
@@ -205,8 +205,8 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
                        std::string("creates value") + " '" + name + "' which it does not declare as an output");
     }
     TensorPtr t = host_of(ctx).make_value_tensor(name, dtype, *shape);
-    ctx->known.push_back(t.get());
-    ctx->writable.push_back(t.get());
+    ctx->known.insert(t.get());
+    ctx->writable.insert(t.get());
     ctx->stage(name, t);
     *out = as_handle(t.get());
     return UMLOS_OK;
@@ -219,8 +219,8 @@ umlos_status svc_tensor_temp(umlos_ctx* ctx, int32_t dtype, const umlos_shape* s
       return set_error(ctx, UMLOS_INVALID_ARGUMENT, "tensor_temp: invalid dtype or shape");
     }
     TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
-    ctx->known.push_back(t.get());
-    ctx->writable.push_back(t.get());
+    ctx->known.insert(t.get());
+    ctx->writable.insert(t.get());
     ctx->temps.push_back(t);
     *out = as_handle(t.get());
     return UMLOS_OK;
@@ -396,8 +396,8 @@ umlos_status svc_tensor_view(umlos_ctx* ctx, umlos_tensor* base, uint64_t byte_o
     if (!owner) return set_error(ctx, UMLOS_INVALID_ARGUMENT, "tensor_view: base is not a tensor of this call");
     TensorPtr v = host_of(ctx).make_view(owner, byte_offset, dtype, *shape);
     ctx->views.push_back(v);
-    ctx->known.push_back(v.get());
-    if (ctx->is_writable(b)) ctx->writable.push_back(v.get());
+    ctx->known.insert(v.get());
+    if (ctx->is_writable(b)) ctx->writable.insert(v.get());
     *out = as_handle(v.get());
     return UMLOS_OK;
   });
