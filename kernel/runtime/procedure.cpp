@@ -288,7 +288,8 @@ void enforce_quota(RunState& rs, uint64_t disk_budget, uint64_t memory_budget) {
 }
 
 // --profile: where the wall-clock time went, per operator: the kernel's
-// checks around the call, the module's own work, the driver's primitives.
+// checks around the call, the module's own work, the driver's primitives;
+// and per driver primitive (profile.json only).
 void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
   const Host::Profile& p = rs.host.profile();
   const double wall_s = std::chrono::duration<double>(wall).count();
@@ -322,10 +323,14 @@ void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
                  static_cast<unsigned long long>(e.plan_max_footprint),
                  static_cast<unsigned long long>(e.plan_max_unplanned));
   }
+  json primitives = json::array();
+  for (const auto& [name, e] : p.primitives)
+    primitives.push_back({{"primitive", name}, {"dispatches", e.calls}, {"driver_s", e.ns * 1e-9}});
   json doc = {{"wall_s", wall_s},
               {"kernel_outside_operators_s", wall_s - in_ops},
               {"dispatches", p.dispatches},
-              {"operators", ops}};
+              {"operators", ops},
+              {"primitives", primitives}};
   rs.folder.write_atomic("profile.json", doc.dump(2) + "\n");
 }
 

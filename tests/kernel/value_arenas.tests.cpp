@@ -184,6 +184,15 @@ TEST_CASE("The held-out evaluation's node outputs share one arena planned with i
   CHECK(planned > 0);
   CHECK(planned * 2 < unplanned);  // outputs die after their last consumer: memory is reused
   CHECK(ops.at("UML_OS.Update_v1")["memory_plans"] == 50);
+  // Per primitive: the dispatches add up to the run's, and matmul ran.
+  uint64_t dispatches = 0;
+  std::map<std::string, uint64_t> prims;
+  for (const json& p : profile.at("primitives")) {
+    dispatches += p["dispatches"].get<uint64_t>();
+    prims[p["primitive"]] = p["dispatches"];
+  }
+  CHECK(dispatches == profile["dispatches"].get<uint64_t>());
+  CHECK(prims["matmul"] > 0);
   // placement: temps plans nothing. (It is a different experiment: config
   // enters the RNG key, so its values are not comparable here; that placed
   // and unplaced forwards give the same bits is shown for the same engine
