@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -43,15 +44,26 @@ struct umlos_ctx {
   std::unordered_set<const umlos::Tensor*> known;
   std::unordered_set<const umlos::Tensor*> writable;
   uint64_t draws[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
+  static constexpr size_t kLinearInputs = 16;
+  mutable std::unordered_map<std::string, size_t> input_index_;  // input(): name -> position in inputs
+  mutable size_t indexed_inputs_ = 0;
 
   // "operator 'UML_OS.Model.Encode_v1'", built only when a message needs it.
   std::string who() const { return std::string(kind_word) + " '" + name + "'"; }
   bool is_known(const umlos::Tensor* t) const { return known.count(t) != 0; }
   bool is_writable(const umlos::Tensor* t) const { return writable.count(t) != 0; }
   const umlos::TensorPtr* input(const char* n) const {
-    for (auto& [k, v] : inputs)
-      if (k == n) return &v;
-    return nullptr;
+    if (inputs.size() <= kLinearInputs) {
+      for (auto& [k, v] : inputs)
+        if (k == n) return &v;
+      return nullptr;
+    }
+    // Many inputs (families such as theta.*): an index, extended as inputs
+    // are added (they are only ever appended).
+    for (; indexed_inputs_ < inputs.size(); ++indexed_inputs_)
+      input_index_.emplace(inputs[indexed_inputs_].first, indexed_inputs_);
+    auto it = input_index_.find(n);
+    return it == input_index_.end() ? nullptr : &inputs[it->second].second;
   }
   void stage(const char* n, umlos::TensorPtr t) {
     for (auto& [k, v] : staged) {
