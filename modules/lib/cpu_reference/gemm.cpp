@@ -202,7 +202,8 @@ bool gemm_isa_parse(const char* name, GemmIsa* out) {
 bool gemm_isa_supported(GemmIsa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (isa == GemmIsa::avx512) return __builtin_cpu_supports("avx512f");
+  // The files are compiled with -mfma as well (VEX FMA on the edges).
+  if (isa == GemmIsa::avx512) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
   if (isa == GemmIsa::avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
   return isa == GemmIsa::scalar;
