@@ -179,32 +179,47 @@ void binary_grad(Call& c, BinaryKind kind) {
     binary_grad_same_shape<T>(c, kind, pa, pb, pg, bc.numel);
     return;
   }
-  std::vector<double> ga(bc.numel), gb(bc.numel);
+  // An operand of the output's full shape gets each element's one
+  // contribution directly (0.0 + x, rounded once: what the canonical sum of
+  // one term gives); only a broadcast operand needs the binary64
+  // contributions and the canonical sums over its broadcast axes.
+  const bool a_full = a.dims == bc.out_dims, b_full = b.dims == bc.out_dims;
+  T* da = c.out[0].as<T>();
+  T* db = c.out[1].as<T>();
+  std::vector<double> ga(a_full ? 0 : bc.numel), gb(b_full ? 0 : bc.numel);
   c.pool->parallel_for(bc.numel, kElementGrain, [&](int64_t s, int64_t e) {
     for_each_broadcast(bc, s, e, [&](int64_t p, int64_t ia, int64_t ib) {
-      double g = pg[p], x = pa[ia], w = pb[ib];
+      double g = pg[p], x = pa[ia], w = pb[ib], va = 0, vb = 0;
       switch (kind) {
         case BinaryKind::Add:
-          ga[p] = g;
-          gb[p] = g;
+          va = g;
+          vb = g;
           break;
         case BinaryKind::Sub:
-          ga[p] = g;
-          gb[p] = -g;
+          va = g;
+          vb = -g;
           break;
         case BinaryKind::Mul:
-          ga[p] = g * w;
-          gb[p] = g * x;
+          va = g * w;
+          vb = g * x;
           break;
         case BinaryKind::Div:
-          ga[p] = g / w;
-          gb[p] = (-g * (x / w)) / w;
+          va = g / w;
+          vb = (-g * (x / w)) / w;
           break;  // never squares w: b*b under/overflows for |b| < 1.5e-154 or > 1.3e154
       }
+      if (a_full)
+        da[p] = static_cast<T>(0.0 + va);
+      else
+        ga[p] = va;
+      if (b_full)
+        db[p] = static_cast<T>(0.0 + vb);
+      else
+        gb[p] = vb;
     });
   });
-  store_reduced<T>(c, bc.out_dims, ga, c.out[0]);
-  store_reduced<T>(c, bc.out_dims, gb, c.out[1]);
+  if (!a_full) store_reduced<T>(c, bc.out_dims, ga, c.out[0]);
+  if (!b_full) store_reduced<T>(c, bc.out_dims, gb, c.out[1]);
 }
 
 template <BinaryKind K>
