@@ -183,16 +183,6 @@ void convert(ThreadPool& pool, const S* src, int64_t rows, int64_t cols, bool tr
   });
 }
 
-template <class T>
-void pack(ThreadPool& pool, const T* src, int64_t rows, int64_t cols, bool transpose, double* dst) {
-  convert(pool, src, rows, cols, transpose, dst);
-}
-
-template <class T>
-void unpack(ThreadPool& pool, const double* src, int64_t rows, int64_t cols, bool transpose, T* dst) {
-  convert(pool, src, rows, cols, transpose, dst);
-}
-
 // ---------------------------------------------------------------- matmul
 
 // op(A)[M,K] of a stored [M,K], or [K,M] when transposed; op(B)[K,N] alike.
@@ -285,7 +275,7 @@ void matmul_grad_entry(Call& c) {
 template <class T>
 std::vector<double> widen(ThreadPool& pool, const Operand& o) {
   std::vector<double> v(static_cast<size_t>(o.numel));
-  pack(pool, o.as<T>(), 1, o.numel, false, v.data());
+  convert(pool, o.as<T>(), 1, o.numel, false, v.data());
   return v;
 }
 
@@ -304,7 +294,7 @@ std::vector<double> row_norms(ThreadPool& pool, const double* x, int64_t rows, i
 
 std::vector<double> transposed(ThreadPool& pool, const double* x, int64_t rows, int64_t cols) {
   std::vector<double> t(static_cast<size_t>(rows * cols));
-  pack(pool, x, rows, cols, true, t.data());
+  convert(pool, x, rows, cols, true, t.data());
   return t;
 }
 
@@ -354,7 +344,7 @@ void cosine_forward(Call& c) {
   check_rows_pair(c);
   c.expect_out_shape(0, {c.in[0].dims[0], c.in[1].dims[0]});
   CosineParts p = cosine_parts<T>(c, eps_attr(c, 1e-8));
-  unpack(*c.pool, p.S.data(), p.n, p.m, false, c.out[0].as<T>());
+  convert(*c.pool, p.S.data(), p.n, p.m, false, c.out[0].as<T>());
 }
 
 template <class T>
@@ -389,8 +379,8 @@ void cosine_grad(Call& c) {
     double f = acc.result() / (p.nb[j] * p.nb[j]);
     for (int64_t k = 0; k < p.d; ++k) dB[j * p.d + k] -= p.B[j * p.d + k] * f;
   }
-  unpack(*c.pool, dA.data(), p.n, p.d, false, c.out[0].as<T>());
-  unpack(*c.pool, dB.data(), p.m, p.d, false, c.out[1].as<T>());
+  convert(*c.pool, dA.data(), p.n, p.d, false, c.out[0].as<T>());
+  convert(*c.pool, dB.data(), p.m, p.d, false, c.out[1].as<T>());
 }
 
 // ---------------------------------------------------------------- row_normalize
@@ -484,7 +474,7 @@ void covariance_forward(Call& c) {
   std::vector<double> C(static_cast<size_t>(r.d * r.d));
   gemm_core(*c.pool, r.d, r.d, r.n, Xt.data(), r.Xc.data(), C.data(), c.block, c.simd);
   for (double& v : C) v /= r.denom;
-  unpack(*c.pool, C.data(), r.d, r.d, false, c.out[0].as<T>());
+  convert(*c.pool, C.data(), r.d, r.d, false, c.out[0].as<T>());
 }
 
 template <class T>
@@ -501,7 +491,7 @@ void covariance_grad(Call& c) {
   std::vector<double> D(static_cast<size_t>(r.n * r.d));
   gemm_core(*c.pool, r.n, r.d, r.d, r.Xc.data(), H.data(), D.data(), c.block, c.simd);
   for (double& v : D) v /= r.denom;
-  unpack(*c.pool, D.data(), r.n, r.d, false, c.out[0].as<T>());
+  convert(*c.pool, D.data(), r.n, r.d, false, c.out[0].as<T>());
 }
 
 // ---------------------------------------------------------------- layer_norm
