@@ -4,12 +4,17 @@
 # Builds only what the checks need, then runs, in order:
 #   1. nvidia-smi and `umlos modules inspect` of the CUDA module;
 #   2. the [cuda_driver] tests (GPU tests included), verbose;
-#   3. umlos_bench_cuda_driver (matmul vs cuBLAS, the GPT block step);
-#   4. the PyTorch peer on the GPU, when torch with CUDA is installed.
+#   3. the digits manifest with its driver line swapped to cuda_driver
+#      (scripts/gpu-manifest.sh): two GPU runs and one CPU run compared;
+#   4. umlos_bench_cuda_driver (matmul vs cuBLAS, the GPT block step);
+#   5. the PyTorch peer on the GPU, when torch with CUDA is installed.
 # Every step's output goes to $OUT/<step>.txt (OUT defaults to ./gpu-check)
 # so a step that fails or runs out of time still leaves what came before.
 #
 #   bash scripts/gpu-check.sh            (about 5-8 minutes on 16 cores)
+#   PREBUILT=1 BUILD_DIR=build bash scripts/gpu-check.sh
+#       (binaries built elsewhere, e.g. carried to a machine that lacks the
+#       build dependencies; no configure or build)
 set -uo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,25 +25,33 @@ mkdir -p "$out"
 build=${BUILD_DIR:-build-cuda}
 jobs=${JOBS:-$(nproc)}
 
-step() {  # step NAME COMMAND...: runs it, output to $out/NAME.txt, and says how it ended
-  local name=$1
-  shift
+step() {  # step NAME LIMIT_S COMMAND...: runs it, output to $out/NAME.txt, and says how it ended
+  local name=$1 limit=$2
+  shift 2
   local start=$SECONDS rc=0
-  "$@" >"$out/$name.txt" 2>&1 || rc=$?
+  timeout -k 5 "$limit" "$@" >"$out/$name.txt" 2>&1 || rc=$?
   echo "$name: exit $rc after $((SECONDS - start)) s" | tee -a "$out/summary.txt"
   return 0
 }
 
-step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUMLOS_BUILD_TESTS=ON
-step build cmake --build "$build" -j"$jobs" --target umlos umlos_cuda_driver umlos_cpu_driver umlos_core \
-  umlos_executor umlos_tmmu umlos_tests umlos_bench_cuda_driver
-step device sh -c "nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv &&
+if [ -z "${PREBUILT:-}" ]; then
+  step configure 300 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUMLOS_BUILD_TESTS=ON
+  step build 900 cmake --build "$build" -j"$jobs"
+fi
+step device 30 sh -c "nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv &&
   $build/umlos modules inspect $build/modules/libumlos_cuda_driver.so"
-step tests "$build/tests/umlos_tests" "[cuda_driver]" -s --durations yes
-step bench "$build/bench/umlos_bench_cuda_driver" 5 1024,2048,4096 1
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  step torch_f32 python3 bench/cuda_driver/torch_cuda_steps.py --reps 5 --dtype f32
-  step torch_f32_deterministic python3 bench/cuda_driver/torch_cuda_steps.py --reps 5 --dtype f32 --deterministic
+step tests 200 "$build/tests/umlos_tests" "[cuda_driver]" --durations yes
+step manifest 90 bash scripts/gpu-manifest.sh "$build" 300
+step bench 120 "$build/bench/umlos_bench_cuda_driver" 5 1024,2048,4096 1
+if env -u LD_LIBRARY_PATH python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  step torch_f32 45 env -u LD_LIBRARY_PATH python3 bench/cuda_driver/torch_cuda_steps.py --reps 5 --dtype f32
+  step torch_f32_deterministic 45 env -u LD_LIBRARY_PATH python3 bench/cuda_driver/torch_cuda_steps.py --reps 5 --dtype f32 --deterministic
 else
   echo "torch: no CUDA-enabled torch here, peer not run" | tee -a "$out/summary.txt"
 fi
+
+# The end of the output is what a device session's reply carries.
+tail -n 4 "$out/tests.txt"
+cat "$out/manifest.txt"
+tail -n 30 "$out/bench.txt"
+cat "$out/summary.txt"
