@@ -1,13 +1,9 @@
 // conformance.cpp — see conformance.hpp.
 #include "conformance.hpp"
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +16,7 @@
 
 #include "error.hpp"
 #include "host.hpp"
+#include "isolated.hpp"
 #include "manifest.hpp"
 #include "plan/checker.hpp"
 #include "umlos_names.h"
@@ -270,67 +267,20 @@ CaseRun run_case_here(const ConformanceOptions& opt, const std::string& module_p
   return r;
 }
 
-// Forks, runs the case in the child, returns what it reported (or how it died).
+// Runs the case in a forked child (isolated.hpp); returns what it reported
+// (or how it died).
 CaseRun run_case_isolated(const ConformanceOptions& opt, const std::string& module_path, bool module_is_driver,
                           const std::string& op_name, uint32_t vector_index, const std::string& vector_name) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw Failure(UMLOS_INTERNAL, "pipe() failed");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = ::fork();
-  if (pid < 0) throw Failure(UMLOS_INTERNAL, "fork() failed");
-  if (pid == 0) {
-    ::close(fds[0]);
+  IsolatedResult iso = run_isolated(opt.case_timeout_s, [&] {
     CaseRun r = run_case_here(opt, module_path, module_is_driver, op_name, vector_index);
-    json j = {{"ok", r.ok},
-              {"error", r.error},
-              {"outputs", r.outputs_check},
-              {"digest", r.output_digest},
-              {"draws", {r.draws[0], r.draws[1], r.draws[2], r.draws[3]}}};
-    std::string s = j.dump();
-    ssize_t ignored = ::write(fds[1], s.data(), s.size());
-    (void)ignored;
-    ::close(fds[1]);
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  // The child writes its report once, at the end: read until EOF or the
-  // case's deadline, whichever comes first. A case past the deadline (an
-  // operator that never returns) is killed: the conformance run goes on.
-  std::string buf;
-  char chunk[4096];
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                             std::chrono::duration<double>(opt.case_timeout_s));
-  bool timed_out = false;
-  for (;;) {
-    int wait_ms = -1;
-    if (opt.case_timeout_s > 0) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        timed_out = true;
-        break;
-      }
-      wait_ms = static_cast<int>(std::min<int64_t>(left.count() + 1, 60'000));
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, wait_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) break;
-    if (ready == 0) continue;
-    const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    buf.append(chunk, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+    return json{{"ok", r.ok},
+                {"error", r.error},
+                {"outputs", r.outputs_check},
+                {"digest", r.output_digest},
+                {"draws", {r.draws[0], r.draws[1], r.draws[2], r.draws[3]}}};
+  });
   CaseRun r;
-  if (timed_out) {
+  if (iso.timed_out) {
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", opt.case_timeout_s);
     r.error = std::string(status_name(UMLOS_QUOTA_EXCEEDED)) + ": module '" + module_path + "', operator '" + op_name +
@@ -338,21 +288,17 @@ CaseRun run_case_isolated(const ConformanceOptions& opt, const std::string& modu
               " s (--case-timeout); the case was stopped";
     return r;
   }
-  if (WIFSIGNALED(status)) {
-    r.error = "the module killed the process with signal " + std::to_string(WTERMSIG(status)) +
-              " (abort/crash escaped the boundary)";
+  if (!iso.finished) {
+    r.error = iso.how_it_died;
     return r;
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || buf.empty()) {
-    r.error = "the module ended the process (exit status " + std::to_string(WEXITSTATUS(status)) + ")";
-    return r;
-  }
-  json j = json::parse(buf);
-  r.ok = j["ok"];
-  r.error = j["error"];
-  r.outputs_check = j["outputs"];
-  r.output_digest = j["digest"];
-  for (int s = 0; s < UMLOS_STREAM_COUNT; ++s) r.draws[s] = j["draws"][s];
+  const json& j = iso.value;
+  r.ok = j.value("ok", false);
+  r.error = j.value("error", std::string());
+  r.outputs_check = j.value("outputs", std::string("-"));
+  r.output_digest = j.value("digest", std::string());
+  if (j.contains("draws"))
+    for (int s = 0; s < UMLOS_STREAM_COUNT; ++s) r.draws[s] = j["draws"][s];
   return r;
 }
 
