@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "error.hpp"
+#include "driver_conformance.hpp"
 #include "host.hpp"
 #include "isolated.hpp"
 #include "manifest.hpp"
@@ -440,12 +441,48 @@ json check_strategy(const std::string& module_path, const umlos_tmmu_strategy_de
 
 }  // namespace
 
+// check_driver in a child process: starting a GPU driver initialises its
+// runtime, which a process must not carry into the children that run the
+// primitive catalogue afterwards.
+json check_driver_isolated(const ConformanceOptions& opt, const std::string& module_path, const umlos_driver_desc* d) {
+  IsolatedResult iso = run_isolated(opt.case_timeout_s, [&] { return check_driver(module_path, d); });
+  if (iso.finished) return iso.value;
+  return json{{"driver", d->name},
+              {"result", "FAIL"},
+              {"detail", iso.timed_out ? std::string("QUOTA_EXCEEDED: starting the driver ran past --case-timeout")
+                                       : iso.how_it_died}};
+}
+
+void print_catalogue(const json& cat) {
+  std::string sizes;
+  for (const json& s : cat["sizes"]) sizes += (sizes.empty() ? "" : " ") + s.get<std::string>();
+  std::printf("\n  driver %s: primitive catalogue against %s (sizes %s; forward and gradient)\n",
+              cat["driver"].get<std::string>().c_str(), cat["reference"].get<std::string>().c_str(), sizes.c_str());
+  std::printf("  %-26s %-10s %-10s %-8s\n", "primitive", "f32", "f64", "result");
+  for (const json& r : cat["rows"]) {
+    const std::string detail = r["detail"];
+    std::printf("  %-26s %-10s %-10s %-8s%s%s\n", r["primitive"].get<std::string>().c_str(),
+                r["f32"].get<std::string>().c_str(), r["f64"].get<std::string>().c_str(),
+                r["result"].get<std::string>().c_str(), detail.empty() ? "" : "  ", detail.c_str());
+  }
+  auto list = [](const json& a) {
+    std::string s;
+    for (const json& x : a) s += (s.empty() ? "" : " ") + x.get<std::string>();
+    return s.empty() ? std::string("none") : s;
+  };
+  std::printf("  implemented %d of the catalogue's %d primitives; missing (%zu): %s\n", cat["implemented"].get<int>(),
+              cat["catalogue"].get<int>(), cat["missing"].size(), list(cat["missing"]).c_str());
+  std::printf("  needed by the kernel and the shipped operators but missing (%zu): %s\n",
+              cat["missing_required"].size(), list(cat["missing_required"]).c_str());
+}
+
 int run_conformance(const ConformanceOptions& opt) {
   bool all_ok = true;
   json report = json::array();
   for (const std::string& path : opt.modules) {
     json mod = {{"module", path}};
     std::vector<json> rows;
+    json catalogues = json::array();
     try {
       Host probe;
       const LoadedModule& m = probe.load(path, std::nullopt);
@@ -497,9 +534,19 @@ int run_conformance(const ConformanceOptions& opt) {
         }
       }
       for (uint32_t i = 0; i < m.desc->n_drivers; ++i) {
-        json row = check_driver(path, m.desc->drivers[i]);
+        json row = check_driver_isolated(opt, path, m.desc->drivers[i]);
         if (row["result"] == "FAIL") all_ok = false;
+        const bool started = row["result"] == "PASS";
         rows.push_back(row);
+        if (!started) continue;  // UNAVAILABLE here (SKIP) or broken: no primitive can run
+        DriverCatalogueOptions dc;
+        dc.module_path = path;
+        dc.driver_name = m.desc->drivers[i]->name;
+        dc.reference_module = opt.driver_module;
+        dc.case_timeout_s = opt.case_timeout_s;
+        json cat = check_driver_primitives(dc);
+        if (!cat["ok"].get<bool>()) all_ok = false;
+        catalogues.push_back(cat);
       }
       for (uint32_t i = 0; i < m.desc->n_strategies; ++i) {
         json row = check_strategy(path, m.desc->strategies[i]);
@@ -515,6 +562,7 @@ int run_conformance(const ConformanceOptions& opt) {
       mod["error"] = std::string(status_name(f.code())) + ": " + f.what();
     }
     mod["cases"] = rows;
+    mod["primitive_catalogues"] = catalogues;
     report.push_back(mod);
   }
 
@@ -546,6 +594,7 @@ int run_conformance(const ConformanceOptions& opt) {
                     r["rng"].get<std::string>().c_str(), r["repeat"].get<std::string>().c_str(),
                     r["result"].get<std::string>().c_str(), detail.empty() ? "" : "  ", detail.c_str());
       }
+      for (const json& cat : mod["primitive_catalogues"]) print_catalogue(cat);
       std::printf("\n");
     }
     std::printf("conformance: %s\n", all_ok ? "PASS" : "FAIL");
