@@ -2,7 +2,12 @@
 // (fill zero copy accumulate add add_grad sum sum_grad tanh; no tanh_grad,
 // no matmul), same-shape operands only. Each dispatch is logged to stderr as
 // "partial_driver: dispatch <name>", so tests can see that the executor's
-// Contract.Validate_v1 refused a graph before any primitive ran.
+// Contract.Validate_v1 refused a graph before any primitive ran. For the
+// conformance tests, UMLOS_TEST_PARTIAL_DRIVER_ABORT=<primitive> makes that
+// primitive abort() the process, and UMLOS_TEST_PARTIAL_DRIVER_HANG=<primitive>
+// makes it never return.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -67,6 +72,9 @@ umlos_status dispatch(void*, umlos_ctx* ctx, const char* primitive, const umlos_
                       const umlos_tensor_view* out, uint32_t n_out, const umlos_attr* attrs, uint32_t n_attrs) {
   const std::string p = primitive ? primitive : "";
   std::fprintf(stderr, "partial_driver: dispatch %s\n", p.c_str());
+  if (const char* a = std::getenv("UMLOS_TEST_PARTIAL_DRIVER_ABORT"); a && p == a) std::abort();
+  if (const char* h = std::getenv("UMLOS_TEST_PARTIAL_DRIVER_HANG"); h && p == h)
+    for (;;) pause();
   for (uint32_t i = 0; i < n_in; ++i)
     if (in[i].dtype != UMLOS_DTYPE_F64) return fail(ctx, UMLOS_PRIMITIVE_UNSUPPORTED, p + ": f64 only");
   for (uint32_t i = 0; i < n_out; ++i)
