@@ -4,10 +4,12 @@
 # Builds only what the checks need, then runs, in order:
 #   1. nvidia-smi and `umlos modules inspect` of the CUDA module;
 #   2. the [cuda_driver] tests (GPU tests included), verbose;
-#   3. the digits manifest with its driver line swapped to cuda_driver
+#   3. `umlos conformance` of the CUDA module: the whole primitive
+#      catalogue against cpu_driver;
+#   4. the digits manifest with its driver line swapped to cuda_driver
 #      (scripts/gpu-manifest.sh): two GPU runs and one CPU run compared;
-#   4. umlos_bench_cuda_driver (matmul vs cuBLAS, the GPT block step);
-#   5. the PyTorch peer on the GPU, when torch with CUDA is installed.
+#   5. umlos_bench_cuda_driver (matmul vs cuBLAS, the GPT block step);
+#   6. the PyTorch peer on the GPU, when torch with CUDA is installed.
 # Every step's output goes to $OUT/<step>.txt (OUT defaults to ./gpu-check)
 # so a step that fails or runs out of time still leaves what came before.
 #
@@ -41,6 +43,7 @@ fi
 step device 30 sh -c "nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv &&
   $build/umlos modules inspect $build/modules/libumlos_cuda_driver.so"
 step tests 200 "$build/tests/umlos_tests" "[cuda_driver]" --durations yes
+step conformance 120 "$build/umlos" conformance "$build/modules/libumlos_cuda_driver.so"
 step manifest 90 bash scripts/gpu-manifest.sh "$build" 300
 step bench 120 "$build/bench/umlos_bench_cuda_driver" 5 1024,2048,4096 1
 if env -u LD_LIBRARY_PATH python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
@@ -52,6 +55,7 @@ fi
 
 # The end of the output is what a device session's reply carries.
 tail -n 4 "$out/tests.txt"
+grep -E "FAIL|implemented|missing|conformance:" "$out/conformance.txt"
 cat "$out/manifest.txt"
 tail -n 30 "$out/bench.txt"
 cat "$out/summary.txt"

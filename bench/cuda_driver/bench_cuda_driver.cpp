@@ -156,7 +156,13 @@ double time_driver_matmul(Host& host, int32_t dtype, int64_t M, int64_t K, int64
   return median(t);
 }
 
-double time_gpt_step(const char* dtype, int reps) {
+struct StepTimes {
+  double ms = 0;                                             // median wall time of one step
+  double driver_ms = 0;                                      // of which inside the driver's dispatch
+  std::vector<std::pair<double, std::string>> by_primitive;  // ms per step, largest first
+};
+
+StepTimes time_gpt_step(const char* dtype, int reps) {
   const std::string dir = UMLOS_MODULE_DIR;
   Host host;
   host.load(dir + "/libumlos_cuda_driver.so", std::nullopt);
@@ -176,13 +182,26 @@ double time_gpt_step(const char* dtype, int reps) {
   host.call_operator(host.find_operator("UML_OS.Model.InitFromIR_v1"));
   const umlos_operator_desc* op = host.find_operator("UML_OS.Model.ModelIR_Executor_v1");
   host.call_operator(op);  // warm-up
-  std::vector<double> t;
+  std::vector<double> t, drv;
+  const auto prims_before = host.profile().primitives;
   for (int r = 0; r < reps; ++r) {
+    const Host::Profile::Entry before = host.profile().ops["UML_OS.Model.ModelIR_Executor_v1"];
     double t0 = now();
     host.call_operator(op);
     t.push_back(now() - t0);
+    const Host::Profile::Entry after = host.profile().ops["UML_OS.Model.ModelIR_Executor_v1"];
+    drv.push_back(1e-9 * static_cast<double>(after.driver_ns - before.driver_ns));
   }
-  return median(t);
+  StepTimes st;
+  st.ms = 1e3 * median(t);
+  st.driver_ms = 1e3 * median(drv);
+  for (const auto& [name, p] : host.profile().primitives) {
+    auto b = prims_before.find(name);
+    const uint64_t ns = p.ns - (b == prims_before.end() ? 0 : b->second.ns);
+    st.by_primitive.emplace_back(1e-6 * static_cast<double>(ns) / reps, name);
+  }
+  std::sort(st.by_primitive.rbegin(), st.by_primitive.rend());
+  return st;
 }
 
 }  // namespace
@@ -228,12 +247,19 @@ int main(int argc, char** argv) {
     }
     if (gpt) {
       std::printf(
-          "\n| GPT-2-small block training step, T 128 (d 768, 12 heads, FFN 3072) | dtype | ms per step "
-          "|\n|---|---|---:|\n");
+          "\n| GPT-2-small block training step, T 128 (d 768, 12 heads, FFN 3072) | dtype | ms per step | ms in "
+          "driver dispatch |\n|---|---|---:|---:|\n");
+      std::vector<std::pair<std::string, StepTimes>> steps;
       for (const char* dt : {"f32", "f64"}) {
-        double t = time_gpt_step(dt, reps);
-        std::printf("| cuda_driver via ModelIR executor | %s | %.3f |\n", dt, t * 1e3);
+        StepTimes s = time_gpt_step(dt, reps);
+        std::printf("| cuda_driver via ModelIR executor | %s | %.3f | %.3f |\n", dt, s.ms, s.driver_ms);
         std::fflush(stdout);
+        steps.emplace_back(dt, std::move(s));
+      }
+      for (const auto& [dt, s] : steps) {
+        std::printf("\n| GPT block %s step: driver primitive | ms per step |\n|---|---:|\n", dt.c_str());
+        for (size_t i = 0; i < s.by_primitive.size() && i < 12; ++i)
+          std::printf("| %s | %.2f |\n", s.by_primitive[i].second.c_str(), s.by_primitive[i].first);
       }
     }
   } catch (const umlos::Failure& f) {

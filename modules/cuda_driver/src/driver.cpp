@@ -690,7 +690,7 @@ static void run_gemm(Instance* inst, bool f32, CUdeviceptr a, CUdeviceptr b, CUd
   Launch3 l = launch_gemm(g);
   if (l.gy > 65535 || l.gz > 65535)
     fail(UMLOS_SHAPE_MISMATCH, "matmul: " + std::to_string(g.M) + " rows x " + std::to_string(g.batch) +
-                                   " batches exceed this driver's grid limits (65535 tiles of 16 rows, 65535 batches)");
+                                   " batches exceed this driver's grid limits (65535 tiles of 64 rows, 65535 batches)");
   void* args[] = {&a, &b, &c, &g};
   check_cu(inst,
            inst->cu->cuLaunchKernel(f32 ? inst->k.gemm_f32 : inst->k.gemm_f64, l.gx, l.gy, l.gz, l.bx, l.by, 1, 0,

@@ -325,47 +325,90 @@ extern "C" __global__ void umlos_softmax_f64(const double* x, double* y, int64_t
 
 // ---------------------------------------------------------------- GEMM
 
-// 16x16 output tile per block, one output element per thread. The k loop
-// runs in tiles of 16 in ascending order with fused multiply-adds in the
-// tensor dtype; the chunk accumulator is folded into the total every 256 k
-// (16 tiles): cpu_driver's matmul, element for element (plan.hpp's
-// gemm_element is the host copy the tests compare).
+// 64x64 output tile per block of 16x16 threads, a 4x4 register tile per
+// thread (rows ty + 16r, columns tx + 16c: a warp reads one or two A values,
+// broadcast, and 16 consecutive B values from shared memory, no bank
+// conflict). The k loop runs in tiles of 16 in ascending order with fused
+// multiply-adds in the tensor dtype; each output's chunk accumulator is
+// folded into its total every 256 k (16 tiles): cpu_driver's matmul,
+// element for element (plan.hpp's gemm_element is the host copy the tests
+// compare). Register tiling changes how many outputs a thread owns, never
+// the order of any output's operations.
 __device__ inline float gemm_fma(float a, float b, float c) { return fmaf(a, b, c); }
 __device__ inline double gemm_fma(double a, double b, double c) { return fma(a, b, c); }
 
+constexpr int kGemmRegs = kGemmBlock / kGemmTile;  // outputs per thread along each side
+
+template <class T>
+__device__ inline T gemm_load_a(const T* a, const GemmDesc& g, int64_t bi, int64_t i, int64_t k) {
+  if (i >= g.M || k >= g.K) return 0;
+  if (g.k_inner >= g.K) return a[bi * g.a_b + i * g.a_i + k * g.a_ki];  // one k run: no 64-bit division
+  return a[bi * g.a_b + i * g.a_i + (k / g.k_inner) * g.a_ko + (k % g.k_inner) * g.a_ki];
+}
+
+template <class T>
+__device__ inline T gemm_load_b(const T* b, const GemmDesc& g, int64_t bi, int64_t k, int64_t j) {
+  if (k >= g.K || j >= g.N) return 0;
+  if (g.k_inner >= g.K) return b[bi * g.b_b + j * g.b_j + k * g.b_ki];
+  return b[bi * g.b_b + j * g.b_j + (k / g.k_inner) * g.b_ko + (k % g.k_inner) * g.b_ki];
+}
+
 template <class T>
 __device__ inline void gemm_tile(const T* a, const T* b, T* c, GemmDesc g) {
-  __shared__ T As[kGemmTile][kGemmTile + 1];
-  __shared__ T Bs[kGemmTile][kGemmTile + 1];
+  // k-major tiles: As[kk][row], Bs[kk][col].
+  __shared__ T As[kGemmTile][kGemmBlock + 1];
+  __shared__ T Bs[kGemmTile][kGemmBlock + 1];
   const int64_t bi = blockIdx.z;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t i = (int64_t)blockIdx.y * kGemmTile + ty;
-  const int64_t j = (int64_t)blockIdx.x * kGemmTile + tx;
-  const int64_t i0 = (int64_t)blockIdx.y * kGemmTile, j0 = (int64_t)blockIdx.x * kGemmTile;
-  T total = 0, chunk = 0;
+  const int64_t i0 = (int64_t)blockIdx.y * kGemmBlock, j0 = (int64_t)blockIdx.x * kGemmBlock;
+  T total[kGemmRegs][kGemmRegs], chunk[kGemmRegs][kGemmRegs];
+#pragma unroll
+  for (int r = 0; r < kGemmRegs; ++r)
+#pragma unroll
+    for (int q = 0; q < kGemmRegs; ++q) total[r][q] = chunk[r][q] = 0;
   for (int64_t k0 = 0; k0 < g.K; k0 += kGemmTile) {
-    // A tile: rows i0+ty, cols k0+tx; B tile: rows k0+ty, cols j0+tx.
-    {
-      int64_t ai = i0 + ty, ak = k0 + tx;
-      T v = 0;
-      if (ai < g.M && ak < g.K) v = a[bi * g.a_b + ai * g.a_i + (ak / g.k_inner) * g.a_ko + (ak % g.k_inner) * g.a_ki];
-      As[ty][tx] = v;
-      int64_t bk = k0 + ty, bj = j0 + tx;
-      T w = 0;
-      if (bk < g.K && bj < g.N) w = b[bi * g.b_b + bj * g.b_j + (bk / g.k_inner) * g.b_ko + (bk % g.k_inner) * g.b_ki];
-      Bs[ty][tx] = w;
+    // Each thread stages kGemmRegs elements of each operand: A rows
+    // i0 + ty + 16r at column k0 + tx, B rows k0 + ty at columns j0 + tx + 16q.
+#pragma unroll
+    for (int r = 0; r < kGemmRegs; ++r) {
+      As[tx][ty + kGemmTile * r] = gemm_load_a(a, g, bi, i0 + ty + kGemmTile * r, k0 + tx);
+      Bs[ty][tx + kGemmTile * r] = gemm_load_b(b, g, bi, k0 + ty, j0 + tx + kGemmTile * r);
     }
     __syncthreads();
-    int64_t kn = g.K - k0 < kGemmTile ? g.K - k0 : kGemmTile;
-    for (int kk = 0; kk < kn; ++kk) chunk = gemm_fma(As[ty][kk], Bs[kk][tx], chunk);
+    const int kn = g.K - k0 < kGemmTile ? (int)(g.K - k0) : kGemmTile;
+    for (int kk = 0; kk < kn; ++kk) {
+      T av[kGemmRegs], bv[kGemmRegs];
+#pragma unroll
+      for (int r = 0; r < kGemmRegs; ++r) {
+        av[r] = As[kk][ty + kGemmTile * r];
+        bv[r] = Bs[kk][tx + kGemmTile * r];
+      }
+#pragma unroll
+      for (int r = 0; r < kGemmRegs; ++r)
+#pragma unroll
+        for (int q = 0; q < kGemmRegs; ++q) chunk[r][q] = gemm_fma(av[r], bv[q], chunk[r][q]);
+    }
     __syncthreads();
-    int64_t done = k0 + kn;
+    const int64_t done = k0 + kn;
     if (done % kSumChunk == 0 || done == g.K) {
-      total = total + chunk;
-      chunk = 0;
+#pragma unroll
+      for (int r = 0; r < kGemmRegs; ++r)
+#pragma unroll
+        for (int q = 0; q < kGemmRegs; ++q) {
+          total[r][q] = total[r][q] + chunk[r][q];
+          chunk[r][q] = 0;
+        }
     }
   }
-  if (i < g.M && j < g.N) c[bi * g.c_b + i * g.c_i + j * g.c_j] = total;
+#pragma unroll
+  for (int r = 0; r < kGemmRegs; ++r) {
+    const int64_t i = i0 + ty + kGemmTile * r;
+#pragma unroll
+    for (int q = 0; q < kGemmRegs; ++q) {
+      const int64_t j = j0 + tx + kGemmTile * q;
+      if (i < g.M && j < g.N) c[bi * g.c_b + i * g.c_i + j * g.c_j] = total[r][q];
+    }
+  }
 }
 
 extern "C" __global__ void umlos_gemm_f32(const float* a, const float* b, float* c, GemmDesc g) {

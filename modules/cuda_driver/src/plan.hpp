@@ -30,7 +30,8 @@ constexpr int kMaxRank = 8;                     // UMLOS_MAX_RANK
 constexpr int64_t kSumChunk = UMLOS_SUM_CHUNK;  // the canonical sum's chunk (spec 004 0.E)
 constexpr unsigned kBlock = 256;                // threads per block of the 1-D kernels
 constexpr int64_t kMaxGrid = 65535;             // 1-D grids are capped; kernels loop (grid-stride)
-constexpr int kGemmTile = 16;                   // GEMM tile (divides kSumChunk: chunk ends fall on tile ends)
+constexpr int kGemmTile = 16;                   // GEMM k tile and threads per block side (divides kSumChunk: chunk ends fall on tile ends)
+constexpr int kGemmBlock = 64;                  // GEMM outputs per block side (a 4x4 register tile per thread)
 
 // ---------------------------------------------------------------- geometry
 
@@ -166,7 +167,7 @@ struct Launch3 {
 
 inline Launch3 launch_gemm(const GemmDesc& g) {
   Launch3 l;
-  int64_t gx = (g.N + kGemmTile - 1) / kGemmTile, gy = (g.M + kGemmTile - 1) / kGemmTile;
+  int64_t gx = (g.N + kGemmBlock - 1) / kGemmBlock, gy = (g.M + kGemmBlock - 1) / kGemmBlock;
   l.gx = static_cast<unsigned>(gx < 1 ? 1 : gx);
   l.gy = static_cast<unsigned>(gy < 1 ? 1 : gy);
   l.gz = static_cast<unsigned>(g.batch < 1 ? 1 : g.batch);
