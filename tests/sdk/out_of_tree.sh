@@ -10,7 +10,10 @@
 #   6. `umlos modules inspect` shows its operators and declarations; a C-only
 #      project builds tests/c_module/c_example.c against the same package,
 #      and find_package(UMLOS 2) is refused (the version is the ABI's);
-#   7. a shipped pinned manifest with the module added (path + the digest
+#   7. the installed driver template (share/umlos/template_driver) builds
+#      out of tree the same way and passes `umlos conformance` on the eight
+#      primitives it implements, the other 66 listed as missing;
+#   8. a shipped pinned manifest with the module added (path + the digest
 #      `umlos hash` printed) runs to completion with it loaded; the same
 #      manifest pointing at a copy with one byte flipped is refused with
 #      MODULE_HASH_MISMATCH (exit status 32) before anything runs.
@@ -87,6 +90,20 @@ cmake -S "$work/c_module" -B "$work/c_module/build" -G Ninja -DCMAKE_BUILD_TYPE=
   -DCMAKE_PREFIX_PATH="$prefix"
 cmake --build "$work/c_module/build"
 "$umlos" conformance "$work/c_module/build/libc_ops.so"
+
+step "the installed driver template builds out of tree and conforms on the primitives it implements"
+cp -r "$prefix/share/umlos/template_driver" "$work/my_driver"
+cmake -S "$work/my_driver" -B "$work/my_driver/build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
+cmake --build "$work/my_driver/build"
+driver=$work/my_driver/build/libtemplate_driver.so
+[[ -f $driver ]] || fail "the driver template did not produce $driver"
+driver_report=$("$umlos" conformance "$driver") || fail "conformance of the driver template failed: $driver_report"
+printf '%s\n' "$driver_report" | grep -v "MISSING *MISSING"
+grep -q "implemented 8 of the catalogue's 74 primitives" <<<"$driver_report" ||
+  fail "the driver template does not report 8 of 74 primitives"
+grep -q "needed by the kernel and the shipped operators but missing (46)" <<<"$driver_report" ||
+  fail "the driver template's report does not list the 46 primitives the shipped operators need"
 
 step "find_package refuses another ABI major"
 mkdir -p "$work/major2"
