@@ -74,9 +74,10 @@ void CallGuard::set_timeout(double seconds, std::function<void(const std::string
   if (seconds > 0) watchdog_ = std::make_unique<Watchdog>(seconds, std::move(on_expiry));
 }
 
-CallReport CallGuard::call(const umlos_operator_desc* op) {
+CallReport CallGuard::call(const umlos_operator_desc* op, const CallBinding* binding) {
+  static const CallBinding kDirect;
   try {
-    return call_checked(op);
+    return call_checked(op, binding ? *binding : kDirect);
   } catch (const std::bad_alloc&) {
     // Out of memory in the kernel's part of the call (staging inputs,
     // reading outputs back for the checks): the operator's demand, not a bug.
@@ -85,7 +86,7 @@ CallReport CallGuard::call(const umlos_operator_desc* op) {
   }
 }
 
-CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
+CallReport CallGuard::call_checked(const umlos_operator_desc* op, const CallBinding& binding) {
   const auto call_start = std::chrono::steady_clock::now();
   const uint64_t driver_before = profile_.driver_ns;
   uint64_t body_ns = 0;
@@ -111,9 +112,10 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
   ctx.kind = umlos_ctx::Kind::Operator;
   ctx.op = op;
   ctx.name = op->name;
-  ctx.config = &host_.operator_config();
+  ctx.config = binding.config ? binding.config : &host_.operator_config();
 
-  // Inputs: the declared values that exist; required ones must.
+  // Inputs: the declared values that exist; required ones must. A bound
+  // input reads its run value under the declared name.
   std::map<std::string, Digest> before;
   // Writes are refused at the service boundary (check_writable); the digest
   // comparison is a second line of defence, run on an operator's first call
@@ -146,11 +148,13 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
       }
       continue;
     }
-    auto it = host_.values().find(d.name);
+    const std::string source = binding.input(d.name);
+    auto it = host_.values().find(source);
     if (it == host_.values().end()) {
       if (d.flags & UMLOS_VALUE_OPTIONAL) continue;
-      throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + ": required input '" + d.name +
-                                                  "' does not exist yet (no earlier operator produced it)");
+      const std::string bound = source == d.name ? "" : " (bound to run value '" + source + "')";
+      throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + ": required input '" + d.name + "'" + bound +
+                                                  " does not exist yet (no earlier operator produced it)");
     }
     take_input(d, d.name, it->second);
   }
@@ -241,7 +245,7 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op) {
   // Commit.
   for (const auto& [name, value] : ctx.staged) {
     const umlos_value_decl& d = *find_decl(op->outputs, op->n_outputs, name.c_str());
-    host_.value_store().set(name, value, (d.flags & UMLOS_VALUE_PERSISTENT) != 0);
+    host_.value_store().set(binding.output(name), value, (d.flags & UMLOS_VALUE_PERSISTENT) != 0);
   }
   return report;
 }

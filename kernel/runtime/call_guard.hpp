@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "cbor.hpp"
 #include "umlos_abi.h"
 
 namespace umlos {
@@ -45,6 +46,27 @@ struct CallProfile {
   std::map<std::string, Primitive, std::less<>> primitives;
 };
 
+// How one call sees the run (docs/manifest.md, "Wiring"): a declared input
+// read from another run value, a declared output written under another
+// name, and the config map the operator reads (null: the host's).
+struct CallBinding {
+  std::map<std::string, std::string> inputs;   // declared input -> run value
+  std::map<std::string, std::string> outputs;  // declared output -> run value
+  const cbor::Value* config = nullptr;
+
+  // The run value a declared name stands for (the name itself when unbound).
+  std::string input(const std::string& declared) const {
+    if (inputs.empty()) return declared;
+    auto it = inputs.find(declared);
+    return it == inputs.end() ? declared : it->second;
+  }
+  std::string output(const std::string& declared) const {
+    if (outputs.empty()) return declared;
+    auto it = outputs.find(declared);
+    return it == outputs.end() ? declared : it->second;
+  }
+};
+
 class CallGuard {
  public:
   // `host`: the run state, RNG and driver the calls use; it outlives the guard.
@@ -57,7 +79,8 @@ class CallGuard {
   // or error status throws Failure, and nothing of the call's outputs is
   // committed. Running out of memory anywhere in the call fails with
   // RESOURCE_EXHAUSTED naming the operator.
-  CallReport call(const umlos_operator_desc* op);
+  // `binding` (may be null) maps declared names onto run values.
+  CallReport call(const umlos_operator_desc* op, const CallBinding* binding = nullptr);
   // Runs every registered invariant of `point`.
   void run_invariants(int32_t point);
 
@@ -72,7 +95,7 @@ class CallGuard {
   const CallProfile& profile() const { return profile_; }
 
  private:
-  CallReport call_checked(const umlos_operator_desc* op);
+  CallReport call_checked(const umlos_operator_desc* op, const CallBinding& binding);
 
   Host& host_;
   std::unique_ptr<Watchdog> watchdog_;

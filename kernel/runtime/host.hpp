@@ -141,7 +141,9 @@ class Host {
   // Running out of memory anywhere in the call (std::bad_alloc in the
   // kernel, a driver allocation refused) fails with RESOURCE_EXHAUSTED
   // naming the operator.
-  CallReport call_operator(const umlos_operator_desc* op) { return calls_.call(op); }
+  CallReport call_operator(const umlos_operator_desc* op, const CallBinding* binding = nullptr) {
+    return calls_.call(op, binding);
+  }
   // budgets.op_timeout_s: every operator call from now on is timed; one
   // that runs longer than `seconds` has `on_expiry` called with a message
   // naming the operator, t and the limit, from the watchdog's thread, and

@@ -162,6 +162,13 @@ bool is_operator_name(const std::string& s) {
 }
 
 // [A-Za-z0-9_][A-Za-z0-9_.-]*
+bool is_value_name(const std::string& s) {
+  if (s.empty() || s.size() > 256 || s.front() == '.' || s.back() == '.') return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') return false;
+  return true;
+}
+
 bool is_folder_name(const std::string& s) {
   return !s.empty() && is_word(s[0]) &&
          skip(s, 1, [](char c) { return is_word(c) || c == '.' || c == '-'; }) == s.size();
@@ -689,16 +696,79 @@ class Parser {
       if (std::find(roles.begin(), roles.end(), op.key) == roles.end())
         fail_at(op.key_node.Mark(), path, "unknown role (expected one of: " + list_words(roles) + ")");
       if (op.value.IsNull()) continue;  // the step is skipped
-      const Value v = scalar_or_null(op.value, path);
-      if (!op.value.IsScalar() || v.kind() != Value::Kind::Text)
-        fail_at(mark_of(op), path, "expected a fully-qualified operator name or null, found " + found(op.value, v));
-      if (!is_operator_name(v.as_text()))
-        fail_at(mark_of(op), path,
-                "expected a fully-qualified operator name like 'UML_OS.Model.Encode_v1' "
-                "(Namespace.Name_vN), found '" +
-                    v.as_text() + "'");
-      m_.operators[op.key] = v.as_text();
+      std::vector<OperatorEntry> list;
+      if (op.value.IsSequence()) {
+        size_t i = 0;
+        for (const YAML::Node& node : op.value) list.push_back(operator_entry(node, item(path, i++)));
+        if (list.empty()) fail_at(mark_of(op), path, "expected at least one operator in the list, found none");
+      } else {
+        list.push_back(operator_entry(op.value, path));
+      }
+      m_.operators[op.key] = list.front().name;
+      m_.wiring[op.key] = std::move(list);
     }
+  }
+
+  // One operator of a role: a fully-qualified name, or a map
+  // {op, inputs, outputs, config} (docs/manifest.md, "Wiring").
+  OperatorEntry operator_entry(const YAML::Node& node, const std::string& path) {
+    OperatorEntry oe;
+    oe.path = path;
+    record(path, node.Mark());
+    if (node.IsMap()) {
+      const auto m = fixed_map(node, node.Mark(), path, {"op", "inputs", "outputs", "config"}, {"op"});
+      oe.name = operator_name(m.at("op").value, mark_of(m.at("op")), join(path, "op"));
+      if (m.count("inputs")) oe.inputs = value_bindings(m.at("inputs"), join(path, "inputs"));
+      if (m.count("outputs")) oe.outputs = value_bindings(m.at("outputs"), join(path, "outputs"));
+      if (m.count("config")) {
+        free_map(m.at("config"), join(path, "config"));
+        oe.config = convert(m.at("config").value, join(path, "config"));
+      }
+      std::map<std::string, std::string> written;
+      for (const auto& [decl, value] : oe.outputs) {
+        if (auto [it, fresh] = written.emplace(value, decl); !fresh)
+          fail_at(mark_of(m.at("outputs")), join(path, "outputs"),
+                  "outputs '" + it->second + "' and '" + decl + "' are both bound to run value '" + value +
+                      "' (duplicate output: one of them would be lost)");
+      }
+      return oe;
+    }
+    oe.name = operator_name(node, node.Mark(), path);
+    return oe;
+  }
+
+  std::string operator_name(const YAML::Node& node, const YAML::Mark& mark, const std::string& path) const {
+    const Value v = scalar_or_null(node, path);
+    if (!node.IsScalar() || v.kind() != Value::Kind::Text)
+      fail_at(mark, path,
+              "expected a fully-qualified operator name, a map {op, inputs, outputs, config} or a list of them, "
+              "found " +
+                  found(node, v));
+    if (!is_operator_name(v.as_text()))
+      fail_at(mark, path,
+              "expected a fully-qualified operator name like 'UML_OS.Model.Encode_v1' "
+              "(Namespace.Name_vN), found '" +
+                  v.as_text() + "'");
+    return v.as_text();
+  }
+
+  // {declared name: run value name}: both value names (letters, digits,
+  // '_' and '.'; no family wildcard).
+  std::map<std::string, std::string> value_bindings(const Entry& e, const std::string& path) {
+    free_map(e, path);
+    std::map<std::string, std::string> out;
+    for (const Entry& b : entries(e.value, path)) {
+      const std::string at = join(path, b.key);
+      if (!is_value_name(b.key))
+        fail_at(b.key_node.Mark(), at,
+                "expected a declared value name (letters, digits, '_' and '.'), found '" + b.key + "'");
+      const std::string v = text(b, at);
+      if (!is_value_name(v))
+        fail_at(mark_of(b), at, "expected a run value name (letters, digits, '_' and '.'), found '" + v + "'");
+      record(at, mark_of(b));
+      out[b.key] = v;
+    }
+    return out;
   }
 
   void policy(const Entry& e) {

@@ -68,6 +68,17 @@ struct RunSettings {
   bool trace_path = false;    // trace.path given (the run refuses it)
 };
 
+// One operator of a role (docs/manifest.md, "Wiring"): its name, the run
+// values its declared inputs read and its declared outputs write (a name
+// not listed keeps its own), and its own config keys.
+struct OperatorEntry {
+  std::string name;
+  std::map<std::string, std::string> inputs;   // declared input -> run value read
+  std::map<std::string, std::string> outputs;  // declared output -> run value written
+  cbor::Value config;                          // map over the manifest's config, this operator only (empty: none)
+  std::string path;                            // dotted key path ("operators.next_batch_op[1]")
+};
+
 struct Manifest {
   std::string file;  // path as given
   std::string dir;   // its folder (for relative module paths)
@@ -97,7 +108,8 @@ struct Manifest {
   cbor::Value config;                            // the `config:` map (empty when absent)
   cbor::Value policy;                            // the `policy:` map (empty when absent)
   cbor::Value env;                               // the env manifest that env_manifest_hash covers
-  std::map<std::string, std::string> operators;  // role -> fully-qualified name
+  std::map<std::string, std::string> operators;  // role -> its (first) operator's fully-qualified name
+  std::map<std::string, std::vector<OperatorEntry>> wiring;  // role -> its operators, in call order
   std::map<std::string, SourceMark> marks;       // dotted key path -> position
   RunSettings settings;
 

@@ -27,6 +27,7 @@
 #include "tape.hpp"
 #include "trace_writer.hpp"
 #include "value_arenas.hpp"
+#include "wiring.hpp"
 
 namespace umlos {
 namespace fs = std::filesystem;
@@ -357,38 +358,13 @@ void write_failed_run_end(RunState& rs, const Failure& f) {
                   {"failure_operator", rs.current_operator}});
 }
 
-const umlos_operator_desc* resolve(RunState& rs, const std::string& role) {
-  std::string name = rs.manifest->operator_for(role);
-  if (name.empty()) return nullptr;
-  const umlos_operator_desc* op = rs.host.find_operator(name);
-  if (!op) {
-    std::string offered;
-    for (const LoadedModule& m : rs.host.modules()) {
-      for (uint32_t i = 0; i < m.desc->n_operators; ++i) {
-        offered += (offered.empty() ? "" : ", ") + std::string(m.desc->operators[i]->name);
-      }
-    }
-    throw Failure(
-        UMLOS_OPERATOR_NOT_FOUND,
-        rs.manifest->where("operators." + role) + ": key 'operators." + role + "' names operator '" + name +
-            "', which no module of the manifest offers (offered: " + (offered.empty() ? std::string("none") : offered) +
-            "; add the module that provides it to `modules:`)");
+// Every operator of `role`, in the manifest's order, each through its
+// binding of declared names to run values.
+void call_role(RunState& rs, const Roles& roles, const std::string& role) {
+  for (const auto& e : roles.entries(role)) {
+    rs.current_operator = e->op->name;
+    rs.host.call_operator(e->op, &e->binding);
   }
-  return op;
-}
-
-struct Roles {
-  std::map<std::string, const umlos_operator_desc*> op;
-  const umlos_operator_desc* get(const std::string& role) const {
-    auto it = op.find(role);
-    return it == op.end() ? nullptr : it->second;
-  }
-};
-
-void call(RunState& rs, const umlos_operator_desc* op) {
-  if (!op) return;
-  rs.current_operator = op->name;
-  rs.host.call_operator(op);
 }
 
 // A run file's bytes, read through the held folder (never through a link).
@@ -575,10 +551,7 @@ void load_declared_modules(RunState& rs, const Manifest& manifest, const RunOpti
 // Every named operator resolved before step 1 (a missing one is a
 // bootstrap failure, not a surprise at step 500), and the TMMU strategy.
 Roles resolve_roles(RunState& rs, const Manifest& manifest) {
-  Roles roles;
-  for (const std::string& role : operator_roles()) {
-    if (const umlos_operator_desc* op = resolve(rs, role)) roles.op[role] = op;
-  }
+  Roles roles = Roles::resolve(rs.host, manifest, rs.host.operator_config());
   if (!manifest.tmmu_strategy.empty() && !rs.host.find_strategy(manifest.tmmu_strategy)) {
     throw Failure(UMLOS_OPERATOR_NOT_FOUND, manifest.where("tmmu.strategy") + ": key 'tmmu.strategy' names '" +
                                                 manifest.tmmu_strategy + "', which no module of the manifest offers");
@@ -645,7 +618,8 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
                        {"abi", std::to_string(m.desc->abi_major) + "." + std::to_string(m.desc->abi_minor)}});
   }
   json roles_json = json::object();
-  for (auto& [role, op] : b.roles.op) roles_json[role] = op->name;
+  for (const auto& [role, names] : b.roles.names())
+    roles_json[role] = names.size() == 1 ? json(names.front()) : json(names);
   const std::optional<DatasetRecord>& dataset = b.dataset;
   rs.trace.write({{"record", "run_header"},
                   {"spec_version", manifest.spec_version},
@@ -678,9 +652,9 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
 // failure record left.
 void run_bootstrap_operators(RunState& rs, const Roles& roles) {
   rs.host.set_iteration(0);
-  call(rs, roles.get("bootstrap_op"));
-  if (const umlos_operator_desc* policy = roles.get("policy_op")) {
-    call(rs, policy);
+  call_role(rs, roles, "bootstrap_op");
+  if (roles.get("policy_op")) {
+    call_role(rs, roles, "policy_op");
     rs.host.erase_value("action");
   }
   rs.loop_started = true;
@@ -722,6 +696,10 @@ Bootstrapped bootstrap(RunState& rs, const Manifest& manifest, const RunOptions&
   if (!b.from_checkpoint) write_run_header(rs, manifest, b);
   run_bootstrap_operators(rs, b.roles);
   restore_or_open_tape(rs, manifest, options, b.from_checkpoint, tape);
+  // The whole wiring against the state the loop starts from: a mistake
+  // fails here, before t = 1, naming the manifest line.
+  rs.current_operator = "UML_OS.OS.Bootstrap_v1";
+  check_wiring(rs.host, manifest, b.roles);
   return b;
 }
 
@@ -729,8 +707,8 @@ Bootstrapped bootstrap(RunState& rs, const Manifest& manifest, const RunOptions&
 // against max_steps.
 bool should_terminate(RunState& rs, const Manifest& manifest, const Roles& roles) {
   rs.current_operator = "UML_OS.Termination.Check_v1";
-  if (const umlos_operator_desc* term = roles.get("termination_op")) {
-    call(rs, term);
+  if (roles.get("termination_op")) {
+    call_role(rs, roles, "termination_op");
     return scalar_int(rs.host, "terminate").value_or(0) != 0;
   }
   return rs.host.iteration() >= manifest.settings.max_steps;
@@ -740,7 +718,7 @@ bool should_terminate(RunState& rs, const Manifest& manifest, const Roles& roles
 int64_t choose_action(RunState& rs, const Roles& roles) {
   const umlos_operator_desc* policy = roles.get("policy_op");
   if (!policy) return 0;
-  call(rs, policy);
+  call_role(rs, roles, "policy_op");
   const int64_t action = scalar_int(rs.host, "action").value_or(0);
   if (action < 0 || action >= static_cast<int64_t>(kActions.size())) {
     throw Failure(UMLOS_CONTRACT_VIOLATION, std::string("policy operator '") + policy->name + "' chose action " +
@@ -755,8 +733,8 @@ int64_t choose_action(RunState& rs, const Roles& roles) {
 // functional fingerprint was taken at this t.
 bool take_fingerprints(RunState& rs, const Manifest& manifest, const Roles& roles, int64_t action) {
   rs.current_operator = "UML_OS.StateFingerprint_v1";
-  if (const umlos_operator_desc* sfp = roles.get("state_fingerprint_op")) {
-    call(rs, sfp);
+  if (roles.get("state_fingerprint_op")) {
+    call_role(rs, roles, "state_fingerprint_op");
     rs.state_fp = digest_value(rs.host, "state_fp");
   } else {
     rs.state_fp = generic_state_fingerprint(rs.host);
@@ -764,8 +742,8 @@ bool take_fingerprints(RunState& rs, const Manifest& manifest, const Roles& role
   const int64_t fp_every = manifest.settings.functional_fp_every;
   const int64_t t = rs.host.iteration();
   if ((fp_every > 0 && t % fp_every == 0) || action == 3) {
-    if (const umlos_operator_desc* ffp = roles.get("functional_fp_op")) {
-      call(rs, ffp);
+    if (roles.get("functional_fp_op")) {
+      call_role(rs, roles, "functional_fp_op");
       rs.functional_fp = digest_value(rs.host, "functional_fp");
       return true;
     }
@@ -808,11 +786,11 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   rs.current_operator = "UML_OS.OS.QuotaEnforce_v1";
   enforce_quota(rs, s.disk_bytes, s.memory_bytes_is_default ? 0 : s.memory_bytes);
   for (const char* role : {"quota_op", "next_batch_op", "model_encode_op", "decode_op", "forward_op", "loss_op"}) {
-    call(rs, roles.get(role));
+    call_role(rs, roles, role);
   }
   rs.current_operator = "UML_OS.Contract.Validate_v1";
   rs.host.run_invariants(UMLOS_CHECK_AFTER_LOSS);
-  call(rs, roles.get("validate_op"));
+  call_role(rs, roles, "validate_op");
 
   // 0.A invalid objective: NaN/Inf ranks as +Inf, no update, abort.
   std::optional<double> loss = scalar_f64(rs.host, "loss_total");
@@ -828,12 +806,12 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
                                                 "' at t=" + std::to_string(t) + " but the manifest names no " +
                                                 kActionRoles[action] + " (" + manifest.file + ")");
   }
-  call(rs, act);
+  call_role(rs, roles, kActionRoles[action]);
   rs.current_operator = "UML_OS.Contract.Validate_v1";
   rs.host.run_invariants(UMLOS_CHECK_AFTER_ACTION);
 
   const bool fp_now = take_fingerprints(rs, manifest, roles, action);
-  call(rs, roles.get("tape_op"));
+  call_role(rs, roles, "tape_op");
   rs.current_operator = "UML_OS.IO.WriteTape_v1";
   TapeEvent ev;
   ev.t = t;
@@ -842,7 +820,7 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   ev.loss_total = loss;
   ev.state_fp = *rs.state_fp;
   tape.append(ev);
-  call(rs, roles.get("log_op"));
+  call_role(rs, roles, "log_op");
 
   write_iter_record(rs, action, fp_now);
   if (b.checkpoint_every > 0 && t % b.checkpoint_every == 0) {
@@ -880,8 +858,8 @@ void finish_run(RunState& rs, const Manifest& manifest, const RunOptions& option
   }
   // The run's last functional fingerprint and held-out metric describe the
   // final parameters, not those of the last multiple of functional_fp_every.
-  if (const umlos_operator_desc* ffp = b.roles.get("functional_fp_op"); ffp && !last_fp_current) {
-    call(rs, ffp);
+  if (b.roles.get("functional_fp_op") && !last_fp_current) {
+    call_role(rs, b.roles, "functional_fp_op");
     rs.functional_fp = digest_value(rs.host, "functional_fp");
   }
   rs.current_operator = "UML_OS.Logging.LogIteration_v1";
