@@ -245,7 +245,13 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op, const CallBind
   // Commit.
   for (const auto& [name, value] : ctx.staged) {
     const umlos_value_decl& d = *find_decl(op->outputs, op->n_outputs, name.c_str());
-    host_.value_store().set(binding.output(name), value, (d.flags & UMLOS_VALUE_PERSISTENT) != 0);
+    // A bound output that replaces a persistent run value keeps it
+    // persistent: persistence belongs to the run value, which checkpoints
+    // and the state fingerprint must not lose because a wired operator
+    // rewrote it.
+    const std::string target = binding.output(name);
+    const bool keep = target != name && host_.value_store().is_persistent(target);
+    host_.value_store().set(target, value, keep || (d.flags & UMLOS_VALUE_PERSISTENT) != 0);
   }
   return report;
 }
