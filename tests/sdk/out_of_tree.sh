@@ -13,7 +13,11 @@
 #   7. the installed driver template (share/umlos/template_driver) builds
 #      out of tree the same way and passes `umlos conformance` on the eight
 #      primitives it implements, the other 66 listed as missing;
-#   8. a shipped pinned manifest with the module added (path + the digest
+#   8. an out-of-tree operator (tests/sdk/noise_module: Gaussian noise)
+#      passes conformance and is wired between NextBatch_v1 and Encode_v1
+#      on digits by manifest lines alone; two runs give the same state_fp
+#      sequence, which differs from the unwired run's;
+#   9. a shipped pinned manifest with the module added (path + the digest
 #      `umlos hash` printed) runs to completion with it loaded; the same
 #      manifest pointing at a copy with one byte flipped is refused with
 #      MODULE_HASH_MISMATCH (exit status 32) before anything runs.
@@ -104,6 +108,46 @@ grep -q "implemented 8 of the catalogue's 74 primitives" <<<"$driver_report" ||
   fail "the driver template does not report 8 of 74 primitives"
 grep -q "needed by the kernel and the shipped operators but missing (46)" <<<"$driver_report" ||
   fail "the driver template's report does not list the 46 primitives the shipped operators need"
+
+step "an out-of-tree noise operator is wired between batching and encoding on digits by manifest lines alone"
+cp -r "$source_dir/tests/sdk/noise_module" "$work/noise_module"
+cmake -S "$work/noise_module" -B "$work/noise_module/build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
+cmake --build "$work/noise_module/build"
+noise=$work/noise_module/build/libacme_noise.so
+"$umlos" conformance "$noise"
+if [[ -f $build_dir/manifests/digits.yaml ]]; then
+  noise_manifest=$build_dir/manifests/.sdk-test-$$-noise.yaml
+  plain_manifest=$build_dir/manifests/.sdk-test-$$-plain.yaml
+  trap 'rm -rf "$work" "$noise_manifest" "$plain_manifest"' EXIT
+  "$umlos" manifest pin "$build_dir/manifests/digits.yaml" -o "$plain_manifest"
+  python3 - "$plain_manifest" "$noise_manifest" "$noise" "$(sha256sum "$noise" | cut -d' ' -f1)" <<'PY'
+import re, sys
+plain, out, module, digest = sys.argv[1:5]
+t = open(plain).read()
+t = re.sub(r"max_steps: \d+", "max_steps: 200", t)
+open(plain, "w").write(t)
+t = t.replace("modules:", 'modules:\n  - path: "%s"\n    sha256: %s' % (module, digest), 1)
+t, n = re.subn(r"  next_batch_op: UML_OS.Data.NextBatch_v1[^\n]*\n",
+               "  next_batch_op:\n    - UML_OS.Data.NextBatch_v1\n"
+               "    - {op: Acme.Augment.GaussianNoise_v1, inputs: {x: batch.x}, outputs: {y: batch.x},\n"
+               "       config: {sigma: 0.05}}\n", t)
+assert n == 1, "digits.yaml has no next_batch_op line"
+open(out, "w").write(t)
+PY
+  for r in noise_a noise_b; do
+    "$umlos" run "$noise_manifest" --run-dir "$work/$r" --quiet || fail "the wired digits run failed (exit $?)"
+  done
+  "$umlos" run "$plain_manifest" --run-dir "$work/plain" --quiet || fail "the plain digits run failed (exit $?)"
+  fps() { python3 -c 'import json,sys; print(" ".join(json.loads(l)["state_fp"] for l in open(sys.argv[1]) if "\"iter\"" in l))' "$1"; }
+  [[ $(fps "$work/noise_a/trace.jsonl") == "$(fps "$work/noise_b/trace.jsonl")" ]] ||
+    fail "two runs of the wired manifest differ"
+  [[ $(fps "$work/noise_a/trace.jsonl") != "$(fps "$work/plain/trace.jsonl")" ]] ||
+    fail "the wired noise operator changed nothing"
+  grep -q '"next_batch_op":\["UML_OS.Data.NextBatch_v1","Acme.Augment.GaussianNoise_v1"\]' "$work/noise_a/trace.jsonl" ||
+    fail "the run_header does not list both next_batch_op operators"
+  echo "digits with Acme.Augment.GaussianNoise_v1 after NextBatch_v1: 200 steps twice, identical state_fp sequences"
+fi
 
 step "find_package refuses another ABI major"
 mkdir -p "$work/major2"
