@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "call_context.hpp"
+#include "crash_record.hpp"
 #include "error.hpp"
 #include "host.hpp"
 #include "sha256.hpp"
@@ -172,6 +173,10 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op, const CallBind
       }
     } armed{watchdog_.get()};
     if (armed.w) armed.w->arm(op->name, host_.iteration());
+    struct InModule {  // what a crash record names, however the body ends
+      InModule(const char* name, int64_t t) { crash::enter_call(name, t); }
+      ~InModule() { crash::leave_call(); }
+    } in_module(op->name, host_.iteration());
     status = op->run(kernel_services(), &ctx, op->user_data);
     body_ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - body_start).count());

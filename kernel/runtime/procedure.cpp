@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "checkpoint.hpp"
+#include "crash_record.hpp"
 #include "dataset.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
@@ -448,6 +449,16 @@ int manifest_failure(const Failure& f) {
   return exit_code_for(f.code());
 }
 
+// A resumed run keeps the record of the failure it resumes from: the
+// folder's failure.json becomes failure.1.json (failure.2.json, ... for
+// later ones), never overwritten.
+void keep_earlier_failure(const RunFolder& folder) {
+  if (!folder.has("failure.json")) return;
+  for (int k = 1; k < 100000; ++k)
+    if (folder.rename_no_replace("failure.json", "failure." + std::to_string(k) + ".json")) return;
+  throw Failure(UMLOS_RESOURCE_EXHAUSTED, "run folder '" + folder.path() + "' holds 100000 earlier failure records");
+}
+
 // Bootstrap_v1, NamespaceEnter_v1 / ResolvePath_v1: the run folder — --run-dir,
 // else the job folder under UML_OS_ROOT/namespaces, each component a plain
 // name, the result checked to stay inside the namespaces tree. A new run
@@ -468,7 +479,7 @@ void enter_run_folder(RunState& rs, const Manifest& manifest, const RunOptions& 
   }
   if (options.resume) {
     rs.folder.take_existing(rs.run_dir);
-    rs.folder.remove_file("failure.json");
+    keep_earlier_failure(rs.folder);
   } else if (!options.run_dir.empty()) {
     rs.folder.create(rs.run_dir);
     rs.fresh_folder = true;
@@ -682,6 +693,8 @@ Bootstrapped bootstrap(RunState& rs, const Manifest& manifest, const RunOptions&
   Bootstrapped b;
   b.job_id = job_id(manifest);
   enter_run_folder(rs, manifest, options, b.job_id);
+  // From here a signal that kills the process still leaves failure.json.
+  crash::arm(rs.folder.fd(), to_hex(manifest.replay_token));
   b.restart = place_manifest_copies(rs, manifest, options);
   configure_host(rs, manifest, options);
   load_declared_modules(rs, manifest, options);
@@ -929,6 +942,9 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
   }
   RunState rs;
   rs.manifest = &manifest;
+  struct Disarm {
+    ~Disarm() { crash::disarm(); }
+  } disarm;
   const auto start = std::chrono::steady_clock::now();
   try {
     TapeWriter tape;

@@ -247,6 +247,12 @@ bool RunFolder::has(const std::string& name) const {
   return ::fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+bool RunFolder::rename_no_replace(const std::string& from, const std::string& to) const {
+  if (::renameat2(fd_, from.c_str(), fd_, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno == EEXIST) return false;
+  throw Failure(UMLOS_IO_ERROR, "cannot rename '" + file(from) + "' to '" + to + "': " + os_error(errno));
+}
+
 void RunFolder::remove_file(const std::string& name) const {
   if (::unlinkat(fd_, name.c_str(), 0) != 0 && errno != ENOENT) {
     throw Failure(UMLOS_IO_ERROR, "cannot remove '" + file(name) + "': " + os_error(errno));

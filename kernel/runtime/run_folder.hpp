@@ -47,6 +47,9 @@ class RunFolder {
   // An existing run file for `flags` (O_RDWR, O_WRONLY | O_APPEND, ...),
   // never through a link, and only when it is a regular file.
   int open_file(const std::string& name, int flags) const;
+  // Renames `from` to `to` inside the folder, never replacing an existing
+  // `to` (false when it exists).
+  bool rename_no_replace(const std::string& from, const std::string& to) const;
   bool has(const std::string& name) const;
   // Removes one entry (a file; never follows a link). Absent is fine.
   void remove_file(const std::string& name) const;

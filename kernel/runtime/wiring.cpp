@@ -69,8 +69,18 @@ struct StepState {
   };
   std::map<std::string, Write> written;        // run value -> its last write this step
   std::vector<std::pair<std::string, const RoleEntry*>> families;  // produced family prefixes
-  std::map<std::string, const RoleEntry*> later;  // run value -> an entry producing it later in the step
+  struct Producer {
+    const RoleEntry* by = nullptr;
+    std::string role;
+    bool persistent = false;
+  };
+  std::map<std::string, Producer> producers;  // run value -> an entry of the iteration producing it
+  std::string role;                           // the role being checked
 };
+
+bool is_action_role(const std::string& role) {
+  return role == "update_op" || role == "probe_op" || role == "switch_op" || role == "augment_op";
+}
 
 bool in_family(const StepState& s, const std::string& value) {
   for (const auto& [prefix, by] : s.families)
@@ -101,12 +111,18 @@ void check_inputs(const RoleEntry& e, StepState& s) {
       continue;
     }
     if (s.present.count(value) || in_family(s, value) || (d.flags & UMLOS_VALUE_OPTIONAL)) continue;
-    auto later = s.later.find(value);
-    if (later != s.later.end())
+    auto later = s.producers.find(value);
+    if (later != s.producers.end()) {
+      // Carried from an earlier iteration: state a later step declares
+      // persistent, or what another action (the policy picks one per
+      // iteration) produced when it ran.
+      const StepState::Producer& p = later->second;
+      if (p.persistent || (is_action_role(p.role) && p.role != s.role)) continue;
       throw Failure(UMLOS_MANIFEST_INVALID,
-                    e.where + ": operator '" + op->name + "' reads " + named + ", which only '" +
-                        later->second->op->name + "' (" + later->second->where +
+                    e.where + ": operator '" + op->name + "' reads " + named + ", which only '" + p.by->op->name +
+                        "' (" + p.by->where +
                         ") produces, later in the same iteration (a cycle: each step must come after what it reads)");
+    }
     throw Failure(UMLOS_MANIFEST_INVALID,
                   e.where + ": operator '" + op->name + "' reads " + named +
                       ", which no operator of the manifest produces before it and the run does not hold at start-up "
@@ -138,6 +154,7 @@ void record_outputs(const RoleEntry& e, StepState& s) {
 }
 
 void run_entries(const Roles& roles, const std::string& role, StepState& s) {
+  s.role = role;
   for (const auto& e : roles.entries(role)) {
     check_inputs(*e, s);
     record_outputs(*e, s);
@@ -149,8 +166,13 @@ void run_entries(const Roles& roles, const std::string& role, StepState& s) {
 void index_producers(const Roles& roles, const std::vector<std::string>& order, StepState& s) {
   for (const std::string& role : order)
     for (const auto& e : roles.entries(role))
-      for (uint32_t i = 0; i < e->op->n_outputs; ++i)
-        if (!is_family(e->op->outputs[i].name)) s.later.emplace(e->binding.output(e->op->outputs[i].name), e.get());
+      for (uint32_t i = 0; i < e->op->n_outputs; ++i) {
+        const umlos_value_decl& d = e->op->outputs[i];
+        if (is_family(d.name)) continue;
+        StepState::Producer p{e.get(), role, (d.flags & UMLOS_VALUE_PERSISTENT) != 0};
+        auto [it, fresh] = s.producers.emplace(e->binding.output(d.name), p);
+        if (!fresh && p.persistent) it->second.persistent = true;
+      }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
  * each (selected by a VARIANT_* macro), so the kernel's refusals can be
  * tested against real module files. Written in C to keep them minimal.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(VARIANT_HANG)
@@ -40,6 +41,13 @@ static umlos_status draw_op(const umlos_services *svc, umlos_ctx *ctx, void *use
 #endif
 #if defined(VARIANT_ABORT)
   abort();
+#endif
+#if defined(VARIANT_SEGV)
+  /* A wild write: the process dies of SIGSEGV inside the operator. */
+  {
+    volatile int *volatile wild = (volatile int *)(uintptr_t)8;
+    *wild = 1;
+  }
 #endif
 #if defined(VARIANT_HANG)
   /* Never returns: conformance's case timeout and the run's
