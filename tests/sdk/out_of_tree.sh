@@ -49,8 +49,11 @@ done
 config=$(find "$prefix" -name UMLOSConfig.cmake -print -quit)
 [[ -n $config ]] || fail "installed SDK lacks UMLOSConfig.cmake"
 
-[[ -f $prefix/share/umlos/template/CMakeLists.txt && -f $prefix/share/doc/UMLOS/sdk.md ]] ||
-  fail "installed SDK lacks share/umlos/template or share/doc/UMLOS/sdk.md"
+[[ -f $prefix/share/umlos/template/CMakeLists.txt && -f $prefix/share/umlos/template_driver/CMakeLists.txt ]] ||
+  fail "installed SDK lacks share/umlos/template or share/umlos/template_driver"
+for doc in sdk abi primitives contracts exit-codes manifest training; do
+  [[ -f $prefix/share/doc/UMLOS/$doc.md ]] || fail "installed SDK lacks share/doc/UMLOS/$doc.md"
+done
 
 step "copy the installed template (as a third party would) and build it out of tree"
 cp -r "$prefix/share/umlos/template" "$work/my_module"
