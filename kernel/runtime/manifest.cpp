@@ -63,8 +63,9 @@ const char* const kYamlStrTag = "tag:yaml.org,2002:str";
 
 // Where a scalar that `pin` rewrites lies in the text.
 struct ScalarSpan {
-  size_t module_index = 0;
-  bool is_path = false;  // else the sha256
+  size_t module_index = 0;  // modules[i], or datasets[i] when is_data_path
+  bool is_path = false;     // else the sha256
+  bool is_data_path = false;
   YAML::Mark mark;
   std::string value;  // the scalar as yaml-cpp read it
   bool quoted = false;
@@ -810,7 +811,13 @@ class Parser {
       const std::string split = text(d.at("split"), join(path, "split"));
       if (split != "train" && split != "val")
         fail_at(mark_of(d.at("split")), join(path, "split"), "expected one of train, val, found '" + split + "'");
-      if (d.count("path")) text(d.at("path"), join(path, "path"));
+      if (d.count("path")) {
+        text(d.at("path"), join(path, "path"));
+        if (spans_) {  // `pin` rewrites a relative data path for the output's folder
+          span(i, true, d.at("path"));
+          spans_->back().is_data_path = true;
+        }
+      }
       // The hash is text in lowercase whatever its YAML type or case.
       for (auto& [key, value] : canonical_list->as_array()[i].as_map())
         if (key.as_text() == "hash") value = Value::text(hash);
@@ -930,6 +937,24 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
   };
   std::vector<Replacement> replacements;
   for (const ScalarSpan& s : spans) {
+    if (s.is_data_path) {
+      // A data path, like a module path, is relative to the manifest's
+      // folder: rewritten so that the copy names the same file.
+      if (fs::path(s.value).is_absolute()) continue;
+      const fs::path target = (fs::absolute(folder_of(in_file)) / s.value).lexically_normal();
+      const fs::path relative = target.lexically_relative(out_dir);
+      const std::string key = item("datasets", s.module_index) + ".path";
+      const size_t end = scalar_end(text, s);
+      if (end == std::string::npos)
+        throw Failure(UMLOS_MANIFEST_INVALID, in_file + ":" + std::to_string(s.mark.line + 1) + ":" +
+                                                  std::to_string(s.mark.column + 1) + ": key '" + key +
+                                                  "': cannot rewrite this value in place (write it as a plain or "
+                                                  "quoted scalar on one line)");
+      const size_t begin = static_cast<size_t>(s.mark.pos);
+      replacements.push_back(
+          {begin, end, render(relative.empty() ? target.string() : relative.string(), s.quoted, text[begin]), key});
+      continue;
+    }
     const ModuleEntry& mod = m.modules[s.module_index];
     const std::string key = item("modules", s.module_index) + (s.is_path ? ".path" : ".sha256");
     const std::string at = in_file + ":" + std::to_string(s.mark.line + 1) + ":" + std::to_string(s.mark.column + 1) +

@@ -545,6 +545,34 @@ TEST_CASE("Loading a manifest file resolves module paths against its folder", "[
   }
 }
 
+TEST_CASE("Pinning to another folder rewrites relative data paths as it does module paths", "[manifest]") {
+  TempFolder dir;
+  dir.write("build/modules/libcore.so", "bytes\n");
+  dir.write("data/set.csv", "a,b\n1,2\n");
+  const std::string source = R"(umlos_manifest: 1
+name: data-paths
+modules:
+  - path: ../build/modules/libcore.so
+    sha256: unpinned
+driver: {name: cpu_driver}
+operators: {}
+datasets:
+  - {id: set, version: "1", split: train, hash: )" + std::string(64, 'a') + R"(, path: ../data/set.csv}
+  - id: abs
+    version: "1"
+    split: val
+    hash: )" + std::string(64, 'b') + R"(
+    path: "/absolute/stays.csv"   # absolute: kept
+)";
+  dir.write("manifests/m.yaml", source);
+  const std::string out = (dir.path / "elsewhere/deeper/m.yaml").string();
+  umlos::pin_manifest((dir.path / "manifests/m.yaml").string(), out);
+  const std::string text = umlos::read_text_file(out);
+  CHECK_THAT(text, Catch::Contains("path: ../../data/set.csv}"));
+  CHECK_THAT(text, Catch::Contains("path: \"/absolute/stays.csv\"   # absolute: kept"));
+  CHECK(fs::equivalent(fs::path(out).parent_path() / "../../data/set.csv", dir.path / "data/set.csv"));
+}
+
 TEST_CASE("Pinning writes each module's digest and a path relative to the output, keeping comments", "[manifest]") {
   TempFolder dir;
   const std::string core_bytes = "not really an ELF file, but bytes to hash\n";
