@@ -325,8 +325,9 @@ extern "C" __global__ void umlos_softmax_f64(const double* x, double* y, int64_t
 
 // ---------------------------------------------------------------- GEMM
 
-// 64x64 output tile per block of 16x16 threads, a 4x4 register tile per
-// thread (rows ty + 16r, columns tx + 16c: a warp reads one or two A values,
+// An output tile of (16 R) x (16 R) per block of 16x16 threads, an R x R
+// register tile per thread (R = 4: plan.hpp; rows
+// ty + 16r, columns tx + 16c: a warp reads one or two A values,
 // broadcast, and 16 consecutive B values from shared memory, no bank
 // conflict). The k loop runs in tiles of 16 in ascending order with fused
 // multiply-adds in the tensor dtype; each output's chunk accumulator is
@@ -336,8 +337,6 @@ extern "C" __global__ void umlos_softmax_f64(const double* x, double* y, int64_t
 // the order of any output's operations.
 __device__ inline float gemm_fma(float a, float b, float c) { return fmaf(a, b, c); }
 __device__ inline double gemm_fma(double a, double b, double c) { return fma(a, b, c); }
-
-constexpr int kGemmRegs = kGemmBlock / kGemmTile;  // outputs per thread along each side
 
 template <class T>
 __device__ inline T gemm_load_a(const T* a, const GemmDesc& g, int64_t bi, int64_t i, int64_t k) {
@@ -353,8 +352,11 @@ __device__ inline T gemm_load_b(const T* b, const GemmDesc& g, int64_t bi, int64
   return b[bi * g.b_b + j * g.b_j + (k / g.k_inner) * g.b_ko + (k % g.k_inner) * g.b_ki];
 }
 
-template <class T>
+// R outputs per thread along each side: a block covers (16 R) x (16 R).
+template <class T, int R>
 __device__ inline void gemm_tile(const T* a, const T* b, T* c, GemmDesc g) {
+  constexpr int kGemmRegs = R;
+  constexpr int kGemmBlock = kGemmTile * R;
   // k-major tiles: As[kk][row], Bs[kk][col].
   __shared__ T As[kGemmTile][kGemmBlock + 1];
   __shared__ T Bs[kGemmTile][kGemmBlock + 1];
@@ -412,8 +414,8 @@ __device__ inline void gemm_tile(const T* a, const T* b, T* c, GemmDesc g) {
 }
 
 extern "C" __global__ void umlos_gemm_f32(const float* a, const float* b, float* c, GemmDesc g) {
-  gemm_tile<float>(a, b, c, g);
+  gemm_tile<float, kGemmRegsF32>(a, b, c, g);
 }
 extern "C" __global__ void umlos_gemm_f64(const double* a, const double* b, double* c, GemmDesc g) {
-  gemm_tile<double>(a, b, c, g);
+  gemm_tile<double, kGemmRegsF64>(a, b, c, g);
 }
