@@ -1,6 +1,10 @@
 // host.cpp — the Host calls that need more than one of its parts (host.hpp).
 #include "host.hpp"
 
+#include <algorithm>
+
+#include "fallback.hpp"
+
 #include "call_context.hpp"
 #include "value_arenas.hpp"
 
@@ -33,6 +37,58 @@ void Host::activate_driver(const std::string& name) {
   ctx->name = d->name;
   ctx->config = &driver_config_;
   device_.start(d, ctx, kernel_services());
+  dispatchable_.assign(d->primitives, d->primitives + d->n_primitives);
+}
+
+void Host::activate_fallback_driver(const std::string& name, cbor::Value config_map) {
+  const umlos_driver_desc* d = find_driver(name);
+  if (!d) {
+    const std::string offered = registry_.driver_names();
+    throw Failure(UMLOS_NOT_FOUND, "fallback driver '" + name + "' (driver.fallback) is offered by no loaded module (offered: " +
+                                       (offered.empty() ? std::string("none") : offered) + ")");
+  }
+  if (!device_.active()) throw Failure(UMLOS_FAILED_PRECONDITION, "a fallback driver needs an active driver first");
+  fallback_config_ = std::move(config_map);
+  auto* ctx = new umlos_ctx();
+  ctx->host = this;
+  ctx->kind = umlos_ctx::Kind::Driver;
+  ctx->kind_word = "driver";
+  ctx->name = d->name;
+  ctx->config = &fallback_config_;
+  fallback_.start(d, ctx, kernel_services());
+  for (uint32_t i = 0; i < d->n_primitives; ++i)
+    if (!device_.has_primitive(d->primitives[i])) dispatchable_.push_back(d->primitives[i]);
+}
+
+std::vector<std::string> Host::fallback_primitives() const {
+  std::vector<std::string> out;
+  const umlos_driver_desc* d = fallback_.desc();
+  if (!d) return out;
+  for (uint32_t i = 0; i < d->n_primitives; ++i)
+    if (!device_.has_primitive(d->primitives[i])) out.emplace_back(d->primitives[i]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Host::dispatch_on_fallback(const std::string& primitive, const std::vector<const Tensor*>& inputs,
+                                const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs) {
+  dispatch_through(device_, fallback_, primitive, inputs, outputs, attrs);
+}
+
+void Host::dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
+                    const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs) {
+  if (runs_on_fallback(primitive.c_str())) {
+    dispatch_on_fallback(primitive, inputs, outputs, attrs);
+    return;
+  }
+  try {
+    device_.dispatch(primitive, inputs, outputs, attrs);
+  } catch (const Failure& f) {
+    // Published but refused for this call (a dtype the driver does not
+    // take): the fallback driver runs it, when it has it.
+    if (f.code() != UMLOS_PRIMITIVE_UNSUPPORTED || !fallback_has(primitive.c_str())) throw;
+    dispatch_on_fallback(primitive, inputs, outputs, attrs);
+  }
 }
 
 TensorPtr Host::make_value_tensor(const std::string& name, int32_t dtype, const umlos_shape& shape) {

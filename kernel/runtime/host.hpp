@@ -76,6 +76,17 @@ class Host {
   // Creates the named driver (UMLOS_UNAVAILABLE propagates as a Failure).
   void activate_driver(const std::string& name);
   bool has_driver() const { return device_.active(); }
+  // The manifest's driver.fallback: a second driver that runs, with
+  // explicit transfers (fallback.hpp), every primitive the active one lacks.
+  void activate_fallback_driver(const std::string& name, cbor::Value config_map);
+  const umlos_driver_desc* fallback_driver() const { return fallback_.desc(); }
+  Digest fallback_fingerprint() const { return fallback_.fingerprint(); }
+  std::string fallback_description() const { return fallback_.description(); }
+  // Every primitive a dispatch can reach (the active driver's, then the
+  // fallback's it lacks): static strings of the drivers.
+  const std::vector<const char*>& dispatchable() const { return dispatchable_; }
+  // The primitives the fallback runs because the active driver lacks them.
+  std::vector<std::string> fallback_primitives() const;
   const umlos_driver_desc* driver() const { return device_.desc(); }
   void* driver_instance() const { return device_.instance(); }
   std::string driver_description() const { return device_.description(); }
@@ -94,12 +105,19 @@ class Host {
   // Runs a primitive directly (tests, conformance, the executor's kernel-side
   // checks); errors become Failure with the driver's message.
   void dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
-                const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs = {}) {
-    device_.dispatch(primitive, inputs, outputs, attrs);
-  }
+                const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs = {});
   umlos_tensor_view view_of(const Tensor& t) const { return device_.view_of(t); }
   // Whether the active driver lists `primitive` (docs/primitives.md).
-  bool driver_has(const char* primitive) const { return device_.has_primitive(primitive); }
+  bool driver_has(const char* primitive) const { return device_.has_primitive(primitive) || runs_on_fallback(primitive); }
+  // Whether the fallback driver offers `primitive`.
+  bool fallback_has(const char* primitive) const { return fallback_.active() && fallback_.has_primitive(primitive); }
+  // Runs `primitive` on the fallback driver (fallback.hpp).
+  void dispatch_on_fallback(const std::string& primitive, const std::vector<const Tensor*>& inputs,
+                            const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs);
+  // Whether `primitive` runs on the fallback driver (the active one lacks it).
+  bool runs_on_fallback(const char* primitive) const {
+    return fallback_.active() && !device_.has_primitive(primitive) && fallback_.has_primitive(primitive);
+  }
   // A typed view of bytes [byte_offset, byte_offset + size) of `base`
   // (ApplyPlan_v1: tensors placed at planned offsets inside one arena).
   TensorPtr make_view(const TensorPtr& base, uint64_t byte_offset, int32_t dtype, const umlos_shape& shape) {
@@ -200,6 +218,9 @@ class Host {
   cbor::Value driver_config_ = cbor::Value::map();
   cbor::Value strategy_config_ = cbor::Value::map();
   Device device_;
+  cbor::Value fallback_config_ = cbor::Value::map();
+  Device fallback_;
+  std::vector<const char*> dispatchable_;
   Rng rng_;
   ValueStore values_;
   int64_t t_ = 0;

@@ -662,12 +662,26 @@ class Parser {
   }
 
   void driver(const Entry& e) {
-    const auto d = fixed_map(e.value, mark_of(e), "driver", {"name", "config"}, {"name"});
+    const auto d =
+        fixed_map(e.value, mark_of(e), "driver", {"name", "config", "fallback", "fallback_config"}, {"name"});
     m_.driver_name = text(d.at("name"), "driver.name");
     m_.driver_config = Value::map();
     if (d.count("config")) {
       free_map(d.at("config"), "driver.config");
       m_.driver_config = convert(d.at("config").value, "driver.config");
+    }
+    m_.driver_fallback_config = Value::map();
+    if (d.count("fallback")) {
+      m_.driver_fallback = text(d.at("fallback"), "driver.fallback");
+      if (m_.driver_fallback == m_.driver_name)
+        fail_at(mark_of(d.at("fallback")), "driver.fallback",
+                "expected another driver than driver.name, found '" + m_.driver_fallback + "'");
+    }
+    if (d.count("fallback_config")) {
+      if (!d.count("fallback"))
+        fail_at(mark_of(d.at("fallback_config")), "driver.fallback_config", "given without driver.fallback");
+      free_map(d.at("fallback_config"), "driver.fallback_config");
+      m_.driver_fallback_config = convert(d.at("fallback_config").value, "driver.fallback_config");
     }
   }
 

@@ -100,6 +100,10 @@ struct Manifest {
   std::vector<ModuleEntry> modules;  // in manifest order
   std::string driver_name;
   cbor::Value driver_config;  // map (empty when absent)
+  // driver.fallback: a second loaded driver that runs, with explicit
+  // transfers, the primitives the first one lacks ("" when absent).
+  std::string driver_fallback;
+  cbor::Value driver_fallback_config;  // map (empty when absent)
   std::string tmmu_strategy;  // "" when absent
   cbor::Value tmmu_config;    // map (empty when absent)
   // Where the run state lives (kernel/runtime/value_arenas.hpp): "arenas" (the

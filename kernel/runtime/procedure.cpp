@@ -608,10 +608,23 @@ void set_limits(RunState& rs, const Manifest& manifest) {
   }
 }
 
+// backend_hash (spec 002 0.B): the driver's runtime fingerprint; with a
+// fallback driver, SHA-256 of both (the fallback computes some results).
+Digest backend_hash(const Host& host) {
+  if (!host.fallback_driver()) return host.driver_fingerprint();
+  Sha256 h;
+  const Digest a = host.driver_fingerprint(), b = host.fallback_fingerprint();
+  h.update(a.data(), a.size());
+  h.update(b.data(), b.size());
+  return h.finish();
+}
+
 // The manifest's driver, and the run state's arenas when a strategy places
 // them (tmmu.values: arenas).
 void start_driver(RunState& rs, const Manifest& manifest) {
   rs.host.activate_driver(manifest.driver_name);
+  if (!manifest.driver_fallback.empty())
+    rs.host.activate_fallback_driver(manifest.driver_fallback, manifest.driver_fallback_config);
   if (!manifest.tmmu_strategy.empty() && manifest.tmmu_values == "arenas") {
     rs.value_arenas = std::make_unique<ValueArenas>(rs.host);
     rs.host.set_value_arenas(rs.value_arenas.get());
@@ -632,7 +645,7 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
   for (const auto& [role, names] : b.roles.names())
     roles_json[role] = names.size() == 1 ? json(names.front()) : json(names);
   const std::optional<DatasetRecord>& dataset = b.dataset;
-  rs.trace.write({{"record", "run_header"},
+  json header = {{"record", "run_header"},
                   {"spec_version", manifest.spec_version},
                   {"name", manifest.name},
                   {"manifest_hash", json_hex(manifest.manifest_hash)},
@@ -654,7 +667,15 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
                                              {"folder", fs::path(dataset->dir).filename().string()},
                                              {"train_rows", dataset->train.rows},
                                              {"val_rows", dataset->val.rows}}
-                                      : json(nullptr)}});
+                                      : json(nullptr)}};
+  // Which driver ran each primitive: the active one, except those listed
+  // here, which the fallback driver ran (the routing is fixed for the run).
+  if (const umlos_driver_desc* fb = rs.host.fallback_driver()) {
+    header["driver_fallback"] = fb->name;
+    header["fallback_device"] = rs.host.fallback_description();
+    header["fallback_primitives"] = rs.host.fallback_primitives();
+  }
+  rs.trace.write(header);
 }
 
 // t = 0: the bootstrap operator, then the policy's "policy load" (0.P): the
@@ -704,7 +725,7 @@ Bootstrapped bootstrap(RunState& rs, const Manifest& manifest, const RunOptions&
   // 0.P: data manifest load + ValidateManifest_v1 (values data.*).
   b.dataset = load_datasets(manifest, rs.host);
   b.checkpoint_every = options.checkpoint_every >= 0 ? options.checkpoint_every : manifest.settings.checkpoint_every;
-  b.backend_hash = json_hex(rs.host.driver_fingerprint());
+  b.backend_hash = json_hex(backend_hash(rs.host));
   b.from_checkpoint = options.resume && !b.restart;
   if (!b.from_checkpoint) write_run_header(rs, manifest, b);
   run_bootstrap_operators(rs, b.roles);

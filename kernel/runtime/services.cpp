@@ -271,8 +271,31 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
     }
     const umlos_driver_desc* d = h.driver();
     const auto t0 = std::chrono::steady_clock::now();
-    umlos_status s =
-        d->dispatch(h.driver_instance(), ctx, primitive, in.data(), n_inputs, out.data(), n_outputs, attrs, n_attrs);
+    umlos_status s = UMLOS_OK;
+    if (h.runs_on_fallback(primitive)) {
+      // The active driver lacks it: the fallback driver runs it, with
+      // explicit transfers (fallback.hpp); its errors carry its name.
+      std::vector<const Tensor*> ti(n_inputs);
+      std::vector<Tensor*> to(n_outputs);
+      for (uint32_t i = 0; i < n_inputs; ++i) ti[i] = as_tensor(inputs[i]);
+      for (uint32_t i = 0; i < n_outputs; ++i) to[i] = as_tensor(outputs[i]);
+      h.dispatch(primitive, ti, to, std::vector<umlos_attr>(attrs, attrs + n_attrs));
+    } else {
+      s = d->dispatch(h.driver_instance(), ctx, primitive, in.data(), n_inputs, out.data(), n_outputs, attrs, n_attrs);
+      if (s == UMLOS_PRIMITIVE_UNSUPPORTED && h.fallback_has(primitive)) {
+        // The driver publishes the primitive but refuses this call (a dtype
+        // it does not take; the ABI says it then writes nothing): the
+        // fallback driver runs it instead.
+        ctx->error_code = UMLOS_OK;
+        ctx->error_message.clear();
+        std::vector<const Tensor*> ti(n_inputs);
+        std::vector<Tensor*> to(n_outputs);
+        for (uint32_t i = 0; i < n_inputs; ++i) ti[i] = as_tensor(inputs[i]);
+        for (uint32_t i = 0; i < n_outputs; ++i) to[i] = as_tensor(outputs[i]);
+        h.dispatch_on_fallback(primitive, ti, to, std::vector<umlos_attr>(attrs, attrs + n_attrs));
+        s = UMLOS_OK;
+      }
+    }
     const auto ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
     CallProfile& prof = h.profile();
@@ -463,8 +486,10 @@ umlos_status svc_driver_primitives(umlos_ctx* ctx, const char** driver_name, con
     const umlos_driver_desc* d = host_of(ctx).driver();
     if (!d) return set_error(ctx, UMLOS_FAILED_PRECONDITION, "driver_primitives: no driver is active");
     *driver_name = d->name;
-    *names = d->primitives;
-    *n_names = d->n_primitives;
+    // With a fallback driver, every primitive either driver runs.
+    const std::vector<const char*>& all = host_of(ctx).dispatchable();
+    *names = all.data();
+    *n_names = static_cast<uint32_t>(all.size());
     return UMLOS_OK;
   });
 }
