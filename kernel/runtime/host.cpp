@@ -44,7 +44,8 @@ void Host::activate_fallback_driver(const std::string& name, cbor::Value config_
   const umlos_driver_desc* d = find_driver(name);
   if (!d) {
     const std::string offered = registry_.driver_names();
-    throw Failure(UMLOS_NOT_FOUND, "fallback driver '" + name + "' (driver.fallback) is offered by no loaded module (offered: " +
+    throw Failure(UMLOS_NOT_FOUND, "fallback driver '" + name +
+                                       "' (driver.fallback) is offered by no loaded module (offered: " +
                                        (offered.empty() ? std::string("none") : offered) + ")");
   }
   if (!device_.active()) throw Failure(UMLOS_FAILED_PRECONDITION, "a fallback driver needs an active driver first");

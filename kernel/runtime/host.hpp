@@ -108,7 +108,9 @@ class Host {
                 const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs = {});
   umlos_tensor_view view_of(const Tensor& t) const { return device_.view_of(t); }
   // Whether the active driver lists `primitive` (docs/primitives.md).
-  bool driver_has(const char* primitive) const { return device_.has_primitive(primitive) || runs_on_fallback(primitive); }
+  bool driver_has(const char* primitive) const {
+    return device_.has_primitive(primitive) || runs_on_fallback(primitive);
+  }
   // Whether the fallback driver offers `primitive`.
   bool fallback_has(const char* primitive) const { return fallback_.active() && fallback_.has_primitive(primitive); }
   // Runs `primitive` on the fallback driver (fallback.hpp).

@@ -104,17 +104,17 @@ struct Manifest {
   // transfers, the primitives the first one lacks ("" when absent).
   std::string driver_fallback;
   cbor::Value driver_fallback_config;  // map (empty when absent)
-  std::string tmmu_strategy;  // "" when absent
-  cbor::Value tmmu_config;    // map (empty when absent)
+  std::string tmmu_strategy;           // "" when absent
+  cbor::Value tmmu_config;             // map (empty when absent)
   // Where the run state lives (kernel/runtime/value_arenas.hpp): "arenas" (the
   // default with a strategy) or "buffers" (one driver buffer per value).
   std::string tmmu_values = "arenas";
-  cbor::Value config;                            // the `config:` map (empty when absent)
-  cbor::Value policy;                            // the `policy:` map (empty when absent)
-  cbor::Value env;                               // the env manifest that env_manifest_hash covers
-  std::map<std::string, std::string> operators;  // role -> its (first) operator's fully-qualified name
+  cbor::Value config;                                        // the `config:` map (empty when absent)
+  cbor::Value policy;                                        // the `policy:` map (empty when absent)
+  cbor::Value env;                                           // the env manifest that env_manifest_hash covers
+  std::map<std::string, std::string> operators;              // role -> its (first) operator's fully-qualified name
   std::map<std::string, std::vector<OperatorEntry>> wiring;  // role -> its operators, in call order
-  std::map<std::string, SourceMark> marks;       // dotted key path -> position
+  std::map<std::string, SourceMark> marks;                   // dotted key path -> position
   RunSettings settings;
 
   // Name for a role, "" when the manifest does not name one.

@@ -646,28 +646,28 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
     roles_json[role] = names.size() == 1 ? json(names.front()) : json(names);
   const std::optional<DatasetRecord>& dataset = b.dataset;
   json header = {{"record", "run_header"},
-                  {"spec_version", manifest.spec_version},
-                  {"name", manifest.name},
-                  {"manifest_hash", json_hex(manifest.manifest_hash)},
-                  {"policy_hash", json_hex(manifest.policy_hash)},
-                  {"env_manifest_hash", json_hex(manifest.env_manifest_hash)},
-                  {"replay_token", json_hex(manifest.replay_token)},
-                  {"job_id", b.job_id},
-                  {"seed", manifest.seed},
-                  {"task_type", manifest.settings.task_type},
-                  {"world_size", 1},
-                  {"backend_hash", b.backend_hash},
-                  {"driver", manifest.driver_name},
-                  {"device", rs.host.driver_description()},
-                  {"abi", std::to_string(UMLOS_ABI_MAJOR) + "." + std::to_string(UMLOS_ABI_MINOR)},
-                  {"modules", modules},
-                  {"operators", roles_json},
-                  {"dataset", dataset ? json{{"id", dataset->id},
-                                             {"version", dataset->version},
-                                             {"folder", fs::path(dataset->dir).filename().string()},
-                                             {"train_rows", dataset->train.rows},
-                                             {"val_rows", dataset->val.rows}}
-                                      : json(nullptr)}};
+                 {"spec_version", manifest.spec_version},
+                 {"name", manifest.name},
+                 {"manifest_hash", json_hex(manifest.manifest_hash)},
+                 {"policy_hash", json_hex(manifest.policy_hash)},
+                 {"env_manifest_hash", json_hex(manifest.env_manifest_hash)},
+                 {"replay_token", json_hex(manifest.replay_token)},
+                 {"job_id", b.job_id},
+                 {"seed", manifest.seed},
+                 {"task_type", manifest.settings.task_type},
+                 {"world_size", 1},
+                 {"backend_hash", b.backend_hash},
+                 {"driver", manifest.driver_name},
+                 {"device", rs.host.driver_description()},
+                 {"abi", std::to_string(UMLOS_ABI_MAJOR) + "." + std::to_string(UMLOS_ABI_MINOR)},
+                 {"modules", modules},
+                 {"operators", roles_json},
+                 {"dataset", dataset ? json{{"id", dataset->id},
+                                            {"version", dataset->version},
+                                            {"folder", fs::path(dataset->dir).filename().string()},
+                                            {"train_rows", dataset->train.rows},
+                                            {"val_rows", dataset->val.rows}}
+                                     : json(nullptr)}};
   // Which driver ran each primitive: the active one, except those listed
   // here, which the fallback driver ran (the routing is fixed for the run).
   if (const umlos_driver_desc* fb = rs.host.fallback_driver()) {

@@ -52,8 +52,8 @@ void check_bound_names(const RoleEntry& e) {
   for (const auto& [declared, value] : e.binding.outputs) {
     const umlos_value_decl* d = find_decl(op->outputs, op->n_outputs, declared);
     if (!d || is_family(d->name))
-      throw Failure(UMLOS_MANIFEST_INVALID, e.where + ": operator '" + op->name + "' declares no output '" +
-                                                declared + "' to bind to '" + value + "': it never produces it (its outputs: " +
+      throw Failure(UMLOS_MANIFEST_INVALID, e.where + ": operator '" + op->name + "' declares no output '" + declared +
+                                                "' to bind to '" + value + "': it never produces it (its outputs: " +
                                                 declared_names(op->outputs, op->n_outputs) + ")");
   }
 }
@@ -67,7 +67,7 @@ struct StepState {
     int32_t dtype = UMLOS_DTYPE_ANY;
     bool read = false;
   };
-  std::map<std::string, Write> written;        // run value -> its last write this step
+  std::map<std::string, Write> written;                            // run value -> its last write this step
   std::vector<std::pair<std::string, const RoleEntry*>> families;  // produced family prefixes
   struct Producer {
     const RoleEntry* by = nullptr;
@@ -104,10 +104,10 @@ void check_inputs(const RoleEntry& e, StepState& s) {
     if (w != s.written.end()) {
       w->second.read = true;
       if (d.dtype != UMLOS_DTYPE_ANY && w->second.dtype != UMLOS_DTYPE_ANY && d.dtype != w->second.dtype)
-        throw Failure(UMLOS_MANIFEST_INVALID,
-                      e.where + ": operator '" + op->name + "' reads " + named + " as " + dtype_word(d.dtype) +
-                          ", but '" + w->second.by->op->name + "' (" + w->second.by->where + ") produces it as " +
-                          dtype_word(w->second.dtype) + " (type mismatch)");
+        throw Failure(UMLOS_MANIFEST_INVALID, e.where + ": operator '" + op->name + "' reads " + named + " as " +
+                                                  dtype_word(d.dtype) + ", but '" + w->second.by->op->name + "' (" +
+                                                  w->second.by->where + ") produces it as " +
+                                                  dtype_word(w->second.dtype) + " (type mismatch)");
       continue;
     }
     if (s.present.count(value) || in_family(s, value) || (d.flags & UMLOS_VALUE_OPTIONAL)) continue;
@@ -198,8 +198,9 @@ Roles Roles::resolve(const Host& host, const Manifest& manifest, const cbor::Val
       e->op = host.find_operator(oe.name);
       if (!e->op)
         throw Failure(UMLOS_OPERATOR_NOT_FOUND,
-                      e->where + ": names operator '" + oe.name + "', which no module of the manifest offers (offered: " +
-                          offered_operators(host) + "; add the module that provides it to `modules:`)");
+                      e->where + ": names operator '" + oe.name +
+                          "', which no module of the manifest offers (offered: " + offered_operators(host) +
+                          "; add the module that provides it to `modules:`)");
       e->binding.inputs = oe.inputs;
       e->binding.outputs = oe.outputs;
       if (oe.config.kind() == cbor::Value::Kind::Map && !oe.config.as_map().empty()) {
@@ -235,9 +236,9 @@ void check_wiring(const Host& host, const Manifest& manifest, const Roles& roles
   StepState base;
   for (const auto& [name, value] : host.values()) base.present.insert(name);
   // The procedure's order (spec 004 VI); the quota check writes resource_util.
-  const std::vector<std::string> before_action = {"termination_op", "quota_op",  "next_batch_op", "model_encode_op",
-                                                  "decode_op",      "forward_op", "loss_op",      "validate_op",
-                                                  "policy_op"};
+  const std::vector<std::string> before_action = {"termination_op",  "quota_op",    "next_batch_op",
+                                                  "model_encode_op", "decode_op",   "forward_op",
+                                                  "loss_op",         "validate_op", "policy_op"};
   const std::vector<std::string> after_action = {"state_fingerprint_op", "functional_fp_op", "tape_op", "log_op"};
   std::vector<std::string> all = before_action;
   for (const char* a : {"update_op", "probe_op", "switch_op", "augment_op"}) all.push_back(a);

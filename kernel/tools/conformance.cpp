@@ -14,8 +14,8 @@
 #include <optional>
 #include <sstream>
 
-#include "error.hpp"
 #include "driver_conformance.hpp"
+#include "error.hpp"
 #include "host.hpp"
 #include "isolated.hpp"
 #include "manifest.hpp"

@@ -81,7 +81,8 @@ double as_double(const std::vector<uint8_t>& bytes, size_t i, int32_t dtype) {
 void compare_outputs(const std::string& where, const Outputs& got, const Outputs& want,
                      const std::vector<int32_t>& out_dtypes, bool tolerant, Tally& t) {
   if (got.size() != want.size()) {
-    t.failure = where + ": " + std::to_string(got.size()) + " outputs, the reference has " + std::to_string(want.size());
+    t.failure =
+        where + ": " + std::to_string(got.size()) + " outputs, the reference has " + std::to_string(want.size());
     return;
   }
   bool all_equal = true;
@@ -111,8 +112,8 @@ void compare_outputs(const std::string& where, const Outputs& got, const Outputs
       const double g = as_double(got[k], i, dt), w = as_double(want[k], i, dt);
       if (!close_enough(g, w, dt)) {
         char buf[160];
-        std::snprintf(buf, sizeof buf, ": output %zu element %zu is %.17g, reference %.17g (beyond the tolerance)", k, i,
-                      g, w);
+        std::snprintf(buf, sizeof buf, ": output %zu element %zu is %.17g, reference %.17g (beyond the tolerance)", k,
+                      i, g, w);
         t.failure = where + buf;
         return;
       }
@@ -126,9 +127,8 @@ void compare_outputs(const std::string& where, const Outputs& got, const Outputs
 }
 
 // Runs one call on both drivers and tallies the outcome.
-void run_pair(const std::string& where, Host& driver, Host& reference,
-              const std::function<Outputs(Host&)>& call, const std::vector<int32_t>& out_dtypes, bool tolerant,
-              Tally& t) {
+void run_pair(const std::string& where, Host& driver, Host& reference, const std::function<Outputs(Host&)>& call,
+              const std::vector<int32_t>& out_dtypes, bool tolerant, Tally& t) {
   if (!t.failure.empty()) return;
   std::optional<Failure> ref_err, drv_err;
   Outputs want, got;
@@ -150,11 +150,11 @@ void run_pair(const std::string& where, Host& driver, Host& reference,
     t.failure = where + ": refused with " + status_name(drv_err->code()) + " (" + drv_err->what() +
                 "), the reference with " + status_name(ref_err->code());
   } else if (ref_err) {
-    t.failure = where + ": accepted; the reference refuses with " + status_name(ref_err->code()) + " (" +
-                ref_err->what() + ")";
+    t.failure =
+        where + ": accepted; the reference refuses with " + status_name(ref_err->code()) + " (" + ref_err->what() + ")";
   } else if (drv_err) {
-    t.failure = where + ": refused with " + status_name(drv_err->code()) + " (" + drv_err->what() +
-                "); the reference accepts";
+    t.failure =
+        where + ": refused with " + status_name(drv_err->code()) + " (" + drv_err->what() + "); the reference accepts";
   } else {
     compare_outputs(where, got, want, out_dtypes, tolerant, t);
   }
@@ -211,8 +211,8 @@ json check_one_primitive(const DriverCatalogueOptions& opt, const std::string& p
       const Values in = make_inputs(c, ++seed);
       for (int32_t dtype : dtypes) {
         const Values x = dtype == UMLOS_DTYPE_F32 ? round_to_f32(c, in) : in;
-        const std::string where = "'" + c.label + "' at " + std::to_string(R) + "x" + std::to_string(D) + " " +
-                                  dtype_label(dtype);
+        const std::string where =
+            "'" + c.label + "' at " + std::to_string(R) + "x" + std::to_string(D) + " " + dtype_label(dtype);
         if (published.count(primitive))
           run_pair(
               primitive + " " + where, *drv, *ref, [&](Host& h) { return run_forward_bytes(h, c, dtype, x); },
@@ -269,7 +269,9 @@ json check_driver_primitives(const DriverCatalogueOptions& opt) {
   Host probe;
   probe.load(opt.module_path, std::nullopt);
   const umlos_driver_desc* d = probe.find_driver(opt.driver_name);
-  if (!d) throw Failure(UMLOS_MODULE_NOT_FOUND, "module '" + opt.module_path + "' offers no driver '" + opt.driver_name + "'");
+  if (!d)
+    throw Failure(UMLOS_MODULE_NOT_FOUND,
+                  "module '" + opt.module_path + "' offers no driver '" + opt.driver_name + "'");
   std::set<std::string> published;
   for (uint32_t i = 0; i < d->n_primitives; ++i)
     if (d->primitives[i]) published.insert(d->primitives[i]);

@@ -39,8 +39,9 @@ namespace {
 // deadline passed first.
 bool read_report(int fd, double timeout_s, std::string& buf) {
   char chunk[4096];
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                               std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
   for (;;) {
     int wait_ms = -1;
     if (timeout_s > 0) {

@@ -619,9 +619,10 @@ bool close_enough(double got, double want, int32_t dtype) {
 const std::set<std::string>& required_by_shipped_operators() {
   static const std::set<std::string> s = [] {
     std::set<std::string> x = {"accumulate", "copy", "fill"};
-    for (const char* p : {"add", "sub", "mul", "div", "bias_add", "relu", "sigmoid", "exp", "log", "sin", "cos", "clamp",
-                          "softmax", "cross_entropy", "bce_with_logits", "mse", "gaussian_kl", "sum", "concat", "slice",
-                          "sort", "matmul", "cosine_similarity", "covariance"}) {
+    for (const char* p :
+         {"add",         "sub", "mul",    "div",   "bias_add", "relu",          "sigmoid",           "exp",
+          "log",         "sin", "cos",    "clamp", "softmax",  "cross_entropy", "bce_with_logits",   "mse",
+          "gaussian_kl", "sum", "concat", "slice", "sort",     "matmul",        "cosine_similarity", "covariance"}) {
       x.insert(p);
       x.insert(std::string(p) + "_grad");
     }

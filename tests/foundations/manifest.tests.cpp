@@ -463,7 +463,8 @@ TEST_CASE("Each schema violation names the file, line, column and key", "[manife
        "operators.next_batch_op[1]", "a]", "expected a fully-qualified operator name like"},
       {"a role's entry map without op", replace_once(v, "Demo.Walk.Step_v1", "{inputs: {x: y}}"),
        "operators.next_batch_op.op", "{inputs", "missing required key"},
-      {"a binding to a family name", replace_once(v, "Demo.Walk.Step_v1", "{op: Demo.Walk.Step_v1, inputs: {x: 'p.*'}}"),
+      {"a binding to a family name",
+       replace_once(v, "Demo.Walk.Step_v1", "{op: Demo.Walk.Step_v1, inputs: {x: 'p.*'}}"),
        "operators.next_batch_op.inputs.x", "'p.*'", "expected a run value name"},
       {"bad policy action", replace_once(v, "action: probe", "action: explode"), "policy.rules[0].action", "explode",
        "expected one of optimize, probe, switch, augment, found 'explode'"},
@@ -561,11 +562,13 @@ modules:
 driver: {name: cpu_driver}
 operators: {}
 datasets:
-  - {id: set, version: "1", split: train, hash: )" + std::string(64, 'a') + R"(, path: ../data/set.csv}
+  - {id: set, version: "1", split: train, hash: )" +
+                             std::string(64, 'a') + R"(, path: ../data/set.csv}
   - id: abs
     version: "1"
     split: val
-    hash: )" + std::string(64, 'b') + R"(
+    hash: )" + std::string(64, 'b') +
+                             R"(
     path: "/absolute/stays.csv"   # absolute: kept
 )";
   dir.write("manifests/m.yaml", source);

@@ -67,8 +67,9 @@ TEST_CASE("umlos conformance runs every primitive of cpu_driver, forward and gra
   }
 }
 
-TEST_CASE("umlos conformance on a partial driver lists exactly the primitives it lacks and fails the ones it gets wrong",
-          "[conformance][driver]") {
+TEST_CASE(
+    "umlos conformance on a partial driver lists exactly the primitives it lacks and fails the ones it gets wrong",
+    "[conformance][driver]") {
   json cat = catalogue_report("", "test_partial_driver");
   CHECK(cat["exit_status"] == 1);
   CHECK(cat["ok"] == false);
@@ -117,8 +118,9 @@ TEST_CASE("a driver primitive that aborts or hangs fails alone, named, and the o
   CHECK(row_of(hung, "tanh")["result"] == "PASS");
 }
 
-TEST_CASE("the primitives the shipped operators need are exactly what the shipped manifests dispatch, plus log and copy",
-          "[conformance][driver][manifest]") {
+TEST_CASE(
+    "the primitives the shipped operators need are exactly what the shipped manifests dispatch, plus log and copy",
+    "[conformance][driver][manifest]") {
   if (!std::filesystem::exists(std::string(UMLOS_BINARY_DIR) + "/manifests/digits_augment.yaml")) {
     UMLOS_SKIP("digits_augment.yaml is not built (no symbolic module): the shipped set is incomplete");
   }

@@ -21,10 +21,11 @@ const std::string kDriverLines = "  name: cpu_driver ";
 std::string with_template_driver(const std::string& tag, const std::string& driver_lines) {
   const std::string pin = "  - path: \"../modules/libumlos_template_driver.so\"\n    sha256: " +
                           umlos::to_hex(umlos::hash_module_file(module_path("umlos_template_driver"))) + "\n";
-  return variant("digits", tag,
-                 {{"  - path: \"../modules/libumlos_cpu_driver.so\"", pin + "  - path: \"../modules/libumlos_cpu_driver.so\""},
-                  {kDriverLines, driver_lines},
-                  {"max_steps: 1500", "max_steps: 120"}});
+  return variant(
+      "digits", tag,
+      {{"  - path: \"../modules/libumlos_cpu_driver.so\"", pin + "  - path: \"../modules/libumlos_cpu_driver.so\""},
+       {kDriverLines, driver_lines},
+       {"max_steps: 1500", "max_steps: 120"}});
 }
 
 std::vector<std::string> state_fps(const Run& r) {
@@ -39,9 +40,9 @@ std::vector<std::string> state_fps(const Run& r) {
 TEST_CASE("a driver with eight primitives trains digits through its cpu_driver fallback, bit for bit as cpu_driver",
           "[fallback][driver][manifest]") {
   const std::string reference = variant("digits", "fallback-ref", {{"max_steps: 1500", "max_steps: 120"}});
-  const std::string fallback =
-      with_template_driver("fallback", "  name: template_driver\n  fallback: cpu_driver\n"
-                                       "  fallback_config: {threads: 1}\n  #");
+  const std::string fallback = with_template_driver("fallback",
+                                                    "  name: template_driver\n  fallback: cpu_driver\n"
+                                                    "  fallback_config: {threads: 1}\n  #");
   Run ref = run_ok(reference, "fallback-ref");
   Run fb = run_ok(fallback, "fallback");
   const std::vector<std::string> a = state_fps(ref), b = state_fps(fb);
@@ -72,12 +73,12 @@ TEST_CASE("without a fallback, a driver that lacks a primitive the model needs f
 }
 
 TEST_CASE("a bad driver.fallback is refused naming the key", "[fallback][driver][manifest]") {
-  Run unknown = run(with_template_driver("fb-unknown", "  name: template_driver\n  fallback: gpu_magic\n  #"),
-                    "fb-unknown");
+  Run unknown =
+      run(with_template_driver("fb-unknown", "  name: template_driver\n  fallback: gpu_magic\n  #"), "fb-unknown");
   CHECK(unknown.result.exit_status == umlos::exit_code_for(UMLOS_NOT_FOUND));
   CHECK_THAT(unknown.result.output, Catch::Contains("fallback driver 'gpu_magic' (driver.fallback)"));
-  Run same = run(with_template_driver("fb-same", "  name: template_driver\n  fallback: template_driver\n  #"),
-                 "fb-same");
+  Run same =
+      run(with_template_driver("fb-same", "  name: template_driver\n  fallback: template_driver\n  #"), "fb-same");
   CHECK(same.result.exit_status == umlos::exit_code_for(UMLOS_MANIFEST_INVALID));
   CHECK_THAT(same.result.output, Catch::Contains("driver.fallback") && Catch::Contains("expected another driver"));
 }

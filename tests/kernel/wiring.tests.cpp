@@ -96,9 +96,9 @@ TEST_CASE("the wiring is part of the manifest hash", "[wiring][manifest]") {
     return r.records.front();
   };
   const std::string base = "  next_batch_op: UML_OS.Demo.RandomWalkStep_v1\n" + kPolicyUpdateProbe;
-  const std::string bound =
-      "  next_batch_op: UML_OS.Demo.RandomWalkStep_v1\n" + kPolicyUpdateProbe.substr(0, kPolicyUpdateProbe.find("  probe_op")) +
-      "  probe_op: {op: UML_OS.Demo.SpreadProbe_v1, inputs: {walk.position: walk.position}}\n";
+  const std::string bound = "  next_batch_op: UML_OS.Demo.RandomWalkStep_v1\n" +
+                            kPolicyUpdateProbe.substr(0, kPolicyUpdateProbe.find("  probe_op")) +
+                            "  probe_op: {op: UML_OS.Demo.SpreadProbe_v1, inputs: {walk.position: walk.position}}\n";
   CHECK(header_of("hash-a", base)["manifest_hash"] != header_of("hash-b", bound)["manifest_hash"]);
 }
 
@@ -145,13 +145,13 @@ TEST_CASE("an operator reading what a later step of the same iteration produces 
 
 TEST_CASE("a value written twice in one iteration with no read in between is refused as a duplicate output",
           "[wiring][manifest]") {
-  check_refused("duplicate",
-                "  next_batch_op:\n"
-                "    - UML_OS.Demo.RandomWalkStep_v1\n"
-                "    - {op: Example.Math.Scale_v1, inputs: {x: walk.position}, outputs: {y: loss_total}}\n" +
-                    kPolicyUpdateProbe,
-                {"operators.next_batch_op[1]", "writes 'loss_total'", "UML_OS.Demo.RandomWalkStep_v1",
-                 "duplicate output"});
+  check_refused(
+      "duplicate",
+      "  next_batch_op:\n"
+      "    - UML_OS.Demo.RandomWalkStep_v1\n"
+      "    - {op: Example.Math.Scale_v1, inputs: {x: walk.position}, outputs: {y: loss_total}}\n" +
+          kPolicyUpdateProbe,
+      {"operators.next_batch_op[1]", "writes 'loss_total'", "UML_OS.Demo.RandomWalkStep_v1", "duplicate output"});
 }
 
 TEST_CASE("malformed wiring is refused with the manifest line and what was expected", "[wiring][manifest]") {
@@ -163,11 +163,10 @@ TEST_CASE("malformed wiring is refused with the manifest line and what was expec
                 {"operators.next_batch_op[1].inputs.x", "expected a run value name", "'a b'"});
   check_refused("empty", "  next_batch_op: []\n" + kPolicyUpdateProbe,
                 {"operators.next_batch_op", "expected at least one operator"});
-  Run missing = run_walk("missing-op", "  next_batch_op: [UML_OS.Demo.RandomWalkStep_v1, Acme.Nothing.Here_v1]\n" +
-                                           kPolicyUpdateProbe);
+  Run missing = run_walk(
+      "missing-op", "  next_batch_op: [UML_OS.Demo.RandomWalkStep_v1, Acme.Nothing.Here_v1]\n" + kPolicyUpdateProbe);
   INFO(missing.r.output);
   CHECK(missing.r.exit_status != 0);
-  CHECK_THAT(missing.r.output, Catch::Contains("OPERATOR_NOT_FOUND") &&
-                                   Catch::Contains("operators.next_batch_op[1]") &&
+  CHECK_THAT(missing.r.output, Catch::Contains("OPERATOR_NOT_FOUND") && Catch::Contains("operators.next_batch_op[1]") &&
                                    Catch::Contains("Acme.Nothing.Here_v1"));
 }

@@ -689,8 +689,10 @@ static void run_gemm(Instance* inst, bool f32, CUdeviceptr a, CUdeviceptr b, CUd
   if (g.batch == 0 || g.M == 0 || g.N == 0) return;
   Launch3 l = launch_gemm(g, f32);
   if (l.gy > 65535 || l.gz > 65535)
-    fail(UMLOS_SHAPE_MISMATCH, "matmul: " + std::to_string(g.M) + " rows x " + std::to_string(g.batch) +
-                                   " batches exceed this driver's grid limits (65535 row tiles of 128 (f32) or 64 (f64) rows, 65535 batches)");
+    fail(
+        UMLOS_SHAPE_MISMATCH,
+        "matmul: " + std::to_string(g.M) + " rows x " + std::to_string(g.batch) +
+            " batches exceed this driver's grid limits (65535 row tiles of 128 (f32) or 64 (f64) rows, 65535 batches)");
   void* args[] = {&a, &b, &c, &g};
   check_cu(inst,
            inst->cu->cuLaunchKernel(f32 ? inst->k.gemm_f32 : inst->k.gemm_f64, l.gx, l.gy, l.gz, l.bx, l.by, 1, 0,

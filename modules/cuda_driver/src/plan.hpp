@@ -30,7 +30,8 @@ constexpr int kMaxRank = 8;                     // UMLOS_MAX_RANK
 constexpr int64_t kSumChunk = UMLOS_SUM_CHUNK;  // the canonical sum's chunk (spec 004 0.E)
 constexpr unsigned kBlock = 256;                // threads per block of the 1-D kernels
 constexpr int64_t kMaxGrid = 65535;             // 1-D grids are capped; kernels loop (grid-stride)
-constexpr int kGemmTile = 16;                   // GEMM k tile and threads per block side (divides kSumChunk: chunk ends fall on tile ends)
+constexpr int kGemmTile =
+    16;  // GEMM k tile and threads per block side (divides kSumChunk: chunk ends fall on tile ends)
 // GEMM outputs per thread along each side (64x64 outputs per block). 8 for
 // f32 (128x128 per block, 226 registers, one block per SM) measured slower
 // on the H100: 18.0 TFLOP/s at 4096^3 against 19.1, 10.1 against 16.4 at 1024.

@@ -82,7 +82,8 @@ umlos_status create(const umlos_services* svc, umlos_ctx* ctx, void** out) {
 void destroy(void* instance) { delete static_cast<Instance*>(instance); }
 
 umlos_status describe(void*, char* out, size_t capacity) {
-  std::snprintf(out, capacity, "template driver (host memory, %zu primitives)", sizeof kPrimitives / sizeof *kPrimitives);
+  std::snprintf(out, capacity, "template driver (host memory, %zu primitives)",
+                sizeof kPrimitives / sizeof *kPrimitives);
   return UMLOS_OK;
 }
 
@@ -159,12 +160,13 @@ umlos_status check_elementwise(const Call& c, uint32_t n_in) {
     return fail(c.ctx, UMLOS_PRIMITIVE_UNSUPPORTED, std::string(c.name) + ": f32 and f64 only");
   for (uint32_t i = 0; i < c.n_in; ++i) {
     if (c.in[i].dtype != dt)
-      return fail(c.ctx, UMLOS_PRIMITIVE_UNSUPPORTED, std::string(c.name) + ": input " + std::to_string(i) +
-                                                          " has another dtype than the output");
+      return fail(c.ctx, UMLOS_PRIMITIVE_UNSUPPORTED,
+                  std::string(c.name) + ": input " + std::to_string(i) + " has another dtype than the output");
     if (element_count(c.in[i]) != element_count(c.out[0]))
-      return fail(c.ctx, UMLOS_SHAPE_MISMATCH, std::string(c.name) + ": input " + std::to_string(i) + " has " +
-                                                   std::to_string(element_count(c.in[i])) + " elements, the output " +
-                                                   std::to_string(element_count(c.out[0])));
+      return fail(c.ctx, UMLOS_SHAPE_MISMATCH,
+                  std::string(c.name) + ": input " + std::to_string(i) + " has " +
+                      std::to_string(element_count(c.in[i])) + " elements, the output " +
+                      std::to_string(element_count(c.out[0])));
   }
   return UMLOS_OK;
 }
@@ -211,8 +213,7 @@ umlos_status run_primitive(const Call& c) {
   if (p == "copy") return elementwise(c, 1, [](auto x, auto, auto) { return x; });
   if (p == "accumulate") return elementwise(c, 1, [](auto b, auto, auto a) { return a + b; });
   if (p == "relu") return elementwise(c, 1, [](auto x, auto, auto) { return x > 0 ? x : decltype(x)(0); });
-  if (p == "relu_grad")
-    return elementwise(c, 2, [](auto x, auto g, auto) { return x > 0 ? g : decltype(x)(0); });
+  if (p == "relu_grad") return elementwise(c, 2, [](auto x, auto g, auto) { return x > 0 ? g : decltype(x)(0); });
   if (p == "sqrt") return elementwise(c, 1, [](auto x, auto, auto) { return std::sqrt(x); });
   if (p == "sqrt_grad")
     return elementwise(c, 2, [](auto x, auto g, auto) { return g / (decltype(x)(2) * std::sqrt(x)); });

@@ -29,21 +29,21 @@ void gaussian_noise(sdk::Context& c) {
 
 sdk::Module describe() {
   return sdk::Module("acme_noise", "1.0.0")
-                 .add(sdk::Operator("Acme.Augment.GaussianNoise_v1")
-                          .summary("y = x + sigma * N(0,1) in x's dtype (config sigma, default 0.1)")
-                          .stateful()
-                          .draws(UMLOS_STREAM_MISC, 1)
-                          .input("x", UMLOS_DTYPE_ANY)
-                          .output("y", UMLOS_DTYPE_ANY)
-                          .run(gaussian_noise)
-                          .test(sdk::TestVector("sigma 0 keeps an f32 x")
-                                    .config("sigma", 0.0)
-                                    .input<float>("x", {2, 2}, {1.0f, -2.0f, 0.5f, 4.0f})
-                                    .expect<float>("y", {2, 2}, {1.0f, -2.0f, 0.5f, 4.0f}))
-                          .test(sdk::TestVector("sigma 0 keeps an f64 x")
-                                    .config("sigma", 0.0)
-                                    .input<double>("x", {3}, {1.0, -2.0, 3.5})
-                                    .expect<double>("y", {3}, {1.0, -2.0, 3.5})));
+      .add(sdk::Operator("Acme.Augment.GaussianNoise_v1")
+               .summary("y = x + sigma * N(0,1) in x's dtype (config sigma, default 0.1)")
+               .stateful()
+               .draws(UMLOS_STREAM_MISC, 1)
+               .input("x", UMLOS_DTYPE_ANY)
+               .output("y", UMLOS_DTYPE_ANY)
+               .run(gaussian_noise)
+               .test(sdk::TestVector("sigma 0 keeps an f32 x")
+                         .config("sigma", 0.0)
+                         .input<float>("x", {2, 2}, {1.0f, -2.0f, 0.5f, 4.0f})
+                         .expect<float>("y", {2, 2}, {1.0f, -2.0f, 0.5f, 4.0f}))
+               .test(sdk::TestVector("sigma 0 keeps an f64 x")
+                         .config("sigma", 0.0)
+                         .input<double>("x", {3}, {1.0, -2.0, 3.5})
+                         .expect<double>("y", {3}, {1.0, -2.0, 3.5})));
 }
 
 }  // namespace
