@@ -23,40 +23,42 @@ const LoadedModule& Host::load(const std::string& path, const std::optional<Dige
   return registry_.load(path, expected, kernel_services());
 }
 
-void Host::activate_driver(const std::string& name) {
-  const umlos_driver_desc* d = find_driver(name);
-  if (!d) {
-    const std::string offered = registry_.driver_names();
-    throw Failure(UMLOS_NOT_FOUND, "driver '" + name + "' is offered by no loaded module (offered: " +
-                                       (offered.empty() ? std::string("none") : offered) + ")");
-  }
+namespace {
+
+// A driver's context: its kind, name and the config map it reads.
+umlos_ctx* driver_context(Host* host, const umlos_driver_desc* d, const cbor::Value* config) {
   auto* ctx = new umlos_ctx();
-  ctx->host = this;
+  ctx->host = host;
   ctx->kind = umlos_ctx::Kind::Driver;
   ctx->kind_word = "driver";
   ctx->name = d->name;
-  ctx->config = &driver_config_;
-  device_.start(d, ctx, kernel_services());
+  ctx->config = config;
+  return ctx;
+}
+
+}  // namespace
+
+const umlos_driver_desc* Host::require_driver(const std::string& name, const std::string& what) const {
+  const umlos_driver_desc* d = find_driver(name);
+  if (!d) {
+    const std::string offered = registry_.driver_names();
+    throw Failure(UMLOS_NOT_FOUND, what + " '" + name + "' is offered by no loaded module (offered: " +
+                                       (offered.empty() ? std::string("none") : offered) + ")");
+  }
+  return d;
+}
+
+void Host::activate_driver(const std::string& name) {
+  const umlos_driver_desc* d = require_driver(name, "driver");
+  device_.start(d, driver_context(this, d, &driver_config_), kernel_services());
   dispatchable_.assign(d->primitives, d->primitives + d->n_primitives);
 }
 
 void Host::activate_fallback_driver(const std::string& name, cbor::Value config_map) {
-  const umlos_driver_desc* d = find_driver(name);
-  if (!d) {
-    const std::string offered = registry_.driver_names();
-    throw Failure(UMLOS_NOT_FOUND, "fallback driver '" + name +
-                                       "' (driver.fallback) is offered by no loaded module (offered: " +
-                                       (offered.empty() ? std::string("none") : offered) + ")");
-  }
+  const umlos_driver_desc* d = require_driver(name, "fallback driver (driver.fallback)");
   if (!device_.active()) throw Failure(UMLOS_FAILED_PRECONDITION, "a fallback driver needs an active driver first");
   fallback_config_ = std::move(config_map);
-  auto* ctx = new umlos_ctx();
-  ctx->host = this;
-  ctx->kind = umlos_ctx::Kind::Driver;
-  ctx->kind_word = "driver";
-  ctx->name = d->name;
-  ctx->config = &fallback_config_;
-  fallback_.start(d, ctx, kernel_services());
+  fallback_.start(d, driver_context(this, d, &fallback_config_), kernel_services());
   for (uint32_t i = 0; i < d->n_primitives; ++i)
     if (!device_.has_primitive(d->primitives[i])) dispatchable_.push_back(d->primitives[i]);
 }

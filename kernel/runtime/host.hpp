@@ -219,6 +219,9 @@ class Host {
   cbor::Value operator_config_ = cbor::Value::map();
   cbor::Value driver_config_ = cbor::Value::map();
   cbor::Value strategy_config_ = cbor::Value::map();
+  // The loaded driver `name`, or NOT_FOUND naming `what` and those offered.
+  const umlos_driver_desc* require_driver(const std::string& name, const std::string& what) const;
+
   Device device_;
   cbor::Value fallback_config_ = cbor::Value::map();
   Device fallback_;

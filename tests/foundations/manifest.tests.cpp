@@ -413,7 +413,7 @@ TEST_CASE("Each schema violation names the file, line, column and key", "[manife
   const std::vector<Case> cases = {
       {"unknown top-level key", v + "colour: red\n", "colour", "colour", "unknown key"},
       {"unknown key in driver", replace_once(v, "  name: cpu_driver", "  name: cpu_driver\n  nmae: x"), "driver.nmae",
-       "nmae", "unknown key (expected one of: name, config)"},
+       "nmae", "unknown key (expected one of: name, config, fallback, fallback_config)"},
       {"unknown key in a module", replace_once(v, "  - path: mods/core.so", "  - pth: x\n    path: mods/core.so"),
        "modules[0].pth", "pth", "unknown key"},
       {"unknown key in a policy rule", replace_once(v, "priority: 1}", "priority: 1, when: now}"),

@@ -76,7 +76,7 @@ TEST_CASE("a bad driver.fallback is refused naming the key", "[fallback][driver]
   Run unknown =
       run(with_template_driver("fb-unknown", "  name: template_driver\n  fallback: gpu_magic\n  #"), "fb-unknown");
   CHECK(unknown.result.exit_status == umlos::exit_code_for(UMLOS_NOT_FOUND));
-  CHECK_THAT(unknown.result.output, Catch::Contains("fallback driver 'gpu_magic' (driver.fallback)"));
+  CHECK_THAT(unknown.result.output, Catch::Contains("fallback driver (driver.fallback) 'gpu_magic'"));
   Run same =
       run(with_template_driver("fb-same", "  name: template_driver\n  fallback: template_driver\n  #"), "fb-same");
   CHECK(same.result.exit_status == umlos::exit_code_for(UMLOS_MANIFEST_INVALID));

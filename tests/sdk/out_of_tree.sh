@@ -38,6 +38,13 @@ trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 
 step() { printf '\n== %s\n' "$*"; }
+# build_copy SRC NAME: copies a project to $work/NAME and builds it against
+# the installed SDK, as a third party would.
+build_copy() {
+  cp -r "$1" "$work/$2"
+  cmake -S "$work/$2" -B "$work/$2/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
+  cmake --build "$work/$2/build"
+}
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
 step "install the SDK into $prefix"
@@ -56,10 +63,7 @@ for doc in sdk abi primitives contracts exit-codes manifest training; do
 done
 
 step "copy the installed template (as a third party would) and build it out of tree"
-cp -r "$prefix/share/umlos/template" "$work/my_module"
-cmake -S "$work/my_module" -B "$work/my_module/build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
-cmake --build "$work/my_module/build"
+build_copy "$prefix/share/umlos/template" my_module
 module=$work/my_module/build/libexample_ops.so
 [[ -f $module ]] || fail "the template did not produce $module"
 
@@ -99,10 +103,7 @@ cmake --build "$work/c_module/build"
 "$umlos" conformance "$work/c_module/build/libc_ops.so"
 
 step "the installed driver template builds out of tree and conforms on the primitives it implements"
-cp -r "$prefix/share/umlos/template_driver" "$work/my_driver"
-cmake -S "$work/my_driver" -B "$work/my_driver/build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
-cmake --build "$work/my_driver/build"
+build_copy "$prefix/share/umlos/template_driver" my_driver
 driver=$work/my_driver/build/libtemplate_driver.so
 [[ -f $driver ]] || fail "the driver template did not produce $driver"
 driver_report=$("$umlos" conformance "$driver") || fail "conformance of the driver template failed: $driver_report"
@@ -113,10 +114,7 @@ grep -q "needed by the kernel and the shipped operators but missing (46)" <<<"$d
   fail "the driver template's report does not list the 46 primitives the shipped operators need"
 
 step "an out-of-tree noise operator is wired between batching and encoding on digits by manifest lines alone"
-cp -r "$source_dir/tests/sdk/noise_module" "$work/noise_module"
-cmake -S "$work/noise_module" -B "$work/noise_module/build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
-cmake --build "$work/noise_module/build"
+build_copy "$source_dir/tests/sdk/noise_module" noise_module
 noise=$work/noise_module/build/libacme_noise.so
 "$umlos" conformance "$noise"
 if [[ -f $build_dir/manifests/digits.yaml ]]; then
