@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 5
+#define UMLOS_ABI_MINOR 6
 
 /* The UML_OS specification this ABI implements: a manifest's default
  * spec_version, and the spec_version bytes that spec 004 hashes into
@@ -316,9 +316,10 @@ typedef struct umlos_services {
 
   /* --- 1.4: the active driver, for validation before anything runs --- */
 
-  /* The active driver's name and the primitive names it runs (the driver
-   * descriptor's static arrays: valid while its module is loaded, i.e. for
-   * the whole call; not to be freed). FAILED_PRECONDITION when no driver is
+  /* The active driver's name and the primitive names a dispatch reaches
+   * (the driver's own, then, from 1.6, those modules provide and those a
+   * fallback driver runs: static strings valid while the modules are
+   * loaded, i.e. for the whole call; not to be freed). FAILED_PRECONDITION when no driver is
    * active. Lets an operator refuse a graph whose primitive the driver
    * lacks before dispatching anything (spec 002 0.K). */
   umlos_status (*driver_primitives)(umlos_ctx *ctx, const char **driver_name, const char *const **names,
@@ -447,6 +448,46 @@ typedef struct umlos_invariant_desc {
 
 #define UMLOS_INVARIANT_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_invariant_desc, user_data)
 
+/* ------------------------------------------------------------ primitives */
+
+/* A tensor in host memory, given to a primitive a module provides (1.6).
+ * Row-major; inputs are read-only; the kernel copies the driver's tensors
+ * in before the call and the outputs back after it. */
+typedef struct umlos_host_tensor {
+  void *data;
+  int32_t dtype; /* umlos_dtype */
+  uint32_t rank;
+  int64_t dims[UMLOS_MAX_RANK];
+} umlos_host_tensor;
+
+/* What a module's primitive computes, as far as the kernel and tools need
+ * to know (conformance picks its checks by it). */
+typedef enum umlos_primitive_kind {
+  UMLOS_PRIMITIVE_OPAQUE = 0,      /* any operands: no generic check applies */
+  UMLOS_PRIMITIVE_ELEMENTWISE = 1, /* y = f(x), y shaped and typed as x; NAME_grad: (x, dy) -> dx */
+} umlos_primitive_kind;
+
+typedef umlos_status (*umlos_primitive_fn)(const umlos_services *svc, umlos_ctx *ctx, const umlos_host_tensor *inputs,
+                                           uint32_t n_inputs, const umlos_host_tensor *outputs, uint32_t n_outputs,
+                                           const umlos_attr *attrs, uint32_t n_attrs, void *user_data);
+
+/* A primitive a module provides to every driver (1.6): a new activation and
+ * its gradient, say. It runs on the host, on copies of the operands; a
+ * driver that publishes the same name runs its own instead. Its gradient is
+ * a primitive of its own, named "<name>_grad". Deterministic, like every
+ * primitive. Static storage, module-owned. */
+typedef struct umlos_primitive_desc {
+  size_t struct_size;
+  const char *name;    /* "swish": letters, digits, '_' */
+  const char *summary; /* one line */
+  int32_t kind;        /* umlos_primitive_kind */
+  uint32_t reserved;
+  umlos_primitive_fn run;
+  void *user_data;
+} umlos_primitive_desc;
+
+#define UMLOS_PRIMITIVE_DESC_SIZE_V1_6 UMLOS_STRUCT_SIZE(umlos_primitive_desc, user_data)
+
 /* --------------------------------------------------------------- modules */
 
 struct umlos_driver_desc;        /* abi/umlos_driver.h */
@@ -469,9 +510,13 @@ typedef struct umlos_module_desc {
   uint32_t n_strategies;
   uint32_t n_invariants;
   const umlos_invariant_desc *const *invariants;
+  /* 1.6 */
+  uint32_t n_primitives;
+  const umlos_primitive_desc *const *primitives;
 } umlos_module_desc;
 
 #define UMLOS_MODULE_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_module_desc, invariants)
+#define UMLOS_MODULE_DESC_SIZE_V1_6 UMLOS_STRUCT_SIZE(umlos_module_desc, primitives)
 
 /* The one exported symbol. The kernel calls it once, after verifying the
  * module file's SHA-256, with its service table (kept by the module if it

@@ -47,7 +47,7 @@ static const umlos_operator_desc k_draw = {sizeof(umlos_operator_desc),
                                            0};
 static const umlos_operator_desc *const k_ops[] = {&k_nothing, &k_draw};
 static const umlos_module_desc k_module = {
-    sizeof(umlos_module_desc), UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR, "bench_ops", "1", k_ops, 2, 0, 0, 0, 0, 0, 0};
+    sizeof(umlos_module_desc), UMLOS_ABI_MAJOR, UMLOS_ABI_MINOR, "bench_ops", "1", k_ops, 2, 0, 0, 0, 0, 0, 0, 0, 0};
 
 static const umlos_module_desc *entry(const umlos_services *svc) {
   (void)svc;

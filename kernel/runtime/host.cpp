@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fallback.hpp"
+#include "module_primitive.hpp"
 
 #include "call_context.hpp"
 #include "value_arenas.hpp"
@@ -52,6 +53,8 @@ void Host::activate_driver(const std::string& name) {
   const umlos_driver_desc* d = require_driver(name, "driver");
   device_.start(d, driver_context(this, d, &driver_config_), kernel_services());
   dispatchable_.assign(d->primitives, d->primitives + d->n_primitives);
+  for (const auto& [name, p] : registry_.primitives())
+    if (!device_.has_primitive(name.c_str())) dispatchable_.push_back(p.first->name);
 }
 
 void Host::activate_fallback_driver(const std::string& name, cbor::Value config_map) {
@@ -60,7 +63,7 @@ void Host::activate_fallback_driver(const std::string& name, cbor::Value config_
   fallback_config_ = std::move(config_map);
   fallback_.start(d, driver_context(this, d, &fallback_config_), kernel_services());
   for (uint32_t i = 0; i < d->n_primitives; ++i)
-    if (!device_.has_primitive(d->primitives[i])) dispatchable_.push_back(d->primitives[i]);
+    if (runs_on_fallback(d->primitives[i])) dispatchable_.push_back(d->primitives[i]);
 }
 
 std::vector<std::string> Host::fallback_primitives() const {
@@ -68,8 +71,15 @@ std::vector<std::string> Host::fallback_primitives() const {
   const umlos_driver_desc* d = fallback_.desc();
   if (!d) return out;
   for (uint32_t i = 0; i < d->n_primitives; ++i)
-    if (!device_.has_primitive(d->primitives[i])) out.emplace_back(d->primitives[i]);
+    if (runs_on_fallback(d->primitives[i])) out.emplace_back(d->primitives[i]);
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::map<std::string, std::string> Host::module_primitives() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, p] : registry_.primitives())
+    if (module_primitive(name.c_str())) out[name] = registry_.modules()[p.second].desc->name;
   return out;
 }
 
@@ -80,6 +90,10 @@ void Host::dispatch_on_fallback(const std::string& primitive, const std::vector<
 
 void Host::dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
                     const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs) {
+  if (const umlos_primitive_desc* p = module_primitive(primitive.c_str())) {
+    run_module_primitive(*this, device_, p, module_of(p)->desc->name, inputs, outputs, attrs);
+    return;
+  }
   if (runs_on_fallback(primitive.c_str())) {
     dispatch_on_fallback(primitive, inputs, outputs, attrs);
     return;

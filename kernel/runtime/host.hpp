@@ -87,6 +87,9 @@ class Host {
   const std::vector<const char*>& dispatchable() const { return dispatchable_; }
   // The primitives the fallback runs because the active driver lacks them.
   std::vector<std::string> fallback_primitives() const;
+  // The module primitives the run uses (the active driver lacks the name):
+  // primitive -> the module providing it.
+  std::map<std::string, std::string> module_primitives() const;
   const umlos_driver_desc* driver() const { return device_.desc(); }
   void* driver_instance() const { return device_.instance(); }
   std::string driver_description() const { return device_.description(); }
@@ -109,7 +112,13 @@ class Host {
   umlos_tensor_view view_of(const Tensor& t) const { return device_.view_of(t); }
   // Whether the active driver lists `primitive` (docs/primitives.md).
   bool driver_has(const char* primitive) const {
-    return device_.has_primitive(primitive) || runs_on_fallback(primitive);
+    return device_.has_primitive(primitive) || registry_.find_primitive(primitive) || runs_on_fallback(primitive);
+  }
+  // The module primitive (ABI 1.6) that runs `primitive`: one a module
+  // provides whose name the active driver does not publish; else nullptr.
+  const umlos_primitive_desc* module_primitive(const char* primitive) const {
+    if (device_.active() && device_.has_primitive(primitive)) return nullptr;
+    return registry_.find_primitive(primitive);
   }
   // Whether the fallback driver offers `primitive`.
   bool fallback_has(const char* primitive) const { return fallback_.active() && fallback_.has_primitive(primitive); }
@@ -118,7 +127,8 @@ class Host {
                             const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs);
   // Whether `primitive` runs on the fallback driver (the active one lacks it).
   bool runs_on_fallback(const char* primitive) const {
-    return fallback_.active() && !device_.has_primitive(primitive) && fallback_.has_primitive(primitive);
+    return fallback_.active() && !device_.has_primitive(primitive) && !registry_.find_primitive(primitive) &&
+           fallback_.has_primitive(primitive);
   }
   // A typed view of bytes [byte_offset, byte_offset + size) of `base`
   // (ApplyPlan_v1: tensors placed at planned offsets inside one arena).

@@ -13,6 +13,8 @@
 // be trusted: loading, `umlos hash` and `umlos manifest pin` all use it.
 #include "loader.hpp"
 
+#include <cctype>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -363,6 +365,20 @@ void validate_invariant(const std::string& path, const umlos_invariant_desc* v, 
   }
 }
 
+void validate_primitive(const std::string& path, const umlos_primitive_desc* p, uint32_t index) {
+  std::string where = "primitives[" + std::to_string(index) + "]";
+  if (p == nullptr) bad_descriptor(path, where + " is NULL");
+  check_size(path, where, p->struct_size, UMLOS_PRIMITIVE_DESC_SIZE_V1_6);
+  if (p->name == nullptr || p->name[0] == '\0') bad_descriptor(path, where + ".name is NULL or empty");
+  for (const char* c = p->name; *c; ++c)
+    if (!std::isalnum(static_cast<unsigned char>(*c)) && *c != '_')
+      bad_descriptor(path, where + ".name '" + p->name + "': only letters, digits and '_' (a primitive name)");
+  if (p->run == nullptr) bad_descriptor(path, std::string("primitive '") + p->name + "': run is NULL");
+  if (p->kind != UMLOS_PRIMITIVE_OPAQUE && p->kind != UMLOS_PRIMITIVE_ELEMENTWISE)
+    bad_descriptor(path, std::string("primitive '") + p->name + "': kind " + std::to_string(p->kind) +
+                             " is not OPAQUE(0) or ELEMENTWISE(1)");
+}
+
 void validate_module(const std::string& path, const umlos_module_desc* m) {
   check_size(path, "module descriptor", m->struct_size, UMLOS_MODULE_DESC_SIZE_V1_0);
   if (m->name == nullptr || m->name[0] == '\0') bad_descriptor(path, "name is NULL or empty");
@@ -374,6 +390,11 @@ void validate_module(const std::string& path, const umlos_module_desc* m) {
   for (uint32_t i = 0; i < m->n_drivers; ++i) validate_driver(path, m->drivers[i], i);
   for (uint32_t i = 0; i < m->n_strategies; ++i) validate_strategy(path, m->strategies[i], i);
   for (uint32_t i = 0; i < m->n_invariants; ++i) validate_invariant(path, m->invariants[i], i);
+  // 1.6: a descriptor from an older SDK ends before these fields.
+  if (m->struct_size >= UMLOS_MODULE_DESC_SIZE_V1_6) {
+    if (m->n_primitives && !m->primitives) bad_descriptor(path, "n_primitives is non-zero with a NULL array");
+    for (uint32_t i = 0; i < m->n_primitives; ++i) validate_primitive(path, m->primitives[i], i);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,15 @@
 
 namespace umlos {
 
+namespace {
+
+// Primitives a module provides (0 for a descriptor older than ABI 1.6).
+uint32_t primitive_count(const umlos_module_desc* d) {
+  return d->struct_size >= UMLOS_MODULE_DESC_SIZE_V1_6 ? d->n_primitives : 0;
+}
+
+}  // namespace
+
 const LoadedModule& ModuleRegistry::load(const std::string& path, const std::optional<Digest>& expected,
                                          const umlos_services* services) {
   LoadedModule m = load_module(path, expected, services);
@@ -41,7 +50,18 @@ const LoadedModule& ModuleRegistry::load(const std::string& path, const std::opt
       throw Failure(UMLOS_DUPLICATE_OPERATOR, "module '" + path + "' offers strategy '" + n + "' twice");
     }
   }
+  for (uint32_t i = 0; i < primitive_count(d); ++i) {
+    std::string n = d->primitives[i]->name;
+    if (auto it = primitives_.find(n); it != primitives_.end()) dup("primitive", n, it->second.second);
+    if (!mine.insert("prim:" + n).second) {
+      throw Failure(UMLOS_DUPLICATE_OPERATOR, "module '" + path + "' offers primitive '" + n + "' twice");
+    }
+  }
   modules_.push_back(std::move(m));
+  for (uint32_t i = 0; i < primitive_count(d); ++i) {
+    primitives_[d->primitives[i]->name] = {d->primitives[i], index};
+    owner_[d->primitives[i]] = index;
+  }
   for (uint32_t i = 0; i < d->n_operators; ++i) {
     operators_[d->operators[i]->name] = {d->operators[i], index};
     owner_[d->operators[i]] = index;
@@ -59,6 +79,11 @@ const LoadedModule& ModuleRegistry::load(const std::string& path, const std::opt
     owner_[d->invariants[i]] = index;
   }
   return modules_.back();
+}
+
+const umlos_primitive_desc* ModuleRegistry::find_primitive(const std::string& name) const {
+  auto it = primitives_.find(name);
+  return it == primitives_.end() ? nullptr : it->second.first;
 }
 
 const umlos_operator_desc* ModuleRegistry::find_operator(const std::string& name) const {

@@ -29,6 +29,11 @@ class ModuleRegistry {
   const umlos_operator_desc* find_operator(const std::string& name) const;
   const umlos_driver_desc* find_driver(const std::string& name) const;
   const umlos_tmmu_strategy_desc* find_strategy(const std::string& name) const;
+  // A primitive a module provides (ABI 1.6), or nullptr.
+  const umlos_primitive_desc* find_primitive(const std::string& name) const;
+  const std::map<std::string, std::pair<const umlos_primitive_desc*, size_t>>& primitives() const {
+    return primitives_;
+  }
   const LoadedModule* module_of(const void* desc) const;  // which module offered it
   const std::vector<const umlos_invariant_desc*>& invariants() const { return invariants_; }
   // "a, b, c": the offered drivers' names, sorted ("" when none).
@@ -40,6 +45,7 @@ class ModuleRegistry {
   std::map<std::string, std::pair<const umlos_driver_desc*, size_t>> drivers_;
   std::map<std::string, std::pair<const umlos_tmmu_strategy_desc*, size_t>> strategies_;
   std::vector<const umlos_invariant_desc*> invariants_;
+  std::map<std::string, std::pair<const umlos_primitive_desc*, size_t>> primitives_;
   std::map<const void*, size_t> owner_;  // descriptor -> module index
 };
 

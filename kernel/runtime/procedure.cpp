@@ -670,6 +670,8 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
                                      : json(nullptr)}};
   // Which driver ran each primitive: the active one, except those listed
   // here, which the fallback driver ran (the routing is fixed for the run).
+  if (const auto from_modules = rs.host.module_primitives(); !from_modules.empty())
+    header["module_primitives"] = from_modules;  // primitive -> the module that ran it
   if (const umlos_driver_desc* fb = rs.host.fallback_driver()) {
     header["driver_fallback"] = fb->name;
     header["fallback_device"] = rs.host.fallback_description();

@@ -272,9 +272,10 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
     const umlos_driver_desc* d = h.driver();
     const auto t0 = std::chrono::steady_clock::now();
     umlos_status s = UMLOS_OK;
-    if (h.runs_on_fallback(primitive)) {
-      // The active driver lacks it: the fallback driver runs it, with
-      // explicit transfers (fallback.hpp); its errors carry its name.
+    if (h.module_primitive(primitive) || h.runs_on_fallback(primitive)) {
+      // The active driver lacks it: a module's primitive runs it on host
+      // copies (module_primitive.hpp), else the fallback driver with
+      // explicit transfers (fallback.hpp); errors carry who ran it.
       std::vector<const Tensor*> ti(n_inputs);
       std::vector<Tensor*> to(n_outputs);
       for (uint32_t i = 0; i < n_inputs; ++i) ti[i] = as_tensor(inputs[i]);

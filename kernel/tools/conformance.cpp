@@ -453,6 +453,17 @@ json check_driver_isolated(const ConformanceOptions& opt, const std::string& mod
                                        : iso.how_it_died}};
 }
 
+// check_module_primitive with the run's reference driver and case timeout.
+json check_module_primitive_isolated(const ConformanceOptions& opt, const std::string& module_path,
+                                     const umlos_primitive_desc* p) {
+  DriverCatalogueOptions dc;
+  dc.module_path = module_path;
+  dc.reference_module = opt.driver_module;
+  dc.reference_driver = opt.driver_name;
+  dc.case_timeout_s = opt.case_timeout_s;
+  return check_module_primitive(dc, p);
+}
+
 void print_catalogue(const json& cat) {
   std::string sizes;
   for (const json& s : cat["sizes"]) sizes += (sizes.empty() ? "" : " ") + s.get<std::string>();
@@ -553,9 +564,16 @@ int run_conformance(const ConformanceOptions& opt) {
         if (row["result"] == "FAIL") all_ok = false;
         rows.push_back(row);
       }
-      if (m.desc->n_operators + m.desc->n_drivers + m.desc->n_strategies == 0) {
+      const uint32_t n_primitives = m.desc->struct_size >= UMLOS_MODULE_DESC_SIZE_V1_6 ? m.desc->n_primitives : 0;
+      for (uint32_t i = 0; i < n_primitives; ++i) {
+        json row = check_module_primitive_isolated(opt, path, m.desc->primitives[i]);
+        if (row["result"] == "FAIL") all_ok = false;
+        rows.push_back(row);
+      }
+      if (m.desc->n_operators + m.desc->n_drivers + m.desc->n_strategies + n_primitives == 0) {
         all_ok = false;
-        mod["error"] = "MODULE_DESCRIPTOR_INVALID: the module offers nothing (no operator, driver or strategy)";
+        mod["error"] =
+            "MODULE_DESCRIPTOR_INVALID: the module offers nothing (no operator, driver, strategy or primitive)";
       }
     } catch (const Failure& f) {
       all_ok = false;
@@ -580,12 +598,11 @@ int run_conformance(const ConformanceOptions& opt) {
       std::printf("  %-38s %-30s %-9s %-24s %-10s %-6s\n", "operator / driver / strategy", "vector", "purity",
                   "rng declared / actual", "repeat", "result");
       for (const json& r : mod["cases"]) {
-        if (r.contains("driver") || r.contains("strategy")) {
-          bool drv = r.contains("driver");
-          std::printf("  %-38s %-30s %-9s %-24s %-10s %-6s  %s\n",
-                      r[drv ? "driver" : "strategy"].get<std::string>().c_str(),
-                      drv ? "(driver checks)" : "(strategy checks)", "-", "-", "-",
-                      r["result"].get<std::string>().c_str(), r["detail"].get<std::string>().c_str());
+        if (r.contains("driver") || r.contains("strategy") || r.contains("primitive")) {
+          const char* key = r.contains("driver") ? "driver" : r.contains("strategy") ? "strategy" : "primitive";
+          const std::string what = std::string("(") + key + " checks)";
+          std::printf("  %-38s %-30s %-9s %-24s %-10s %-6s  %s\n", r[key].get<std::string>().c_str(), what.c_str(), "-",
+                      "-", "-", r["result"].get<std::string>().c_str(), r["detail"].get<std::string>().c_str());
           continue;
         }
         std::string detail = r["detail"];

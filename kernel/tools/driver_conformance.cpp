@@ -348,4 +348,113 @@ json check_driver_primitives(const DriverCatalogueOptions& opt) {
               {"ok", ok}};
 }
 
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// One elementwise call on `host`: y = name(x) or dx = name(x, dy), as bytes.
+std::vector<uint8_t> run_elementwise(Host& host, const std::string& name, int32_t dtype,
+                                     const std::vector<int64_t>& dims, const std::vector<double>& x,
+                                     const std::vector<double>* dy) {
+  TensorPtr tx = upload(host, dtype, dims, x);
+  TensorPtr tdy = dy ? upload(host, dtype, dims, *dy) : nullptr;
+  TensorPtr ty = empty(host, dtype, dims);
+  std::vector<const Tensor*> in = {tx.get()};
+  if (tdy) in.push_back(tdy.get());
+  host.dispatch(name, in, {ty.get()}, {});
+  return raw_bytes(host, *ty);
+}
+
+std::vector<double> as_values(const std::vector<uint8_t>& bytes, int32_t dtype) {
+  std::vector<double> v(bytes.size() / (dtype == UMLOS_DTYPE_F32 ? 4 : 8));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = as_double(bytes, i, dtype);
+  return v;
+}
+
+// The child's work for an elementwise primitive `name` (and its gradient
+// when `grad` is set). Returns "" or the first failure.
+std::string check_elementwise(Host& host, const std::string& name, bool grad) {
+  Rand rng(0x5eed);
+  for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{3, 5}, {1}, {0, 4}}) {
+      const std::string where = std::string(dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") + " " + std::to_string(dims[0]) +
+                                (dims.size() > 1 ? "x" + std::to_string(dims[1]) : "");
+      std::vector<double> x(static_cast<size_t>(numel(dims))), dy(x.size());
+      for (double& v : x) v = static_cast<double>(static_cast<float>(rng.uniform(-2.0, 2.0)));
+      for (double& v : dy) v = static_cast<double>(static_cast<float>(rng.uniform(-1.5, 1.5)));
+      const std::vector<uint8_t> a = run_elementwise(host, name, dtype, dims, x, nullptr);
+      if (a != run_elementwise(host, name, dtype, dims, x, nullptr)) return where + ": two runs differ";
+      for (double v : as_values(a, dtype))
+        if (!std::isfinite(v)) return where + ": a non-finite output from finite inputs";
+      if (!grad || dtype != UMLOS_DTYPE_F64) continue;
+      const std::vector<double> dx = as_values(run_elementwise(host, name + "_grad", dtype, dims, x, &dy), dtype);
+      // Central differences of the forward, element by element (an
+      // elementwise primitive's element i depends on x_i alone).
+      std::vector<double> hi = x, lo = x, step(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        step[i] = 1e-6 * std::max(1.0, std::fabs(x[i]));
+        hi[i] += step[i];
+        lo[i] -= step[i];
+      }
+      const std::vector<double> fh = as_values(run_elementwise(host, name, dtype, dims, hi, nullptr), dtype);
+      const std::vector<double> fl = as_values(run_elementwise(host, name, dtype, dims, lo, nullptr), dtype);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double numeric = dy[i] * (fh[i] - fl[i]) / (2 * step[i]);
+        if (std::fabs(dx[i] - numeric) > 1e-6 * std::max(std::fabs(numeric), 1.0)) {
+          char buf[200];
+          std::snprintf(buf, sizeof buf, ": %s_grad at x = %.17g gives %.17g, central differences %.17g", name.c_str(),
+                        x[i], dx[i], numeric);
+          return where + buf;
+        }
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+json check_module_primitive(const DriverCatalogueOptions& opt, const umlos_primitive_desc* p) {
+  const std::string name = p->name;
+  json row = {{"primitive", name}};
+  Host probe;
+  probe.load(opt.module_path, std::nullopt);
+  if (ends_with(name, "_grad") && probe.registry().find_primitive(name.substr(0, name.size() - 5))) {
+    row["result"] = "SKIP";
+    row["detail"] = "checked with '" + name.substr(0, name.size() - 5) + "' (central differences)";
+    return row;
+  }
+  if (p->kind != UMLOS_PRIMITIVE_ELEMENTWISE) {
+    row["result"] = "SKIP";
+    row["detail"] = "kind OPAQUE: no generic check applies (give it test vectors through an operator)";
+    return row;
+  }
+  const bool grad = probe.registry().find_primitive(name + "_grad") != nullptr;
+  IsolatedResult iso = run_isolated(opt.case_timeout_s, [&] {
+    auto host = std::make_unique<Host>();
+    host->load(opt.reference_module, std::nullopt);
+    host->load(opt.module_path, std::nullopt);
+    host->activate_driver(opt.reference_driver);
+    try {
+      return json{{"ok", true}, {"failure", check_elementwise(*host, name, grad)}};
+    } catch (const Failure& f) {
+      return json{{"ok", true}, {"failure", std::string(status_name(f.code())) + ": " + f.what()}};
+    }
+  });
+  std::string failure;
+  if (iso.timed_out)
+    failure = "QUOTA_EXCEEDED: ran longer than --case-timeout";
+  else if (!iso.finished)
+    failure = iso.how_it_died;
+  else
+    failure = iso.value.value("failure", std::string());
+  row["result"] = failure.empty() ? "PASS" : "FAIL";
+  row["detail"] = failure.empty() ? std::string("elementwise; deterministic, finite") +
+                                        (grad ? "; " + name + "_grad matches central differences" : "")
+                                  : failure;
+  return row;
+}
+
 }  // namespace umlos

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "umlos_abi.h"
+
 namespace umlos {
 
 struct DriverCatalogueOptions {
@@ -28,5 +30,15 @@ struct DriverCatalogueOptions {
 // "missing": [...], "missing_required": [...], "ok"}. ok: every primitive the
 // driver publishes conforms (missing ones are listed, not failed).
 nlohmann::json check_driver_primitives(const DriverCatalogueOptions& options);
+
+// The checks of a primitive a module provides (ABI 1.6), in a child
+// process: for an ELEMENTWISE one, on the reference driver, f32 and f64,
+// shapes [3,5], [1] and [0,4]: two runs give the same bytes, outputs are
+// finite where inputs are, and, when the module also provides
+// "<name>_grad", the gradient agrees with central finite differences of the
+// forward in f64 (|analytic - numeric| <= 1e-6 * max(|numeric|, 1)).
+// {"primitive", "result" (PASS | FAIL | SKIP), "detail"}; a "_grad" whose
+// forward the module provides is checked with it (SKIP, saying so).
+nlohmann::json check_module_primitive(const DriverCatalogueOptions& options, const umlos_primitive_desc* primitive);
 
 }  // namespace umlos

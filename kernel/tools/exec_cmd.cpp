@@ -98,6 +98,7 @@ json run(const ExecOptions& o) {
   Host host;
   host.load(o.driver_module, std::nullopt);
   host.load(o.executor_module, std::nullopt);
+  for (const std::string& m : o.modules) host.load(m, std::nullopt);
   std::string tmmu = o.tmmu_module;
   if (tmmu.empty()) {
     const std::filesystem::path p = std::filesystem::path(o.executor_module).parent_path() / "libumlos_tmmu.so";

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace umlos {
 
@@ -13,9 +14,10 @@ struct ExecOptions {
   int64_t threads = 1;           // driver.config.threads
   std::string driver_module;     // default: shipped cpu_driver
   std::string driver_name = "cpu_driver";
-  std::string executor_module;  // default: shipped executor
-  std::string tmmu_module;      // default: libumlos_tmmu.so next to the executor module; "" = none found
-  std::string inputs_file;      // JSON of named tensors replacing the init draws (docs/modelir.md)
+  std::string executor_module;       // default: shipped executor
+  std::string tmmu_module;           // default: libumlos_tmmu.so next to the executor module; "" = none found
+  std::string inputs_file;           // JSON of named tensors replacing the init draws (docs/modelir.md)
+  std::vector<std::string> modules;  // further modules (primitives a module provides, ABI 1.6)
   bool json = false;
 };
 

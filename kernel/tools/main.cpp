@@ -309,6 +309,8 @@ int cmd_exec(const std::vector<std::string>& args) {
       "TMMU strategy module placing activations (default: shipped libumlos_tmmu.so beside the executor)")(
       "inputs", po::value<std::string>(&o.inputs_file),
       "JSON of named tensors replacing the init draws: {\"x\": {\"dtype\", \"shape\", \"values\"}} (docs/modelir.md)")(
+      "module", po::value<std::vector<std::string>>(&o.modules),
+      "a further module to load (repeatable): primitives it provides (ABI 1.6) run on any driver")(
       "json", po::bool_switch(&o.json), "print outputs and gradients as JSON");
   po::positional_options_description pos;
   pos.add("ir", 1);

@@ -238,6 +238,8 @@ static const umlos_module_desc module = {
     0,
     0,
     NULL,
+    0, /* primitives (ABI 1.6): none */
+    NULL,
 };
 
 static const umlos_module_desc *describe(const umlos_services *services) {

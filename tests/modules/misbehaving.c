@@ -131,6 +131,8 @@ static const umlos_module_desc k_module = {
     NULL,
     0,
     0,
+    NULL,
+    0,
     NULL};
 
 static const umlos_module_desc *entry_impl(const umlos_services *svc) {

@@ -88,12 +88,25 @@ static const umlos_operator_desc k_op = {sizeof(umlos_operator_desc),
                                          NULL};
 static const umlos_operator_desc *const k_ops[] = {&k_op};
 static const umlos_module_desc k_module = {
-    sizeof(umlos_module_desc), UMLOS_ABI_MAJOR, 1, "test_placement", "1", k_ops, 1, 0, NULL, NULL, 0, 0, NULL};
+    sizeof(umlos_module_desc), UMLOS_ABI_MAJOR, 1, "test_placement", "1", k_ops, 1, 0, NULL, NULL, 0, 0, NULL, 0, NULL};
 
 /* The same operator set, declared as built for ABI 1.0: the kernel (1.1)
  * must accept it and negotiate 1.0. */
-static const umlos_module_desc k_module_v10 = {
-    sizeof(umlos_module_desc), UMLOS_ABI_MAJOR, 0, "test_placement_v10", "1", k_ops, 1, 0, NULL, NULL, 0, 0, NULL};
+static const umlos_module_desc k_module_v10 = {sizeof(umlos_module_desc),
+                                               UMLOS_ABI_MAJOR,
+                                               0,
+                                               "test_placement_v10",
+                                               "1",
+                                               k_ops,
+                                               1,
+                                               0,
+                                               NULL,
+                                               NULL,
+                                               0,
+                                               0,
+                                               NULL,
+                                               0,
+                                               NULL};
 
 static const umlos_module_desc *entry(const umlos_services *svc) {
   (void)svc;

@@ -77,6 +77,24 @@ class Module {
     return *this;
   }
 
+  // Offers a primitive (ABI 1.6) written against umlos_abi.h directly: a
+  // static umlos_primitive_desc whose function runs on host copies of the
+  // operands for any driver that lacks the name (docs/sdk.md). Wrap the
+  // function's body in sdk::guard(). Its gradient is another primitive,
+  // "<name>_grad".
+  Module&& primitive(const umlos_primitive_desc& d) && {
+    check_open();
+    claim_name("primitive", d.name ? d.name : "");
+    s_->primitives.push_back(&d);
+    return std::move(*this);
+  }
+  Module& primitive(const umlos_primitive_desc& d) & {
+    check_open();
+    claim_name("primitive", d.name ? d.name : "");
+    s_->primitives.push_back(&d);
+    return *this;
+  }
+
   // The descriptor: built once, stable for the lifetime of this Module (for
   // the module's lifetime when held by UMLOS_SDK_MODULE).
   const umlos_module_desc* desc() {
@@ -111,6 +129,7 @@ class Module {
     std::vector<const umlos_invariant_desc*> invariant_ptrs;
     std::vector<const umlos_tmmu_strategy_desc*> strategy_ptrs;
     std::vector<const umlos_driver_desc*> drivers;
+    std::vector<const umlos_primitive_desc*> primitives;
     std::vector<std::string> all_names;  // for duplicate detection
     umlos_module_desc module{};
     bool sealed = false;
@@ -320,6 +339,8 @@ class Module {
     m.n_strategies = static_cast<uint32_t>(s.strategy_ptrs.size());
     m.invariants = s.invariant_ptrs.empty() ? nullptr : s.invariant_ptrs.data();
     m.n_invariants = static_cast<uint32_t>(s.invariant_ptrs.size());
+    m.primitives = s.primitives.empty() ? nullptr : s.primitives.data();
+    m.n_primitives = static_cast<uint32_t>(s.primitives.size());
     s.sealed = true;
   }
 
