@@ -281,8 +281,9 @@ json check_driver_primitives(const DriverCatalogueOptions& opt) {
 
   const std::map<std::string, std::string> names = catalogue_names();
   std::map<std::string, json> results;  // per forward primitive: the child's report
-  for (const auto& [name, forward] : names) {
-    if (!published.count(name) || results.count(forward)) continue;
+  for (const auto& [name, forward_name] : names) {
+    if (!published.count(name) || results.count(forward_name)) continue;
+    const std::string forward = forward_name;  // a lambda cannot capture a structured binding (C++17)
     IsolatedResult iso =
         run_isolated(opt.case_timeout_s, [&] { return check_one_primitive(opt, forward, published, dtypes); });
     if (iso.finished && iso.value.value("ok", false)) {

@@ -66,7 +66,9 @@ const umlos_module_desc kModule = {sizeof(umlos_module_desc),
                                    kStrategies,
                                    2,
                                    0,
-                                   nullptr};  // invariants
+                                   nullptr,  // invariants
+                                   0,
+                                   nullptr};  // primitives (ABI 1.6)
 
 const umlos_module_desc* tmmu_entry(const umlos_services*) { return &kModule; }
 
