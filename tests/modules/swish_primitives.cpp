@@ -23,8 +23,7 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 template <class F>
 umlos_status elementwise(const umlos_services* svc, umlos_ctx* ctx, const umlos_host_tensor* in, uint32_t n_in,
                          const umlos_host_tensor* out, uint32_t n_out, uint32_t want_in, F f) {
-  if (n_in != want_in || n_out != 1)
-    return svc->error(ctx, UMLOS_INVALID_ARGUMENT, "swish: wrong operand count");
+  if (n_in != want_in || n_out != 1) return svc->error(ctx, UMLOS_INVALID_ARGUMENT, "swish: wrong operand count");
   const int32_t dt = out[0].dtype;
   if (dt != UMLOS_DTYPE_F32 && dt != UMLOS_DTYPE_F64)
     return svc->error(ctx, UMLOS_PRIMITIVE_UNSUPPORTED, "swish: f32 and f64 only");
@@ -63,10 +62,15 @@ umlos_status swish_grad(const umlos_services* svc, umlos_ctx* ctx, const umlos_h
   });
 }
 
-const umlos_primitive_desc kSwish = {sizeof(umlos_primitive_desc), "swish", "x * sigmoid(x)",
-                                     UMLOS_PRIMITIVE_ELEMENTWISE, 0, swish, nullptr};
-const umlos_primitive_desc kSwishGrad = {sizeof(umlos_primitive_desc), "swish_grad", "dy * d/dx swish(x)",
-                                         UMLOS_PRIMITIVE_ELEMENTWISE, 0, swish_grad, nullptr};
+const umlos_primitive_desc kSwish = {
+    sizeof(umlos_primitive_desc), "swish", "x * sigmoid(x)", UMLOS_PRIMITIVE_ELEMENTWISE, 0, swish, nullptr};
+const umlos_primitive_desc kSwishGrad = {sizeof(umlos_primitive_desc),
+                                         "swish_grad",
+                                         "dy * d/dx swish(x)",
+                                         UMLOS_PRIMITIVE_ELEMENTWISE,
+                                         0,
+                                         swish_grad,
+                                         nullptr};
 
 sdk::Module describe() { return sdk::Module("test_swish", "1.0.0").primitive(kSwish).primitive(kSwishGrad); }
 
