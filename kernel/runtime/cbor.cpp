@@ -414,6 +414,7 @@ void encode_into(std::vector<uint8_t>& out, const Value& v) {
 // Deep enough for any manifest or graph; shallow enough that hostile input
 // cannot overflow the stack.
 constexpr int kMaxDepth = 512;
+constexpr size_t kReserveCap = 64;  // elements reserved ahead of decoding them
 
 class Decoder {
  public:
@@ -497,14 +498,18 @@ class Decoder {
       case 4: {
         const size_t n = length(at, arg, 1);
         std::vector<Value> items;
-        items.reserve(n);
+        // A declared length is checked against the bytes left, not trusted
+        // for memory: reserving it at every level of a nested input would
+        // take depth x length x sizeof(Value) (gigabytes from a few kB, found
+        // by fuzzing); growth by push_back is bounded by what is decoded.
+        items.reserve(std::min<size_t>(n, kReserveCap));
         for (size_t i = 0; i < n; ++i) items.push_back(item(depth + 1));
         return Value::array(std::move(items));
       }
       case 5: {
         const size_t n = length(at, arg, 2);
         std::vector<std::pair<Value, Value>> entries;
-        entries.reserve(n);
+        entries.reserve(std::min<size_t>(n, kReserveCap));
         size_t previous_key_at = 0, previous_key_end = 0;
         for (size_t i = 0; i < n; ++i) {
           const size_t key_at = pos_;

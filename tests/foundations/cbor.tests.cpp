@@ -2,6 +2,11 @@
 // §4.2.1, read at test time from tests/data/vectors/cbor_rfc8949.json.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -10,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../skip.hpp"
 #include "cbor.hpp"
 #include "error.hpp"
 #include "sha256.hpp"
@@ -343,4 +349,46 @@ TEST_CASE("Whatever the decoder accepts re-encodes to exactly the same bytes", "
   }
   CHECK(accepted > 1000);
   CHECK(refused > 1000);
+}
+
+TEST_CASE("Nested arrays declaring lengths near the input's size are refused without reserving memory per level",
+          "[cbor][security]") {
+  // 500 arrays nested in each other, each declaring as many items as bytes
+  // remain (4-byte length form), over 200,000 zero bytes. Reserving every
+  // declared length would hold 500 x 200,000 values at once (gigabytes from
+  // a 200 kB input); the decoder grows each array only as items decode, and
+  // refuses the input as truncated once the innermost array has the zeros.
+  const size_t levels = 500, zeros = 200000;
+  std::vector<uint8_t> in;
+  for (size_t i = 0; i < levels; ++i) {
+    const uint32_t n = static_cast<uint32_t>((levels - i - 1) * 5 + zeros);  // bytes after this head
+    in.push_back(0x9a);
+    for (int s = 24; s >= 0; s -= 8) in.push_back(static_cast<uint8_t>(n >> s));
+  }
+  in.insert(in.end(), zeros, 0x00);
+#if defined(__SANITIZE_ADDRESS__)
+  UMLOS_SKIP("an address-space limit cannot be set under AddressSanitizer (its shadow memory needs terabytes)");
+#else
+  // In a child under a 2 GiB address-space limit: reserving per level would
+  // ask for far more than that (std::bad_alloc); decoding as items arrive stays
+  // within a few megabytes.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const rlimit lim{rlim_t{2} << 30, rlim_t{2} << 30};
+    ::setrlimit(RLIMIT_AS, &lim);
+    try {
+      umlos::cbor::decode(in.data(), in.size());
+      ::_exit(1);  // accepted: wrong
+    } catch (const umlos::Failure& f) {
+      ::_exit(f.code() == UMLOS_DATA_LOSS && std::string(f.what()).find("truncated") != std::string::npos ? 0 : 2);
+    } catch (const std::bad_alloc&) {
+      ::_exit(3);  // the declared lengths were reserved
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 1: accepted, 2: another error, 3: out of memory
+#endif
 }
