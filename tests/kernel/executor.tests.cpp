@@ -238,13 +238,6 @@ TEST_CASE("The same graph through two driver configurations, changed by one mani
 
 namespace {
 
-std::string indent(const std::string& text, const std::string& pad) {
-  std::string out, line;
-  std::stringstream lines(text);
-  while (std::getline(lines, line)) out += pad + line + "\n";
-  return out;
-}
-
 std::string example(const std::string& name) {
   return read_text(std::string(UMLOS_SOURCE_DIR) + "/examples/ir/" + name);
 }

@@ -85,16 +85,13 @@ TEST_CASE("two modules providing one primitive name are refused at load", "[prim
 
 TEST_CASE("a model declared in the manifest uses a module's primitive and replays identically",
           "[primitives][modules][manifest]") {
-  std::string indented;
-  std::stringstream lines(kSwishIr);
-  for (std::string line; std::getline(lines, line);) indented += "      " + line + "\n";
   const std::string manifest =
       "umlos_manifest: 1\nname: swish_model\nseed: 5\n" +
       pinned_modules({module_path("umlos_cpu_driver"), module_path("umlos_executor"), module_path("test_swish")}) +
       "driver: {name: cpu_driver}\n"
       "operators:\n  bootstrap_op: UML_OS.Model.InitFromIR_v1\n  forward_op: UML_OS.Model.ModelIR_Executor_v1\n"
       "config:\n  max_steps: 4\n  model:\n    mode: backward\n    ir:\n" +
-      indented;
+      indent(kSwishIr, "      ");
   const std::string dir = temp_dir("swish-model");
   write_text(dir + "/m.yaml", manifest);
   CommandResult a = run_umlos("run -q '" + dir + "/m.yaml' --run-dir '" + dir + "/a'");

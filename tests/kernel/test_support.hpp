@@ -34,6 +34,14 @@ inline std::string temp_dir(const std::string& tag) {
   return p.string();
 }
 
+// Every line of `text` with `pad` in front (YAML nested under a key).
+inline std::string indent(const std::string& text, const std::string& pad) {
+  std::string out, line;
+  std::stringstream lines(text);
+  while (std::getline(lines, line)) out += pad + line + "\n";
+  return out;
+}
+
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
