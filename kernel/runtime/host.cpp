@@ -83,11 +83,6 @@ std::map<std::string, std::string> Host::module_primitives() const {
   return out;
 }
 
-void Host::dispatch_on_fallback(const std::string& primitive, const std::vector<const Tensor*>& inputs,
-                                const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs) {
-  dispatch_through(device_, fallback_, primitive, inputs, outputs, attrs);
-}
-
 void Host::dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
                     const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs) {
   if (const umlos_primitive_desc* p = module_primitive(primitive.c_str())) {
@@ -95,7 +90,7 @@ void Host::dispatch(const std::string& primitive, const std::vector<const Tensor
     return;
   }
   if (runs_on_fallback(primitive.c_str())) {
-    dispatch_on_fallback(primitive, inputs, outputs, attrs);
+    dispatch_through(device_, fallback_, primitive, inputs, outputs, attrs);
     return;
   }
   try {
@@ -104,7 +99,7 @@ void Host::dispatch(const std::string& primitive, const std::vector<const Tensor
     // Published but refused for this call (a dtype the driver does not
     // take): the fallback driver runs it, when it has it.
     if (f.code() != UMLOS_PRIMITIVE_UNSUPPORTED || !fallback_has(primitive.c_str())) throw;
-    dispatch_on_fallback(primitive, inputs, outputs, attrs);
+    dispatch_through(device_, fallback_, primitive, inputs, outputs, attrs);
   }
 }
 

@@ -122,9 +122,6 @@ class Host {
   }
   // Whether the fallback driver offers `primitive`.
   bool fallback_has(const char* primitive) const { return fallback_.active() && fallback_.has_primitive(primitive); }
-  // Runs `primitive` on the fallback driver (fallback.hpp).
-  void dispatch_on_fallback(const std::string& primitive, const std::vector<const Tensor*>& inputs,
-                            const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs);
   // Whether `primitive` runs on the fallback driver (the active one lacks it).
   bool runs_on_fallback(const char* primitive) const {
     return fallback_.active() && !device_.has_primitive(primitive) && !registry_.find_primitive(primitive) &&

@@ -272,10 +272,10 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
     const umlos_driver_desc* d = h.driver();
     const auto t0 = std::chrono::steady_clock::now();
     umlos_status s = UMLOS_OK;
-    if (h.module_primitive(primitive) || h.runs_on_fallback(primitive)) {
-      // The active driver lacks it: a module's primitive runs it on host
-      // copies (module_primitive.hpp), else the fallback driver with
-      // explicit transfers (fallback.hpp); errors carry who ran it.
+    if (h.module_primitive(primitive) || h.runs_on_fallback(primitive) || h.fallback_has(primitive)) {
+      // Host::dispatch routes it (docs/abi.md, "Who runs a primitive"): a
+      // module's primitive on host copies, the fallback driver for a name
+      // the active driver lacks or a call it refuses; errors carry who ran it.
       std::vector<const Tensor*> ti(n_inputs);
       std::vector<Tensor*> to(n_outputs);
       for (uint32_t i = 0; i < n_inputs; ++i) ti[i] = as_tensor(inputs[i]);
@@ -283,19 +283,6 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
       h.dispatch(primitive, ti, to, std::vector<umlos_attr>(attrs, attrs + n_attrs));
     } else {
       s = d->dispatch(h.driver_instance(), ctx, primitive, in.data(), n_inputs, out.data(), n_outputs, attrs, n_attrs);
-      if (s == UMLOS_PRIMITIVE_UNSUPPORTED && h.fallback_has(primitive)) {
-        // The driver publishes the primitive but refuses this call (a dtype
-        // it does not take; the ABI says it then writes nothing): the
-        // fallback driver runs it instead.
-        ctx->error_code = UMLOS_OK;
-        ctx->error_message.clear();
-        std::vector<const Tensor*> ti(n_inputs);
-        std::vector<Tensor*> to(n_outputs);
-        for (uint32_t i = 0; i < n_inputs; ++i) ti[i] = as_tensor(inputs[i]);
-        for (uint32_t i = 0; i < n_outputs; ++i) to[i] = as_tensor(outputs[i]);
-        h.dispatch_on_fallback(primitive, ti, to, std::vector<umlos_attr>(attrs, attrs + n_attrs));
-        s = UMLOS_OK;
-      }
     }
     const auto ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
