@@ -33,8 +33,8 @@ const std::vector<std::string>& operator_roles() {
 }
 
 std::string Manifest::operator_for(const std::string& role) const {
-  const auto it = operators.find(role);
-  return it == operators.end() ? std::string() : it->second;
+  const auto it = wiring.find(role);
+  return it == wiring.end() || it->second.empty() ? std::string() : it->second.front().name;
 }
 
 std::string Manifest::where(const std::string& dotted_key) const {
@@ -719,7 +719,6 @@ class Parser {
       } else {
         list.push_back(operator_entry(op.value, path));
       }
-      m_.operators[op.key] = list.front().name;
       m_.wiring[op.key] = std::move(list);
     }
   }

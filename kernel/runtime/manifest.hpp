@@ -112,12 +112,11 @@ struct Manifest {
   cbor::Value config;                                        // the `config:` map (empty when absent)
   cbor::Value policy;                                        // the `policy:` map (empty when absent)
   cbor::Value env;                                           // the env manifest that env_manifest_hash covers
-  std::map<std::string, std::string> operators;              // role -> its (first) operator's fully-qualified name
   std::map<std::string, std::vector<OperatorEntry>> wiring;  // role -> its operators, in call order
   std::map<std::string, SourceMark> marks;                   // dotted key path -> position
   RunSettings settings;
 
-  // Name for a role, "" when the manifest does not name one.
+  // The role's (first) operator name, "" when the manifest names none.
   std::string operator_for(const std::string& role) const;
   // "FILE:LINE:COLUMN" for a dotted key path ("operators.forward_op"), or FILE.
   std::string where(const std::string& dotted_key) const;

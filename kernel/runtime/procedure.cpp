@@ -735,7 +735,7 @@ Bootstrapped bootstrap(RunState& rs, const Manifest& manifest, const RunOptions&
   // The whole wiring against the state the loop starts from: a mistake
   // fails here, before t = 1, naming the manifest line.
   rs.current_operator = "UML_OS.OS.Bootstrap_v1";
-  check_wiring(rs.host, manifest, b.roles);
+  check_wiring(rs.host, b.roles);
   return b;
 }
 

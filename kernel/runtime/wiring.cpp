@@ -231,8 +231,7 @@ std::map<std::string, std::vector<std::string>> Roles::names() const {
   return out;
 }
 
-void check_wiring(const Host& host, const Manifest& manifest, const Roles& roles) {
-  (void)manifest;
+void check_wiring(const Host& host, const Roles& roles) {
   StepState base;
   for (const auto& [name, value] : host.values()) base.present.insert(name);
   // The procedure's order (spec 004 VI); the quota check writes resource_util.

@@ -55,6 +55,6 @@ cbor::Value overlay_config(const cbor::Value& base, const cbor::Value& over);
 // declares; a value produced twice in a step is read in between; dtypes
 // agree where both sides declare one. MANIFEST_INVALID naming the manifest
 // line, the operator and the value.
-void check_wiring(const Host& host, const Manifest& manifest, const Roles& roles);
+void check_wiring(const Host& host, const Roles& roles);
 
 }  // namespace umlos

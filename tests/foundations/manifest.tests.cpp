@@ -247,7 +247,7 @@ TEST_CASE("A minimal manifest gets the default spec_version and seed, and an emp
   CHECK(m.env.find("tmmu")->is_null());
   CHECK(m.env.find("driver")->find("config")->as_map().empty());
   CHECK(m.tmmu_strategy.empty());
-  CHECK(m.operators.empty());
+  CHECK(m.wiring.empty());
   // Writing the defaults out changes nothing.
   const umlos::Manifest explicit_defaults = parse(text + "spec_version: UML_OS-v3.8-OS\nseed: 0\n");
   CHECK(explicit_defaults.manifest_hash == m.manifest_hash);
