@@ -59,7 +59,13 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # inputs the process's RSS can pass -rss_limit_mb with a few MB live (seen on
 # cbor: 2.5 GB RSS, 29 MB live heap). Returning it to the system keeps the
 # limit meaningful for inputs that really allocate too much.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_release_to_os_interval_ms=500}
+# ASan also records the call stack of every allocation in its stack depot,
+# which is never freed: on deeply nested inputs (cbor nests up to 512 levels)
+# each new nesting pattern is a new stack, and RSS grew by ~3 KB per input
+# until libFuzzer's limit stopped the run (2.0 GB after 116,486 inputs).
+# Four frames keep the depot small (590 MB, flat, after 313,662 inputs) and
+# the run 2.7x faster; rerun a saved input to see full allocation stacks.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_release_to_os_interval_ms=500:malloc_context_size=4}
 status=0
 printf '%-18s %12s %8s %7s  %s\n' target executions exec/s cpu-s result
 for t in "$@"; do
