@@ -1,6 +1,8 @@
 // graph.cpp — see graph.hpp.
 #include "graph.hpp"
 
+#include <set>
+
 #include "expr.hpp"  // modules/lib/symbolic
 #include "expr_ir.hpp"
 
@@ -27,6 +29,13 @@ struct Builder {
     g.nodes.push_back(std::move(n));
     return g.nodes.back().output;
   }
+  // A body node, renumbered: node ids follow composition order, which is
+  // also the execution order (the body's own ids only ordered its nodes).
+  void copy(ir::Node n, const std::string& output) {
+    n.node_id = next_id++;
+    n.output = output;
+    g.nodes.push_back(std::move(n));
+  }
   void declare(const std::string& id, const std::string& role, sdk::Shape shape, int32_t dtype) {
     g.declared.push_back({id, role, std::move(shape), dtype});
   }
@@ -42,20 +51,48 @@ struct Builder {
 
 }  // namespace
 
-std::vector<Param> parameters(const Dims& d) {
-  const int64_t D = d.features, H = d.hidden, p = d.latent, Hh = d.head_hidden, C = d.outputs;
-  std::vector<Param> ps = {
-      {"enc.W1", {D, H}, D, H},    {"enc.b1", {H}, 0, 0},   {"enc.W_mu", {H, p}, H, p},  {"enc.b_mu", {p}, 0, 0},
-      {"enc.W_lv", {H, p}, H, p},  {"enc.b_lv", {p}, 0, 0}, {"head.W1", {p, Hh}, p, Hh}, {"head.b1", {Hh}, 0, 0},
-      {"head.W2", {Hh, C}, Hh, C}, {"head.b2", {C}, 0, 0},
-  };
-  if (d.training) {
-    std::vector<Param> dec = {
-        {"dec.W1", {p, H}, p, H}, {"dec.b1", {H}, 0, 0}, {"dec.W2", {H, D}, H, D}, {"dec.b2", {D}, 0, 0}};
-    ps.insert(ps.begin() + 6, dec.begin(), dec.end());
-  }
-  return ps;
+namespace {
+
+// The built-in body (spec 004 defaults): two dense layers per part.
+Body builtin_body(const Dims& d) {
+  const int64_t B = d.batch, D = d.features, H = d.hidden, p = d.latent, Hh = d.head_hidden, C = d.outputs;
+  Builder b;
+  b.g.dtype = d.dtype;
+  auto param = [&](const char* id, sdk::Shape shape) { b.declare(id, "parameter", std::move(shape), d.dtype); };
+  param("enc.W1", {D, H});
+  param("enc.b1", {H});
+  param("enc.W_mu", {H, p});
+  param("enc.b_mu", {p});
+  param("enc.W_lv", {H, p});
+  param("enc.b_lv", {p});
+  param("dec.W1", {p, H});
+  param("dec.b1", {H});
+  param("dec.W2", {H, D});
+  param("dec.b2", {D});
+  param("head.W1", {p, Hh});
+  param("head.b1", {Hh});
+  param("head.W2", {Hh, C});
+  param("head.b2", {C});
+
+  b.segment = "encode";
+  b.dense("x", "enc_h", "enc.W1", "enc.b1", B, H, "relu");
+  b.dense("enc_h", "mu", "enc.W_mu", "enc.b_mu", B, p, nullptr);
+  b.dense("enc_h", "enc_lv", "enc.W_lv", "enc.b_lv", B, p, nullptr);
+  // logvar clamped so exp(logvar / 2) stays far inside the 0.C exp clamp.
+  b.add("clamp", {"enc_lv"}, "logvar", {B, p}, {ir::NodeAttr::real("lo", -8.0), ir::NodeAttr::real("hi", 8.0)});
+  b.segment = "decode";
+  b.dense("z", "dec_h", "dec.W1", "dec.b1", B, H, "relu");
+  b.dense("dec_h", "dec_o", "dec.W2", "dec.b2", B, D, "sigmoid");
+  b.add("clamp", {"dec_o"}, "recon", {B, D}, {ir::NodeAttr::real("lo", 0.0), ir::NodeAttr::real("hi", 1.0)});
+  b.segment = "head";
+  b.dense("z", "head_h", "head.W1", "head.b1", B, Hh, "relu");
+  b.dense("head_h", "logits", "head.W2", "head.b2", B, C, nullptr);
+  return {std::move(b.g.declared), std::move(b.g.nodes), {}};
 }
+
+Body body_of(const Dims& d) { return d.model_ir.empty() ? builtin_body(d) : ir_body(d); }
+
+}  // namespace
 
 const std::vector<Term>& loss_terms() {
   static const std::vector<Term> terms = {{"l_sup", "loss.sup", "alpha", 1.0},
@@ -88,11 +125,58 @@ std::vector<std::pair<std::string, double>> prototype_constants(const Dims& d) {
   return out;
 }
 
+namespace {
+
+// The nodes of `segment`, with the uses of `rename` (an output id) renamed.
+void copy_segment(Builder& b, const Body& body, const std::string& segment,
+                  const std::pair<std::string, std::string>& rename = {}) {
+  b.segment = segment;
+  for (const ir::Node& n : body.nodes) {
+    if (n.segment != segment) continue;
+    ir::Node copy = n;
+    for (std::string& in : copy.inputs)
+      if (in == rename.first) in = rename.second;
+    copy.segment = segment;
+    b.copy(std::move(copy), n.output == rename.first ? rename.second : n.output);
+  }
+}
+
+// The body's parameters and constants; without training, only those a node
+// outside the decode segment reads.
+void declare_body(Builder& b, const Body& body, bool training) {
+  std::set<std::string> read;
+  for (const ir::Node& n : body.nodes)
+    if (training || n.segment != "decode") read.insert(n.inputs.begin(), n.inputs.end());
+  for (const ir::TensorDecl& t : body.declared)
+    if (training || read.count(t.id)) b.g.declared.push_back(t);
+}
+
+}  // namespace
+
+std::vector<Param> parameters(const Dims& d) {
+  const Body body = body_of(d);
+  Builder b;
+  declare_body(b, body, d.training);
+  std::vector<Param> ps;
+  for (const ir::TensorDecl& t : b.g.declared) {
+    if (t.role != "parameter") continue;
+    Param q{t.id, t.shape, 0, 0, t.shape.size() == 2 ? Init::Glorot : Init::Zeros};
+    if (const auto it = body.init.find(t.id); it != body.init.end()) q.init = it->second;
+    if (q.init == Init::Glorot) {
+      q.fan_in = t.shape.at(0);  // ir_body refuses glorot on other ranks
+      q.fan_out = t.shape.at(1);
+    }
+    ps.push_back(std::move(q));
+  }
+  return ps;
+}
+
 ir::Graph build(const Dims& d) {
-  const int64_t B = d.batch, D = d.features, p = d.latent, H = d.hidden, Hh = d.head_hidden, C = d.outputs;
+  const int64_t B = d.batch, p = d.latent, C = d.outputs;
+  const Body body = body_of(d);
   Builder b;
   b.g.dtype = d.dtype;
-  b.declare("x", "input", {B, D}, d.dtype);
+  b.declare("x", "input", {B, d.features}, d.dtype);
   if (d.task == Task::Multiclass)
     b.declare("y", "input", {B}, UMLOS_DTYPE_I64);
   else
@@ -103,30 +187,21 @@ ir::Graph build(const Dims& d) {
     b.declare("ot_dirs", "constant", {p, 4}, d.dtype);
     b.declare("eye", "constant", {p, p}, d.dtype);
   }
-  for (const Param& q : parameters(d)) b.declare(q.id, "parameter", q.shape, d.dtype);
+  declare_body(b, body, d.training);
 
-  b.segment = "encode";
-  b.dense("x", "enc_h", "enc.W1", "enc.b1", B, H, "relu");
-  b.dense("enc_h", "mu", "enc.W_mu", "enc.b_mu", B, p, nullptr);
-  b.dense("enc_h", "enc_lv", "enc.W_lv", "enc.b_lv", B, p, nullptr);
-  // logvar clamped so exp(logvar / 2) stays far inside the 0.C exp clamp.
-  b.add("clamp", {"enc_lv"}, "logvar", {B, p}, {ir::NodeAttr::real("lo", -8.0), ir::NodeAttr::real("hi", 8.0)});
+  // Encode_v1: the body's encoder, then the reparameterisation (spec 004).
+  copy_segment(b, body, "encode");
   b.add("mul", {"logvar", "c_half"}, "half_logvar", {B, p});
   b.add("exp", {"half_logvar"}, "sigma", {B, p});
   b.add("mul", {"sigma", "eps"}, "noise", {B, p});
   b.add("add", {"mu", "noise"}, "z", {B, p});
+  if (d.training) copy_segment(b, body, "decode");
 
-  if (d.training) {
-    b.segment = "decode";
-    b.dense("z", "dec_h", "dec.W1", "dec.b1", B, H, "relu");
-    b.dense("dec_h", "dec_o", "dec.W2", "dec.b2", B, D, "sigmoid");
-    b.add("clamp", {"dec_o"}, "recon", {B, D}, {ir::NodeAttr::real("lo", 0.0), ir::NodeAttr::real("hi", 1.0)});
-  }
-
-  b.segment = "head";
-  b.dense("z", "head_h", "head.W1", "head.b1", B, Hh, "relu");
   const bool protos = !d.equations.empty();
-  b.dense("head_h", protos ? "nn_logits" : "logits", "head.W2", "head.b2", B, C, nullptr);
+  // With prototypes the body's logits are nn_logits; logits is their sum
+  // with the prototype path.
+  copy_segment(b, body, "head", protos ? std::pair<std::string, std::string>{"logits", "nn_logits"}
+                                       : std::pair<std::string, std::string>{});
   if (protos) {
     const int64_t k = static_cast<int64_t>(d.equations.size());
     b.declare("np_protos", "constant", {k, p}, d.dtype);

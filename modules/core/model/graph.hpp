@@ -1,15 +1,24 @@
 // graph.hpp — the spec 004 model as one ModelIR graph, split into segments
 // that the VI operators run one after the other (docs/model.md).
 //
-//   encode  x -> h -> (mu, logvar) -> z = mu + exp(logvar/2) * eps   (Encode_v1)
-//   decode  z -> h -> sigmoid -> clamp[0,1] = recon                   (Decode_v1)
-//   head    z -> h -> nn_logits = logits                              (Forward_v2)
-//   loss    L_sup, L_rec, L_KL, L_OT, L_covz                          (TotalLoss_v1)
+//   encode  x -> ... -> (mu, logvar)       the model body       (Encode_v1)
+//           z = mu + exp(logvar/2) * eps   appended here        (Encode_v1)
+//   decode  z -> ... -> recon              the model body       (Decode_v1)
+//   head    z -> ... -> logits             the model body       (Forward_v2)
+//   loss    L_sup, L_rec, L_KL, L_OT, L_covz  appended here     (TotalLoss_v1)
+//
+// The body is the built-in spec 004 network (two dense layers per part,
+// sizes from config) or a ModelIR graph the manifest declares (top-level
+// `model_ir:`, seen by operators as config `model_ir.graph`; model_ir.cpp).
+// The reparameterisation, the prototype path and the loss terms are the
+// spec's and are always appended by this module, so the RNG draws and the
+// contracts do not depend on the body.
 //
 // Backward (Update_v1) runs once over the whole graph, seeded with the
 // manifest's loss weights, so the five terms never need a summing node.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,19 +47,51 @@ struct Dims {
   // Empty: no prototype nodes, the graph is exactly the spec 004 graph.
   std::vector<std::string> equations;
   std::vector<int64_t> eq_output;
+  // The body as a ModelIR graph: the canonical CBOR of config
+  // model_ir.graph (docs/model.md, "A model as ModelIR"); empty: the
+  // built-in body (hidden, head_hidden).
+  std::string model_ir;
 };
+
+// How InitParameters_v1 fills a parameter: Glorot-uniform with its fan-in
+// and fan-out, zeros or ones.
+enum class Init { Glorot, Zeros, Ones };
 
 struct Param {
   std::string id;  // graph id, e.g. "enc.W1"; value "theta.<id>"
   sdk::Shape shape;
-  int64_t fan_in = 0, fan_out = 0;  // 0 fan_in: a bias (initialised to 0)
+  int64_t fan_in = 0, fan_out = 0;  // of a rank-2 [fan_in, fan_out] weight
+  Init init = Init::Zeros;
 };
 
-// Parameters in registration order (optimiser state and gradients follow it).
+// Parameters in registration order (optimiser state and gradients follow
+// it): the graph's parameter declarations in order. A rank-2 parameter is
+// Glorot-initialised, any other is zeros, unless a model IR says otherwise.
 std::vector<Param> parameters(const Dims& d);
 
+// The model body: what the spec 004 operators run between the batch and
+// the loss. Nodes carry segment encode, decode or head; `declared` holds
+// the body's parameters (registration order) and valued constants.
+struct Body {
+  std::vector<ir::TensorDecl> declared;
+  std::vector<ir::Node> nodes;
+  std::map<std::string, Init> init;  // a parameter's init when not by rank
+};
+
+// The body of a model IR (config model_ir.graph), for dims d: B, D, C and
+// p bound from the run; checked against the interface of docs/model.md
+// (INVALID_IR naming the tensor or node). model_ir.cpp.
+Body ir_body(const Dims& d);
+
+// d.features and d.outputs (D and C) as the run's parameters fix them, for
+// operators that see theta but no batch or data (Contract.RestoredState,
+// StateFingerprint_v1). false when theta is not there. model_ir.cpp.
+bool dims_from_theta(const sdk::Context& c, Dims& d);
+
 // The graph: declared x [B,D], y, eps [B,p]; constants ot_dirs [p,4],
-// eye [p,p], c_half [1]; parameters; node outputs as documented above.
+// eye [p,p], c_half [1]; the body's parameters and constants; node outputs
+// as documented above. Without training (d.training false) the decode
+// segment and the parameters only it reads are left out.
 // With prototypes (d.equations non-empty) the head segment ends
 //   nn_logits  = relu(z U1 + d1) U2 + d2                 [B, C]
 //   proto_sim  = cosine_similarity(z, np_protos)          [B, k]

@@ -29,6 +29,7 @@ Dims dims_from(const sdk::Context& c, int64_t batch, int64_t features, int64_t o
   else
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config compute_dtype is '", dt, "', expected f32 or f64");
   if (dtype_override >= 0) d.dtype = dtype_override;
+  d.model_ir = sdk::cbor::config_bytes(c, "model_ir.graph").value_or(std::string());
   if (d.latent < 1 || d.hidden < 1 || d.head_hidden < 1)
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config latent_dim / model.hidden / model.head_hidden must be >= 1");
   return d;
@@ -197,7 +198,8 @@ namespace {
 bool same_dims(const Dims& a, const Dims& b) {
   return a.batch == b.batch && a.features == b.features && a.latent == b.latent && a.hidden == b.hidden &&
          a.head_hidden == b.head_hidden && a.outputs == b.outputs && a.task == b.task && a.dtype == b.dtype &&
-         a.training == b.training && a.equations == b.equations && a.eq_output == b.eq_output;
+         a.training == b.training && a.equations == b.equations && a.eq_output == b.eq_output &&
+         a.model_ir == b.model_ir;
 }
 
 }  // namespace
@@ -217,9 +219,34 @@ std::shared_ptr<const ir::Graph> built_graph(const Dims& d) {
   return graph;
 }
 
+void check_model_graph(sdk::Context& c, const Dims& d) {
+  if (d.model_ir.empty()) return;  // the built-in body: checked by its tests
+  const std::shared_ptr<const ir::Graph> g = built_graph(d);
+  static std::mutex mutex;
+  static std::set<const ir::Graph*> checked;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (checked.count(g.get())) return;
+  }
+  ir::ValidateOptions vo;
+  vo.mode = "backward";
+  const sdk::Context::DriverPrimitives dp = c.driver_primitives();
+  vo.offered = dp.primitives;
+  vo.driver = "driver '" + dp.driver + "'";
+  for (const Param& q : parameters(d)) vo.wrt.push_back(q.id);
+  try {
+    ir::validate(*g, vo);
+  } catch (const sdk::Error& e) {
+    throw sdk::Error(e.code(), "model_ir.graph (composed with the spec 004 terms, docs/model.md): ", e.what());
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  checked.insert(g.get());  // the cache keeps the graph alive, so the address is not reused
+}
+
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier) {
   Step s{training_dims(c), {}, {}};
   if (prototypes) load_prototypes(c, s.d);
+  check_model_graph(c, s.d);
   s.graph = built_graph(s.d);
   bind_batch(c, s.b);
   bind_parameters(c, s.d, s.b);

@@ -18,15 +18,9 @@ namespace model_ops {
 // opt.beta1_pow / opt.beta2_pow are f64[], loss_hist is f64[n,2] with
 // n <= 256. A run without the model's parameters has nothing to check.
 void restored_state(sdk::Context& c) {
-  const umlos_tensor* w1 = c.optional_input("theta.enc.W1");
-  const umlos_tensor* b2 = c.optional_input("theta.head.b2");
-  if (!w1 || !b2) return;
-  const sdk::Shape sw = c.shape(w1), sb = c.shape(b2);
-  if (sw.size() != 2 || sb.size() != 1) {
-    throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value 'theta.enc.W1' is ", sdk::shape_string(sw),
-                     " and 'theta.head.b2' is ", sdk::shape_string(sb), ", expected rank 2 and rank 1");
-  }
-  const std::vector<Param> ps = parameters(dims_from(c, 1, sw[0], sb[0]));
+  Dims d = dims_from(c, 1, 1, 1);
+  if (!dims_from_theta(c, d)) return;
+  const std::vector<Param> ps = parameters(d);
   for (const Param& p : ps) {
     const umlos_tensor* th = c.optional_input(("theta." + p.id).c_str());
     if (!th || c.shape(th) != p.shape) {

@@ -50,7 +50,8 @@ void hash_values_f64(Sha& h, const std::vector<double>& v) {
 
 // 1. theta, sorted by name. Returns the parameter ids in registration order.
 std::vector<std::string> hash_theta(sdk::Context& c, Sha& h) {
-  const Dims d = dims_from(c, 1, c.shape(c.input("theta.enc.W1")).at(0), c.shape(c.input("theta.head.b2")).at(0));
+  Dims d = dims_from(c, 1, 1, 1);
+  if (!dims_from_theta(c, d)) throw sdk::Error(UMLOS_FAILED_PRECONDITION, "the model's parameters theta.* are missing");
   std::vector<Param> ps = parameters(d);
   std::vector<std::string> names;
   for (const Param& q : ps) names.push_back(q.id);

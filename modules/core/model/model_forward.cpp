@@ -14,18 +14,20 @@ namespace model_ops {
 // bytes: Philox4x32-10 keyed by the kernel's master key (derived from the
 // experiment hash, 0.B) xor the golden-ratio words, counter (parameter
 // index, element, 0x7468, 0) — a space the draw streams never use.
-// Weights: Glorot-uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)); biases 0.
+// Weights: Glorot-uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)); biases 0
+// (a model IR may say `init: ones` or `zeros` for a parameter; graph.hpp).
 void init_parameters(sdk::Context& c) {
   const sdk::Shape xs = c.shape(c.input("data.train.x"));
   const Task task = parse_task(c.config("task_type", "multiclass"));
   Dims d = dims_from(c, c.config<int64_t>("batch_size", 64), xs.at(1), num_outputs(c, task));
   const sdk::Context::RngState rs = c.rng_state();
   const uint32_t key[2] = {rs.key[0] ^ 0x9E3779B9u, rs.key[1] ^ 0xBB67AE85u};
+  check_model_graph(c, d);
   const std::vector<Param> ps = parameters(d);
   for (size_t i = 0; i < ps.size(); ++i) {
     const Param& q = ps[i];
-    std::vector<double> v(sdk::element_count(q.shape), 0.0);
-    if (q.fan_in > 0) {
+    std::vector<double> v(sdk::element_count(q.shape), q.init == Init::Ones ? 1.0 : 0.0);
+    if (q.init == Init::Glorot && q.fan_in + q.fan_out > 0) {
       const double a = UMLOS_SQRT(6.0 / static_cast<double>(q.fan_in + q.fan_out));
       for (size_t k = 0; k < v.size(); ++k) {
         const uint32_t ctr[4] = {static_cast<uint32_t>(i), static_cast<uint32_t>(k), 0x7468u, 0};

@@ -21,6 +21,7 @@
 
 #include <umlos_philox.h>
 #include <umlos_tmmu.h>
+#include <umlos/cbor.hpp>
 #include <umlos/sdk.hpp>
 #include <umlos/sha256.hpp>
 
@@ -82,6 +83,10 @@ struct Step {
 // every operator of every step asks for the same one.
 std::shared_ptr<const ir::Graph> built_graph(const Dims& d);
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier);
+// A model IR's graph checked once against the driver (Contract.Validate_v1
+// of spec 002, backward mode: shapes, every primitive and the `_grad` of
+// every node between a parameter and the loss), before its first step.
+void check_model_graph(sdk::Context& c, const Dims& d);
 
 // The optimiser moment opt.m.<id> / opt.v.<id> in the layout Update_v1
 // writes (model_update.cpp).

@@ -4,6 +4,7 @@
 #include <umlos_tmmu.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -35,14 +36,52 @@ int32_t parse_dtype(const std::string& t, const std::string& where) {
 
 namespace {
 
-sdk::Shape shape_of(const Value& v, const std::string& where) {
+// An extent is a non-negative integer or the name of one (Extents).
+sdk::Shape shape_of(const Value& v, const std::string& where, const Extents& extents) {
   sdk::Shape s;
   for (const Value& d : v.items()) {
-    int64_t e = d.as_int();
+    int64_t e = 0;
+    if (d.is(Value::Kind::Text)) {
+      const auto it = extents.find(d.as_text());
+      if (it == extents.end()) {
+        std::string known;
+        for (const auto& [name, value] : extents) known += (known.empty() ? "" : ", ") + name;
+        throw sdk::Error(UMLOS_INVALID_IR, where, ": extent '", d.as_text(), "' is not defined (defined: ",
+                         known.empty() ? std::string("none; declare it under dims") : known, ")");
+      }
+      e = it->second;
+    } else {
+      e = d.as_int();
+    }
     if (e < 0) throw sdk::Error(UMLOS_INVALID_IR, where, ": negative extent ", e);
     s.push_back(e);
   }
   return s;
+}
+
+bool is_extent_name(const std::string& s) {
+  if (s.empty() || s.size() > 64 || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+}
+
+// The IR's own `dims` over the caller's: a name the caller binds cannot be
+// redefined (the caller's value is what the graph must be built with).
+Extents extents_of(const Value& ir, const Extents& bound) {
+  Extents out = bound;
+  const Value* dims = ir.find("dims");
+  if (!dims) return out;
+  if (!dims->is(Value::Kind::Map)) throw sdk::Error(UMLOS_INVALID_IR, "dims: expected a map of name: extent");
+  for (const auto& [name, v] : dims->entries()) {
+    if (!is_extent_name(name))
+      throw sdk::Error(UMLOS_INVALID_IR, "dims: '", name, "' is not a name (letters, digits, '_')");
+    if (bound.count(name))
+      throw sdk::Error(UMLOS_INVALID_IR, "dims.", name, ": '", name, "' is bound by the caller (", bound.at(name),
+                       ") and cannot be redefined");
+    if (!v.is(Value::Kind::Int) || v.as_int() < 0)
+      throw sdk::Error(UMLOS_INVALID_IR, "dims.", name, ": expected a non-negative integer");
+    out[name] = v.as_int();
+  }
+  return out;
 }
 
 // docs/modelir.md: a key the schema does not name is INVALID_IR (a
@@ -164,8 +203,9 @@ void finalize(Graph& g) {
     throw sdk::Error(UMLOS_INVALID_IR, "loss '", g.loss, "' is not a node output");
 }
 
-Graph load_graph(const Value& ir) {
+Graph load_graph(const Value& ir, const Extents& bound) {
   Graph g;
+  const Extents extents = extents_of(ir, bound);
   if (const Value* d = ir.find("dtype")) {
     g.dtype = parse_dtype(d->as_text(), "ir.dtype");
     if (g.dtype == UMLOS_DTYPE_I64) throw sdk::Error(UMLOS_INVALID_IR, "ir.dtype is 'i64', expected f32 or f64");
@@ -176,9 +216,15 @@ Graph load_graph(const Value& ir) {
     TensorDecl d;
     d.id = t.at("id").as_text();
     const std::string where = "tensor '" + d.id + "'";
-    known_keys(t, where, {"id", "role", "shape", "dtype", "value"});
+    known_keys(t, where, {"id", "role", "shape", "dtype", "value", "init"});
     d.role = t.at("role").as_text();
-    d.shape = shape_of(t.at("shape"), where);
+    if (const Value* init = t.find("init")) {
+      d.init = init->as_text();
+      if (d.role != "parameter") throw sdk::Error(UMLOS_INVALID_IR, where, ": init is for parameters only");
+      if (d.init != "glorot_uniform" && d.init != "zeros" && d.init != "ones")
+        throw sdk::Error(UMLOS_INVALID_IR, where, ": init '", d.init, "', expected glorot_uniform, zeros or ones");
+    }
+    d.shape = shape_of(t.at("shape"), where, extents);
     d.dtype = g.dtype;
     if (const Value* dt = t.find("dtype")) d.dtype = parse_dtype(dt->as_text(), where);
     checked_bytes(d.shape, d.dtype, where);
@@ -204,7 +250,7 @@ Graph load_graph(const Value& ir) {
     node.output = out.at("id").as_text();
     known_keys(out, where + ": output '" + node.output + "'",
                {"id", "shape", "dtype", "role", "saved_for_backward", "alias"});
-    node.output_shape = shape_of(out.at("shape"), where);
+    node.output_shape = shape_of(out.at("shape"), where, extents);
     node.dtype = g.dtype;
     if (const Value* dt = out.find("dtype")) node.dtype = parse_dtype(dt->as_text(), where);
     checked_bytes(node.output_shape, node.dtype, where + ": output '" + node.output + "'");
@@ -247,8 +293,8 @@ Graph load_graph(const Value& ir) {
   }
   if (const Value* h = ir.find("ir_schema_hash")) g.schema_hash = h->as_text();
   for (const auto& [k, v] : ir.entries()) {
-    static const std::set<std::string> known = {"dtype", "tensors",    "nodes",          "outputs",
-                                                "loss",  "grad_edges", "ir_schema_hash", "name"};
+    static const std::set<std::string> known = {"dtype",      "tensors",        "nodes", "outputs", "loss",
+                                                "grad_edges", "ir_schema_hash", "name",  "dims"};
     if (!known.count(k)) throw sdk::Error(UMLOS_INVALID_IR, "ir: unknown key '", k, "'");
   }
   finalize(g);

@@ -61,6 +61,9 @@ struct TensorDecl {
   // A constant's value (row-major; one number fills the shape). Empty: the
   // constant is bound by the caller like an input.
   std::vector<double> value = {};
+  // A parameter's initialisation for a training procedure: "" (its
+  // default), glorot_uniform, zeros or ones. The executor ignores it.
+  std::string init = {};
 };
 
 // An explicit gradient dependency: the backward step of node `to` needs the
@@ -92,9 +95,15 @@ int32_t parse_dtype(const std::string& text, const std::string& where);
 // 63 bits (every shape of an IR passes here before anything is allocated).
 uint64_t checked_bytes(const sdk::Shape& shape, int32_t dtype, const std::string& where);
 
+// Named extents: a shape may write a name instead of a number. The IR's
+// own `dims: {H: 128}` defines names; the caller may bind more (the spec
+// 004 model binds B, D, C and p from the run) and the IR cannot redefine
+// those.
+using Extents = std::map<std::string, int64_t>;
+
 // Reads and validates an IR map (docs/modelir.md) and orders its nodes:
 // INVALID_IR / CYCLE_DETECTED naming the node.
-Graph load_graph(const sdk::cbor::Value& ir);
+Graph load_graph(const sdk::cbor::Value& ir, const Extents& bound = {});
 
 // Validates a graph built in code (ids unique, inputs defined) and puts its
 // nodes in execution order. load_graph() ends with it.

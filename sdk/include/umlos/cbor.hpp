@@ -240,7 +240,9 @@ class Value {
 
 // The configuration subtree at `key` ("" = all), or an empty optional when
 // absent. Needs a kernel with ABI 1.2 (UNIMPLEMENTED otherwise).
-inline std::optional<Value> config_tree(const Context& c, const char* key) {
+// The configuration subtree at dotted `key` as the kernel's canonical CBOR
+// bytes (equal trees, equal bytes), or nullopt when absent.
+inline std::optional<std::string> config_bytes(const Context& c, const char* key) {
   const umlos_services* svc = c.services();
   if (!svc || svc->struct_size < UMLOS_SERVICES_SIZE_V1_2 || !svc->config_cbor) {
     throw Error(UMLOS_UNIMPLEMENTED, "config_cbor needs a kernel with ABI 1.2 or newer");
@@ -250,7 +252,13 @@ inline std::optional<Value> config_tree(const Context& c, const char* key) {
   const umlos_status s = svc->config_cbor(c.raw(), key, &bytes, &n);
   if (s == UMLOS_NOT_FOUND) return std::nullopt;
   if (s != UMLOS_OK) throw Error(s, "config_cbor(\"", key ? key : "", "\") failed");
-  return Value::decode(bytes, n);
+  return std::string(reinterpret_cast<const char*>(bytes), n);
+}
+
+inline std::optional<Value> config_tree(const Context& c, const char* key) {
+  const std::optional<std::string> bytes = config_bytes(c, key);
+  if (!bytes) return std::nullopt;
+  return Value::decode(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
 }
 
 }  // namespace umlos::sdk::cbor
