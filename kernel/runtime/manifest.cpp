@@ -18,6 +18,7 @@
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "loader.hpp"
+#include "model_ir_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -66,6 +67,7 @@ struct ScalarSpan {
   size_t module_index = 0;  // modules[i], or datasets[i] when is_data_path
   bool is_path = false;     // else the sha256
   bool is_data_path = false;
+  bool is_model_ir = false;  // model_ir.path / model_ir.sha256
   YAML::Mark mark;
   std::string value;  // the scalar as yaml-cpp read it
   bool quoted = false;
@@ -436,7 +438,8 @@ class Parser {
   }
 
   static bool is_digest_path(const std::string& path) {
-    return is_indexed_key(path, "modules", ".sha256") || is_indexed_key(path, "datasets", ".hash");
+    return is_indexed_key(path, "modules", ".sha256") || is_indexed_key(path, "datasets", ".hash") ||
+           path == "model_ir.sha256";
   }
 
   void check_collection_tag(const YAML::Node& node, const std::string& path, const std::string& standard) const {
@@ -527,8 +530,8 @@ class Parser {
 
   void root(const YAML::Node& doc) {
     static const std::vector<std::string> top_keys = {
-        "umlos_manifest", "name",   "spec_version", "seed",     "modules",   "driver",  "tmmu",
-        "operators",      "config", "policy",       "datasets", "namespace", "budgets", "trace"};
+        "umlos_manifest", "name",   "spec_version", "seed",      "modules", "driver", "tmmu",    "operators",
+        "config",         "policy", "datasets",     "namespace", "budgets", "trace",  "model_ir"};
     if (!doc.IsMap())
       fail_at(doc.Mark(), "", "expected a manifest (a YAML map), found " + found(doc, scalar_or_null(doc, "")));
     // The whole tree, typed; the schema below checks it and adjusts the
@@ -574,6 +577,7 @@ class Parser {
       m_.policy = *canonical.find("policy");
     }
     if (top.count("datasets")) datasets(top.at("datasets"), canonical);
+    if (top.count("model_ir")) model_ir(top.at("model_ir"), canonical);
     if (top.count("namespace")) name_space(top.at("namespace"));
     if (top.count("budgets")) {
       const Entry& e = top.at("budgets");
@@ -838,6 +842,54 @@ class Parser {
     }
   }
 
+  // model_ir: the model body as ModelIR (docs/model.md), inline {graph:
+  // MAP} or a pinned file {path, sha256}. Either way the canonical form
+  // holds {graph: MAP}, so the manifest hash covers the graph's content
+  // and not where it was written.
+  void model_ir(const Entry& e, Value& canonical) {
+    const auto f = fixed_map(e.value, mark_of(e), "model_ir", {"graph", "path", "sha256"}, {});
+    Value graph;
+    if (f.count("graph")) {
+      if (f.count("path") || f.count("sha256"))
+        fail_at(mark_of(e), "model_ir", "expected either graph (inline) or path and sha256 (a file), found both");
+      const Entry& g = f.at("graph");
+      if (!g.value.IsMap())
+        fail_at(mark_of(g), "model_ir.graph",
+                "expected a ModelIR map, found " + found(g.value, scalar_or_null(g.value, "model_ir.graph")));
+      graph = *canonical.find("model_ir")->find("graph");
+    } else {
+      if (!f.count("path") || !f.count("sha256"))
+        fail_at(mark_of(e), f.count("path") ? "model_ir.sha256" : "model_ir.path",
+                "missing required key (model_ir is {graph: MAP} or {path, sha256})");
+      const std::string path = text(f.at("path"), "model_ir.path");
+      const std::string digest = hex_digest_text(f.at("sha256"), "model_ir.sha256", allow_unpinned_);
+      m_.model_ir_file = fs::path(path).is_absolute() ? path : (fs::path(m_.dir) / path).lexically_normal().string();
+      if (spans_) {
+        span(0, true, f.at("path"));
+        spans_->back().is_model_ir = true;
+        span(0, false, f.at("sha256"));
+        spans_->back().is_model_ir = true;
+      }
+      const ModelIrFile file = read_model_ir_file(m_.model_ir_file, "model_ir.path", where_of(f.at("path")));
+      if (digest != kUnpinned && to_hex(file.sha256) != digest)
+        throw Failure(UMLOS_DATA_HASH_MISMATCH, where_of(f.at("sha256")) + ": key 'model_ir.sha256': '" +
+                                                    m_.model_ir_file + "' has SHA-256 " + to_hex(file.sha256) +
+                                                    ", the manifest pins " + digest +
+                                                    " (run `umlos manifest pin` after changing the model)");
+      graph = file.graph;
+    }
+    Value entry = Value::map();
+    entry.set("graph", graph);
+    for (auto& [key, value] : canonical.as_map())
+      if (key.as_text() == "model_ir") value = entry;
+    m_.model_ir = std::move(entry);
+  }
+
+  std::string where_of(const Entry& e) const {
+    const YAML::Mark mk = mark_of(e);
+    return file_ + ":" + std::to_string(mk.line + 1) + ":" + std::to_string(mk.column + 1);
+  }
+
   void name_space(const Entry& e) {
     // Each part becomes a folder under UML_OS_ROOT (spec 004 0.N): no
     // separators, no "." or "..", so a manifest cannot point outside it.
@@ -926,6 +978,40 @@ std::string render(const std::string& value, bool quoted, char original_quote) {
   return out + "\"";
 }
 
+// One scalar of the manifest text that `pin` rewrites.
+struct Replacement {
+  size_t begin, end;
+  std::string with;
+  std::string key;
+};
+
+Replacement replace_scalar(const std::string& text, const std::string& in_file, const ScalarSpan& s,
+                           const std::string& key, const std::string& value) {
+  const size_t end = scalar_end(text, s);
+  if (end == std::string::npos)
+    throw Failure(UMLOS_MANIFEST_INVALID, in_file + ":" + std::to_string(s.mark.line + 1) + ":" +
+                                              std::to_string(s.mark.column + 1) + ": key '" + key +
+                                              "': cannot rewrite this value in place (write it as a plain or "
+                                              "quoted scalar on one line, without tags, anchors or aliases)");
+  const size_t begin = static_cast<size_t>(s.mark.pos);
+  return {begin, end, render(value, s.quoted, text[begin]), key};
+}
+
+// model_ir.path relative to the output's folder; model_ir.sha256 the digest
+// of the file's bytes now.
+Replacement model_ir_replacement(const std::string& text, const std::string& in_file, const Manifest& m,
+                                 const ScalarSpan& s, const fs::path& out_dir) {
+  if (s.is_path) {
+    const fs::path target = fs::absolute(m.model_ir_file).lexically_normal();
+    const fs::path relative = target.lexically_relative(out_dir);
+    const std::string value =
+        fs::path(s.value).is_absolute() ? s.value : (relative.empty() ? target.string() : relative.string());
+    return replace_scalar(text, in_file, s, "model_ir.path", value);
+  }
+  const ModelIrFile file = read_model_ir_file(m.model_ir_file, "model_ir.path", in_file);
+  return replace_scalar(text, in_file, s, "model_ir.sha256", to_hex(file.sha256));
+}
+
 }  // namespace
 
 Manifest parse_manifest(const std::string& yaml_text, const std::string& file, const std::string& base_dir,
@@ -943,13 +1029,12 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
   const Manifest m = parse_impl(text, in_file, folder_of(in_file), true, &spans);
 
   const fs::path out_dir = fs::absolute(folder_of(out_file)).lexically_normal();
-  struct Replacement {
-    size_t begin, end;
-    std::string with;
-    std::string key;
-  };
   std::vector<Replacement> replacements;
   for (const ScalarSpan& s : spans) {
+    if (s.is_model_ir) {
+      replacements.push_back(model_ir_replacement(text, in_file, m, s, out_dir));
+      continue;
+    }
     if (s.is_data_path) {
       // A data path, like a module path, is relative to the manifest's
       // folder: rewritten so that the copy names the same file.

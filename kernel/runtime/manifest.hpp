@@ -109,9 +109,14 @@ struct Manifest {
   // Where the run state lives (kernel/runtime/value_arenas.hpp): "arenas" (the
   // default with a strategy) or "buffers" (one driver buffer per value).
   std::string tmmu_values = "arenas";
-  cbor::Value config;                                        // the `config:` map (empty when absent)
-  cbor::Value policy;                                        // the `policy:` map (empty when absent)
-  cbor::Value env;                                           // the env manifest that env_manifest_hash covers
+  cbor::Value config;  // the `config:` map (empty when absent)
+  cbor::Value policy;  // the `policy:` map (empty when absent)
+  cbor::Value env;     // the env manifest that env_manifest_hash covers
+  // model_ir: the spec 004 model body as a ModelIR graph, {graph: MAP}
+  // whether written inline or pinned as a file (null when absent). Operators
+  // read it as config `model_ir` (docs/model.md).
+  cbor::Value model_ir;
+  std::string model_ir_file;                                 // the file it came from, resolved ("" inline or absent)
   std::map<std::string, std::vector<OperatorEntry>> wiring;  // role -> its operators, in call order
   std::map<std::string, SourceMark> marks;                   // dotted key path -> position
   RunSettings settings;
@@ -134,9 +139,10 @@ Manifest parse_manifest(const std::string& yaml_text, const std::string& file, c
                         bool allow_unpinned = false);
 
 // `umlos manifest pin IN -o OUT`: writes OUT (atomically) as a copy of IN's
-// text in which every module's sha256 is the digest of its file and every
-// relative module path is rewritten relative to OUT's folder. Comments and
-// layout are kept. Throws MODULE_NOT_FOUND for a missing module file.
+// text in which every module's sha256 is the digest of its file (and
+// model_ir.sha256 that of the model IR file) and every relative path is
+// rewritten relative to OUT's folder. Comments and layout are kept. Throws
+// MODULE_NOT_FOUND for a missing module file.
 void pin_manifest(const std::string& in_file, const std::string& out_file);
 
 // A standalone YAML (or JSON) document typed exactly as manifest `config:`

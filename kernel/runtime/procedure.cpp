@@ -404,11 +404,12 @@ void write_run_checkpoint(RunState& rs, const Manifest& manifest, TapeWriter& ta
 }  // namespace
 
 // What operators read through config_*: the manifest's `config:` map plus,
-// read-only, `policy` (its rules) and `datasets` (docs/training.md).
+// read-only, `policy` (its rules), `datasets` and `model_ir` (docs/training.md).
 cbor::Value operator_config(const Manifest& m) {
   std::vector<std::pair<cbor::Value, cbor::Value>> entries;
   for (const auto& [k, v] : m.config.as_map()) {
-    if (k.kind() == cbor::Value::Kind::Text && (k.as_text() == "policy" || k.as_text() == "datasets")) {
+    if (k.kind() == cbor::Value::Kind::Text &&
+        (k.as_text() == "policy" || k.as_text() == "datasets" || k.as_text() == "model_ir")) {
       throw Failure(UMLOS_MANIFEST_INVALID, m.where("config." + k.as_text()) + ": key 'config." + k.as_text() +
                                                 "' is reserved: operators see the manifest's top-level '" +
                                                 k.as_text() + "' under that name; move it to the top level");
@@ -417,6 +418,7 @@ cbor::Value operator_config(const Manifest& m) {
   }
   entries.emplace_back(cbor::Value::text("policy"), m.policy);
   if (const cbor::Value* d = m.canonical.find("datasets")) entries.emplace_back(cbor::Value::text("datasets"), *d);
+  if (!m.model_ir.is_null()) entries.emplace_back(cbor::Value::text("model_ir"), m.model_ir);
   return cbor::Value::map(std::move(entries));
 }
 

@@ -200,8 +200,9 @@ ir::Graph build(const Dims& d) {
   const bool protos = !d.equations.empty();
   // With prototypes the body's logits are nn_logits; logits is their sum
   // with the prototype path.
-  copy_segment(b, body, "head", protos ? std::pair<std::string, std::string>{"logits", "nn_logits"}
-                                       : std::pair<std::string, std::string>{});
+  copy_segment(
+      b, body, "head",
+      protos ? std::pair<std::string, std::string>{"logits", "nn_logits"} : std::pair<std::string, std::string>{});
   if (protos) {
     const int64_t k = static_cast<int64_t>(d.equations.size());
     b.declare("np_protos", "constant", {k, p}, d.dtype);

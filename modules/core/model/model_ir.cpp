@@ -29,10 +29,10 @@ using sdk::cbor::Value;
 // What build() adds around a body (graph.cpp), which a body may not define.
 bool reserved(const std::string& id) {
   static const std::set<std::string> names = {
-      "y",           "eps",     "c_half",    "ot_dirs",   "eye",        "half_logvar",  "sigma",
-      "noise",       "nn_logits", "proto_sim", "proto_feat", "proto_w",   "sym_eq",       "sym_weighted",
-      "sym_pred",    "sym_scaled", "l_sup",    "l_rec",     "l_kl",       "l_ot",         "l_cov",
-      "ot_z",        "ot_eps",  "ot_z_sorted", "ot_eps_sorted", "cov_z",  "cov_gap",      "cov_gap_sq"};
+      "y",        "eps",        "c_half",      "ot_dirs",       "eye",     "half_logvar", "sigma",
+      "noise",    "nn_logits",  "proto_sim",   "proto_feat",    "proto_w", "sym_eq",      "sym_weighted",
+      "sym_pred", "sym_scaled", "l_sup",       "l_rec",         "l_kl",    "l_ot",        "l_cov",
+      "ot_z",     "ot_eps",     "ot_z_sorted", "ot_eps_sorted", "cov_z",   "cov_gap",     "cov_gap_sq"};
   if (names.count(id) || id.rfind("np_", 0) == 0) return true;
   // sym<i>.<name>: the prototype equations' nodes and constants.
   return id.size() > 3 && id.rfind("sym", 0) == 0 && id[3] >= '0' && id[3] <= '9';
@@ -63,8 +63,8 @@ void check_keys(const Value& ir) {
 
 void check_shape(const std::string& what, const sdk::Shape& found, const sdk::Shape& expected) {
   if (found != expected)
-    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "model_ir.graph: ", what, " is [", sdk::shape_string(found),
-                     "], the run needs [", sdk::shape_string(expected), "]");
+    throw sdk::Error(UMLOS_SHAPE_MISMATCH, "model_ir.graph: ", what, " is ", sdk::shape_string(found),
+                     ", the run needs ", sdk::shape_string(expected));
 }
 
 // Declarations: inputs exactly x and z, constants with values, no reserved
@@ -153,8 +153,7 @@ Body load_body(const Dims& d) {
   if (!ir.is(Value::Kind::Map)) throw sdk::Error(UMLOS_INVALID_IR, "model_ir.graph: expected a ModelIR map");
   check_dtype_key(ir, d);
   check_keys(ir);
-  ir::Graph g =
-      ir::load_graph(ir, {{"B", d.batch}, {"D", d.features}, {"C", d.outputs}, {"p", d.latent}});
+  ir::Graph g = ir::load_graph(ir, {{"B", d.batch}, {"D", d.features}, {"C", d.outputs}, {"p", d.latent}});
   Body body;
   check_declarations(g, d, body);
   check_nodes(g, d);

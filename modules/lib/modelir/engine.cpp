@@ -61,7 +61,8 @@ sdk::Shape shape_of(const Value& v, const std::string& where, const Extents& ext
 
 bool is_extent_name(const std::string& s) {
   if (s.empty() || s.size() > 64 || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
 }
 
 // The IR's own `dims` over the caller's: a name the caller binds cannot be
