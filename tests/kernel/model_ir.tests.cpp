@@ -15,8 +15,8 @@
 #include "cbor.hpp"
 #include "graph.hpp"  // modules/core/model (umlos_model_graph)
 #include "manifest.hpp"
-#include "sha256.hpp"
 #include "run_support.hpp"
+#include "sha256.hpp"
 #include "test_support.hpp"
 
 using namespace umlos_test;
@@ -52,8 +52,8 @@ model::Dims digits_dims(model::Task task, bool training, int32_t dtype) {
 std::map<std::string, std::string> attr_map(const ir::Node& n) {
   std::map<std::string, std::string> out;
   for (const ir::NodeAttr& a : n.attrs)
-    out[a.key] = std::to_string(static_cast<int>(a.kind)) + ":" + std::to_string(a.i) + ":" + std::to_string(a.f) +
-                 ":" + a.s;
+    out[a.key] =
+        std::to_string(static_cast<int>(a.kind)) + ":" + std::to_string(a.i) + ":" + std::to_string(a.f) + ":" + a.s;
   return out;
 }
 
@@ -190,9 +190,10 @@ TEST_CASE("a model IR body takes its extents from the run and its own dims, and 
 TEST_CASE("a model IR body that breaks the interface is refused naming the tensor or node", "[model][modelir]") {
   check_body_refused(replaced(kSmallBody, "  - {id: W,", "  - {id: q, role: input, shape: [B, D]}\n  - {id: W,"),
                      UMLOS_INVALID_IR, {"tensor 'q'", "inputs are x", "z"});
-  check_body_refused(replaced(replaced(replaced(kSmallBody, "  - {id: z, role: input, shape: [B, p]}\n", ""), "[z, V]", "[x, V]"),
-                              "[z, U]", "[x, U]"),
-                     UMLOS_INVALID_IR, {"declare input 'z'"});
+  check_body_refused(
+      replaced(replaced(replaced(kSmallBody, "  - {id: z, role: input, shape: [B, p]}\n", ""), "[z, V]", "[x, V]"),
+               "[z, U]", "[x, U]"),
+      UMLOS_INVALID_IR, {"declare input 'z'"});
   check_body_refused(replaced(kSmallBody, "inputs: [x, W]", "inputs: [z, W]"), UMLOS_INVALID_IR,
                      {"node 0 ('mu')", "segment encode reads 'z'"});
   check_body_refused(replaced(kSmallBody, "inputs: [z, V]", "inputs: [mu, V]"), UMLOS_INVALID_IR,
@@ -201,10 +202,9 @@ TEST_CASE("a model IR body that breaks the interface is refused naming the tenso
                      {"no head node produces 'logits'"});
   check_body_refused(replaced(kSmallBody, "output: {id: logvar, shape: [B, p]}", "output: {id: logvar, shape: [B, H]}"),
                      UMLOS_SHAPE_MISMATCH, {"output 'logvar' is [2,4]", "the run needs [2,2]"});
-  check_body_refused(replaced(replaced(kSmallBody, "output: {id: dec,", "output: {id: sigma,"), "inputs: [dec]",
-                              "inputs: [sigma]"),
-                     UMLOS_INVALID_IR,
-                     {"'sigma'", "taken by what the spec 004 operators add"});
+  check_body_refused(
+      replaced(replaced(kSmallBody, "output: {id: dec,", "output: {id: sigma,"), "inputs: [dec]", "inputs: [sigma]"),
+      UMLOS_INVALID_IR, {"'sigma'", "taken by what the spec 004 operators add"});
   check_body_refused(replaced(kSmallBody, "shape: [p, C]}", "shape: [p, K]}"), UMLOS_INVALID_IR,
                      {"extent 'K' is not defined", "B, C, D, H, p"});
   check_body_refused(replaced(kSmallBody, "dims: {H: 4}", "dims: {H: 4, B: 9}"), UMLOS_INVALID_IR,
@@ -214,8 +214,8 @@ TEST_CASE("a model IR body that breaks the interface is refused naming the tenso
                      {"parameter 'g'", "rank-2"});
   check_body_refused(replaced(kSmallBody, "dims: {H: 4}", "dtype: f32\ndims: {H: 4}"), UMLOS_INVALID_IR,
                      {"compute_dtype (f64)"});
-  check_body_refused(replaced(kSmallBody, "segment: head, instr: mul", "segment: loss, instr: mul"),
-                     UMLOS_INVALID_IR, {"node 5", "segment 'loss'"});
+  check_body_refused(replaced(kSmallBody, "segment: head, instr: mul", "segment: loss, instr: mul"), UMLOS_INVALID_IR,
+                     {"node 5", "segment 'loss'"});
 }
 
 namespace {
@@ -255,8 +255,8 @@ TEST_CASE("a model IR file whose bytes differ from the pin is refused before any
   const std::string dir = temp_dir("model-ir-pin");
   const std::string copy = dir + "/body.yaml";
   write_text(copy, replaced(shipped_ir_text(), "dims: {H: 128, Hh: 128}", "dims: {H: 256, Hh: 128}"));
-  const std::string m = with_entry(digits_with_model_ir("ir_edited"),
-                                   "  path: \"" + copy + "\"\n  sha256: " + shipped_ir_digest());
+  const std::string m =
+      with_entry(digits_with_model_ir("ir_edited"), "  path: \"" + copy + "\"\n  sha256: " + shipped_ir_digest());
   const CommandResult r = run_umlos_env("UML_OS_ROOT='" + dir + "/root'", "run -q '" + m + "'");
   INFO(r.output);
   CHECK(r.exit_status == 56);
@@ -298,16 +298,15 @@ TEST_CASE("the manifest hash covers the model graph, written inline or as a pinn
       with_entry(digits_with_model_ir("ir_inline_wider"), replaced(inline_entry, "H: 128,", "H: 96,"));
   CHECK(manifest_hash(wider) != manifest_hash(file_form));
   // Both forms at once, or config.model_ir beside it, are refused.
-  const std::string both = with_entry(digits_with_model_ir("ir_both"),
-                                      "  sha256: " + shipped_ir_digest() + "\n" + inline_entry);
+  const std::string both =
+      with_entry(digits_with_model_ir("ir_both"), "  sha256: " + shipped_ir_digest() + "\n" + inline_entry);
   const CommandResult r = run_umlos("manifest hash '" + both + "'");
   INFO(r.output);
   CHECK(r.exit_status == 30);
   CHECK_THAT(r.output, Catch::Contains("key 'model_ir'"));
 }
 
-TEST_CASE("manifest pin writes the model IR file's digest and its path relative to the output",
-          "[model][manifest]") {
+TEST_CASE("manifest pin writes the model IR file's digest and its path relative to the output", "[model][manifest]") {
   const std::string dir = temp_dir("model-ir-pin-tool");
   std::string text = read_text(pinned_manifest("digits"));
   text = replaced(text, "sha256: " + shipped_ir_digest(), "sha256: unpinned");
@@ -328,4 +327,85 @@ TEST_CASE("manifest pin writes the model IR file's digest and its path relative 
           .string();
   CHECK_THAT(pinned, Catch::Contains("path: \"" + relative + "\""));
   manifest_hash(out);  // loads: the digest verifies
+}
+
+namespace {
+
+std::vector<std::string> state_fps(const std::string& trace) {
+  std::vector<std::string> out;
+  for (const nlohmann::json& r : records(trace))
+    if (r["record"] == "iter") out.push_back(r["state_fp"]);
+  return out;
+}
+
+// The pinned digits manifest for `steps` steps with `body` (IR text) inline
+// and `extra_module` (pinned) loaded first.
+std::string digits_with_body(const std::string& tag, const std::string& body, int steps,
+                             const std::string& extra_module = "") {
+  std::string entry = "  graph:\n";
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) entry += "    " + line + "\n";
+  const std::string m = with_entry(digits_with_model_ir(tag), entry);
+  std::string text = replaced(read_text(m), "max_steps: 1500", "max_steps: " + std::to_string(steps));
+  if (!extra_module.empty())
+    text = replaced(text, "modules:",
+                    "modules:\n  - path: \"" + extra_module +
+                        "\"\n    sha256: " + umlos::to_hex(umlos::sha256(read_text(extra_module))));
+  write_text(m, text);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a manifest that edits only the digits model IR trains a deeper network to held-out accuracy of at "
+    "least 0.97",
+    "[model][training][slow]") {
+  // The two shipped manifests differ in their name and model_ir file only.
+  auto strip = [](std::string t) {
+    t = t.substr(t.find("umlos_manifest: 1"));
+    t = replaced(t, "name: digits_deep", "name: digits");
+    return replaced(t, "/digits_deep.yaml", "/digits_vae.yaml");
+  };
+  CHECK(strip(read_text(std::string(UMLOS_SOURCE_DIR) + "/manifests/digits_deep.yaml")) ==
+        read_text(std::string(UMLOS_SOURCE_DIR) + "/manifests/digits.yaml")
+            .substr(read_text(std::string(UMLOS_SOURCE_DIR) + "/manifests/digits.yaml").find("umlos_manifest: 1")));
+  Run r = run(pinned_manifest("digits_deep"), "digits-deep");
+  INFO(r.result.output);
+  REQUIRE(r.result.exit_status == 0);
+  const std::vector<nlohmann::json> recs = records(r.trace());
+  const nlohmann::json& end = recs.back();
+  REQUIRE(end["record"] == "run_end");
+  CHECK(end["t"] == 1500);
+  CHECK(end["val_accuracy"].get<double>() >= 0.97);
+  // The run's state holds the deeper encoder's second layer.
+  CHECK_THAT(read_text(r.dir + "/value_arenas.json"), Catch::Contains("\"theta.enc.W2\""));
+}
+
+TEST_CASE("a model IR using a module's activation primitive trains digits, and replays identically",
+          "[model][primitives][modules]") {
+  const std::string swish_body =
+      replaced(shipped_ir_text(), "instr: relu, inputs: [enc_h_pre]", "instr: swish, inputs: [enc_h_pre]");
+  const std::string m = digits_with_body("ir_swish", swish_body, 60, module_path("test_swish"));
+  Run a = run(m, "swish-a"), b = run(m, "swish-b");
+  INFO(a.result.output << b.result.output);
+  REQUIRE(a.result.exit_status == 0);
+  REQUIRE(b.result.exit_status == 0);
+  const std::vector<std::string> fa = state_fps(a.trace()), fb = state_fps(b.trace());
+  CHECK(fa.size() == 60);
+  CHECK(fa == fb);
+  const nlohmann::json header = records(a.trace()).front();
+  CHECK(header["module_primitives"] == nlohmann::json({{"swish", "test_swish"}, {"swish_grad", "test_swish"}}));
+  // The same body with relu is another model: other states from step 1.
+  const std::string relu = digits_with_body("ir_relu60", shipped_ir_text(), 60);
+  Run c = run(relu, "relu-60");
+  REQUIRE(c.result.exit_status == 0);
+  CHECK(state_fps(c.trace()).at(0) != fa.at(0));
+  // Without the module the body is refused before t = 1, naming the node.
+  const std::string without = digits_with_body("ir_swish_nomodule", swish_body, 60);
+  Run d = run(without, "swish-none");
+  CHECK(d.result.exit_status != 0);
+  CHECK_THAT(d.result.output, Catch::Contains("PRIMITIVE_UNSUPPORTED"));
+  CHECK_THAT(d.result.output, Catch::Contains("swish"));
+  if (std::filesystem::exists(d.trace())) CHECK(state_fps(d.trace()).empty());
 }
