@@ -17,7 +17,11 @@
 #      passes conformance and is wired between NextBatch_v1 and Encode_v1
 #      on digits by manifest lines alone; two runs give the same state_fp
 #      sequence, which differs from the unwired run's;
-#   9. a shipped pinned manifest with the module added (path + the digest
+#   9. an out-of-tree primitive pack (tests/sdk/activation_module: swish
+#      and its gradient) passes conformance, and a digits model body edited
+#      to use swish in its encoder (model_ir, pinned) trains with it and the
+#      noise operator; two runs give the same state_fp sequence;
+#  10. a shipped pinned manifest with the module added (path + the digest
 #      `umlos hash` printed) runs to completion with it loaded; the same
 #      manifest pointing at a copy with one byte flipped is refused with
 #      MODULE_HASH_MISMATCH (exit status 32) before anything runs.
@@ -148,6 +152,42 @@ PY
   grep -q '"next_batch_op":\["UML_OS.Data.NextBatch_v1","Acme.Augment.GaussianNoise_v1"\]' "$work/noise_a/trace.jsonl" ||
     fail "the run_header does not list both next_batch_op operators"
   echo "digits with Acme.Augment.GaussianNoise_v1 after NextBatch_v1: 200 steps twice, identical state_fp sequences"
+fi
+
+step "an out-of-tree activation primitive is used by a manifest-declared model body"
+build_copy "$source_dir/tests/sdk/activation_module" activation_module
+swish=$work/activation_module/build/libacme_swish.so
+"$umlos" conformance "$swish" | tee "$work/swish-conformance.txt"
+grep -q "swish_grad" "$work/swish-conformance.txt" || fail "conformance did not check swish_grad"
+if [[ -f $build_dir/manifests/digits.yaml ]]; then
+  body=$work/swish_body.yaml
+  sed 's/instr: relu, inputs: \[enc_h_pre\]/instr: swish, inputs: [enc_h_pre]/' \
+    "$source_dir/manifests/models/digits_vae.yaml" >"$body"
+  grep -q "instr: swish" "$body" || fail "the model body was not edited"
+  swish_unpinned=$build_dir/manifests/.sdk-test-$$-swish-unpinned.yaml
+  swish_manifest=$build_dir/manifests/.sdk-test-$$-swish.yaml
+  trap 'rm -rf "$work" "$noise_manifest" "$plain_manifest" "$swish_unpinned" "$swish_manifest"' EXIT
+  python3 - "$noise_manifest" "$swish_unpinned" "$swish" "$(sha256sum "$swish" | cut -d' ' -f1)" "$body" <<'PY'
+import re, sys
+noise, out, module, digest, body = sys.argv[1:6]
+t = open(noise).read()
+t = t.replace("modules:", 'modules:\n  - path: "%s"\n    sha256: %s' % (module, digest), 1)
+t, n = re.subn(r'(model_ir:[^\n]*\n  path: )"[^"]*"([^\n]*\n  sha256: )[0-9a-f]{64}', r'\1"%s"\2unpinned' % body, t)
+assert n == 1, "digits.yaml has no model_ir file entry"
+open(out, "w").write(t)
+PY
+  "$umlos" manifest pin "$swish_unpinned" -o "$swish_manifest"
+  grep -q "sha256: $(sha256sum "$body" | cut -d' ' -f1)" "$swish_manifest" || fail "pin did not write the body's digest"
+  for r in swish_a swish_b; do
+    "$umlos" run "$swish_manifest" --run-dir "$work/$r" --quiet || fail "the digits run with swish failed (exit $?)"
+  done
+  [[ $(fps "$work/swish_a/trace.jsonl") == "$(fps "$work/swish_b/trace.jsonl")" ]] ||
+    fail "two runs of the swish model differ"
+  [[ $(fps "$work/swish_a/trace.jsonl") != "$(fps "$work/noise_a/trace.jsonl")" ]] ||
+    fail "the swish body changed nothing"
+  grep -q '"module_primitives":{"swish":"test_swish","swish_grad":"test_swish"}' "$work/swish_a/trace.jsonl" ||
+    fail "the run_header does not say which module ran swish"
+  echo "digits with a swish encoder from an out-of-tree primitive pack and the noise operator: 200 steps twice, identical"
 fi
 
 step "find_package refuses another ABI major"
