@@ -4,7 +4,12 @@
 // checks on hostile bodies, and the manifest entry (pin, hash, refusals).
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include <filesystem>
 #include <functional>
@@ -408,4 +413,40 @@ TEST_CASE("a model IR using a module's activation primitive trains digits, and r
   CHECK_THAT(d.result.output, Catch::Contains("PRIMITIVE_UNSUPPORTED"));
   CHECK_THAT(d.result.output, Catch::Contains("swish"));
   if (std::filesystem::exists(d.trace())) CHECK(state_fps(d.trace()).empty());
+}
+
+TEST_CASE("a model IR file rewritten while manifests load is refused or gives the pinned graph, never another",
+          "[model][manifest][security]") {
+  const std::string dir = temp_dir("model-ir-race");
+  const std::string body = dir + "/body.yaml";
+  const std::string pinned_text = shipped_ir_text();
+  write_text(body, pinned_text);
+  const std::string m =
+      with_entry(digits_with_model_ir("ir_race"), "  path: \"" + body + "\"\n  sha256: " + shipped_ir_digest());
+  const std::string expected = manifest_hash(m);
+  // A writer flips one width in place between 128 and 256 (same length).
+  const size_t at = pinned_text.find("H: 128,");
+  REQUIRE(at != std::string::npos);
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    const int fd = ::open(body.c_str(), O_WRONLY);
+    for (int i = 0; !stop; ++i) (void)!::pwrite(fd, i % 2 ? "128" : "256", 3, static_cast<off_t>(at + 3));
+    ::close(fd);
+  });
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 40; ++i) {
+    const CommandResult r = run_umlos("manifest hash '" + m + "'");
+    if (r.exit_status == 0) {
+      ++accepted;
+      CHECK(r.output == expected);  // the pinned graph, nothing else
+    } else {
+      ++refused;
+      CHECK(r.exit_status == 56);
+      CHECK_THAT(r.output, Catch::Contains("DATA_HASH_MISMATCH"));
+    }
+  }
+  stop = true;
+  writer.join();
+  INFO("accepted " << accepted << ", refused " << refused);
+  CHECK(accepted + refused == 40);
 }
