@@ -248,6 +248,8 @@ size_t count_documents(const std::string& text) {
   return n;
 }
 
+size_t scalar_end(const std::string& text, const ScalarSpan& s);
+
 class Parser {
  public:
   Parser(const std::string& file, bool allow_unpinned, Manifest& out, std::vector<ScalarSpan>* spans)
@@ -877,6 +879,15 @@ class Parser {
                                                     ", the manifest pins " + digest +
                                                     " (run `umlos manifest pin` after changing the model)");
       graph = file.graph;
+      m_.model_ir_text = file.text;
+      ScalarSpan at;
+      at.mark = f.at("path").value.Mark();
+      at.value = f.at("path").value.Scalar();
+      at.quoted = f.at("path").value.Tag() != "?";
+      if (const size_t end = scalar_end(text_, at); end != std::string::npos) {
+        m_.model_ir_path_begin = static_cast<size_t>(at.mark.pos);
+        m_.model_ir_path_end = end;
+      }
     }
     Value entry = Value::map();
     entry.set("graph", graph);
@@ -939,6 +950,7 @@ Manifest parse_impl(const std::string& yaml_text, const std::string& file, const
   m.file = file;
   m.dir = base_dir.empty() ? "." : base_dir;
   Parser(file, allow_unpinned, m, spans).parse(yaml_text, size_limit);
+  m.text = yaml_text;
   return m;
 }
 
@@ -1116,6 +1128,13 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
   fs::create_directories(out_dir, ec);
   if (ec) throw Failure(UMLOS_IO_ERROR, "cannot create folder '" + out_dir.string() + "': " + ec.message());
   write_file_atomic(out_file, out);
+}
+
+std::string run_folder_manifest_text(const Manifest& m, const std::string& ir_copy) {
+  if (m.model_ir_file.empty() || m.model_ir_path_begin == m.model_ir_path_end) return m.text;
+  std::string out = m.text;
+  out.replace(m.model_ir_path_begin, m.model_ir_path_end - m.model_ir_path_begin, render(ir_copy, true, '"'));
+  return out;
 }
 
 cbor::Value parse_yaml_value(const std::string& yaml_text, const std::string& label) {

@@ -116,7 +116,12 @@ struct Manifest {
   // whether written inline or pinned as a file (null when absent). Operators
   // read it as config `model_ir` (docs/model.md).
   cbor::Value model_ir;
-  std::string model_ir_file;                                 // the file it came from, resolved ("" inline or absent)
+  std::string model_ir_file;  // the file it came from, resolved ("" inline or absent)
+  std::string model_ir_text;  // that file's bytes, as hashed and parsed
+  std::string text;           // the manifest's own bytes, as parsed
+  // Where model_ir.path's scalar lies in `text` (begin == end: nowhere to
+  // rewrite), for the run folder's self-contained copy.
+  size_t model_ir_path_begin = 0, model_ir_path_end = 0;
   std::map<std::string, std::vector<OperatorEntry>> wiring;  // role -> its operators, in call order
   std::map<std::string, SourceMark> marks;                   // dotted key path -> position
   RunSettings settings;
@@ -144,6 +149,11 @@ Manifest parse_manifest(const std::string& yaml_text, const std::string& file, c
 // rewritten relative to OUT's folder. Comments and layout are kept. Throws
 // MODULE_NOT_FOUND for a missing module file.
 void pin_manifest(const std::string& in_file, const std::string& out_file);
+
+// The manifest copy a run folder keeps (RUN_DIR/manifest.yaml): m.text,
+// with model_ir.path naming `ir_copy` (the IR bytes saved beside it) when
+// the manifest pins a model IR file, so that the folder alone replays.
+std::string run_folder_manifest_text(const Manifest& m, const std::string& ir_copy);
 
 // A standalone YAML (or JSON) document typed exactly as manifest `config:`
 // values are (docs/manifest.md): for IR files and structured test-vector

@@ -17,6 +17,7 @@ ModelIrFile read_model_ir_file(const std::string& path, const std::string& key, 
   ModelIrFile out;
   out.sha256 = sha256(text);
   out.graph = parse_yaml_value(text, path);
+  out.text = std::move(text);
   if (out.graph.kind() != cbor::Value::Kind::Map)
     throw Failure(UMLOS_MANIFEST_INVALID, at + ": key '" + key + "': '" + path +
                                               "' is not a ModelIR graph (expected a map with tensors and nodes, "

@@ -12,7 +12,8 @@
 namespace umlos {
 
 struct ModelIrFile {
-  Digest sha256{};    // of the bytes read
+  std::string text;   // the bytes read
+  Digest sha256{};    // of those bytes
   cbor::Value graph;  // those bytes as a YAML (or JSON) value, typed as manifest config values
 };
 

@@ -527,9 +527,11 @@ bool place_manifest_copies(RunState& rs, const Manifest& manifest, const RunOpti
     if (!options.resume) {
       rs.folder.write_atomic("manifest.path", fs::absolute(manifest.file).lexically_normal().string() + "\n");
     }
-    std::ifstream in(manifest.file, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    rs.folder.write_atomic("manifest.yaml", bytes);
+    // The bytes that were parsed (not the file again, which may have
+    // changed since); a pinned model IR file is saved beside it, exactly as
+    // hashed, and the copy names it, so the folder alone replays.
+    if (!manifest.model_ir_file.empty()) rs.folder.write_atomic("model_ir.yaml", manifest.model_ir_text);
+    rs.folder.write_atomic("manifest.yaml", run_folder_manifest_text(manifest, "model_ir.yaml"));
     // Last: its presence says the copies are complete.
     rs.folder.write_atomic("manifest.cbor",
                            std::string(manifest.canonical_bytes.begin(), manifest.canonical_bytes.end()));

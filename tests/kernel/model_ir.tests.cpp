@@ -450,3 +450,19 @@ TEST_CASE("a model IR file rewritten while manifests load is refused or gives th
   INFO("accepted " << accepted << ", refused " << refused);
   CHECK(accepted + refused == 40);
 }
+
+TEST_CASE("a run folder keeps the model IR bytes it ran and replays from them alone", "[model][replay]") {
+  const std::string m = variant("digits", "ir_replay", {{"max_steps: 1500", "max_steps: 20"}});
+  Run r = run_ok(m, "ir-replay");
+  CHECK(read_text(r.dir + "/model_ir.yaml") == shipped_ir_text());
+  CHECK_THAT(read_text(r.dir + "/manifest.yaml"), Catch::Contains("path: \"model_ir.yaml\""));
+  CommandResult v = run_umlos("replay --verify '" + r.dir + "'");
+  INFO(v.output);
+  CHECK(v.exit_status == 0);
+  CHECK_THAT(v.output, Catch::Contains("identical"));
+  // The saved IR edited: the folder's own pin refuses it.
+  write_text(r.dir + "/model_ir.yaml", replaced(shipped_ir_text(), "H: 128,", "H: 129,"));
+  v = run_umlos("replay --verify '" + r.dir + "'");
+  CHECK(v.exit_status == 56);
+  CHECK_THAT(v.output, Catch::Contains("DATA_HASH_MISMATCH"));
+}
