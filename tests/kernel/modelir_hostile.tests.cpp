@@ -131,7 +131,7 @@ TEST_CASE(
   const std::vector<Case> cases = {
       {"tensors:\n  - {id: x, role: input, shape: [4, 2], dtpye: f32}\n"
        "nodes:\n  - {node_id: 0, instr: sum, inputs: [x], output: {id: s, shape: []}}\n",
-       "tensor 'x': unknown key 'dtpye' (allowed: id, role, shape, dtype, value)"},
+       "tensor 'x': unknown key 'dtpye' (allowed: id, role, shape, dtype, value, init)"},
       {head + "nodes:\n  - {node_id: 3, instr: sum, inputs: [x], output: {id: s, shape: []}, atrs: {axis: 0}}\n",
        "node 3: unknown key 'atrs' (allowed: node_id, instr, inputs, output, attrs, segment)"},
       {head + "nodes:\n  - {node_id: 4, instr: tanh, inputs: [x], output: {id: y, shape: [4, 2], dtpye: f32}}\n",
