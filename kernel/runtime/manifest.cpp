@@ -873,7 +873,9 @@ class Parser {
         spans_->back().is_model_ir = true;
       }
       const ModelIrFile file = read_model_ir_file(m_.model_ir_file, "model_ir.path", where_of(f.at("path")));
-      if (digest != kUnpinned && to_hex(file.sha256) != digest)
+      // `umlos manifest pin` (allow_unpinned) rewrites the digest: a stale
+      // one is what it is run to fix.
+      if (!allow_unpinned_ && to_hex(file.sha256) != digest)
         throw Failure(UMLOS_DATA_HASH_MISMATCH, where_of(f.at("sha256")) + ": key 'model_ir.sha256': '" +
                                                     m_.model_ir_file + "' has SHA-256 " + to_hex(file.sha256) +
                                                     ", the manifest pins " + digest +

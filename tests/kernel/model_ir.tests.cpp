@@ -332,6 +332,16 @@ TEST_CASE("manifest pin writes the model IR file's digest and its path relative 
           .string();
   CHECK_THAT(pinned, Catch::Contains("path: \"" + relative + "\""));
   manifest_hash(out);  // loads: the digest verifies
+  // After the model changed, pin replaces the stale digest.
+  const std::string body = dir + "/body.yaml";
+  write_text(body, replaced(shipped_ir_text(), "H: 128,", "H: 96,"));
+  write_text(unpinned, replaced(replaced(text, "\"../../manifests/models/digits_vae.yaml\"", "\"" + body + "\""),
+                                "sha256: unpinned", "sha256: " + shipped_ir_digest()));
+  const CommandResult again = run_umlos("manifest pin '" + unpinned + "' -o '" + out + "'");
+  INFO(again.output);
+  REQUIRE(again.exit_status == 0);
+  CHECK_THAT(read_text(out), Catch::Contains("sha256: " + umlos::to_hex(umlos::sha256(read_text(body)))));
+  manifest_hash(out);
 }
 
 namespace {
@@ -465,4 +475,16 @@ TEST_CASE("a run folder keeps the model IR bytes it ran and replays from them al
   v = run_umlos("replay --verify '" + r.dir + "'");
   CHECK(v.exit_status == 56);
   CHECK_THAT(v.output, Catch::Contains("DATA_HASH_MISMATCH"));
+}
+
+TEST_CASE("a model IR declaring a width beyond the memory budget is refused before the parameters are allocated",
+          "[model][security]") {
+  const std::string huge = replaced(shipped_ir_text(), "H: 128,", "H: 100000000000,");
+  const std::string m = digits_with_body("ir_huge", huge, 3);
+  Run r = run(m, "ir-huge");
+  INFO(r.result.output);
+  CHECK(r.result.exit_status == 53);
+  CHECK_THAT(r.result.output, Catch::Contains("QUOTA_EXCEEDED"));
+  CHECK_THAT(r.result.output, Catch::Contains("theta.enc.W1"));
+  CHECK_THAT(r.result.output, Catch::Contains("budgets.memory_bytes"));
 }

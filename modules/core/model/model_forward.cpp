@@ -26,6 +26,10 @@ void init_parameters(sdk::Context& c) {
   const std::vector<Param> ps = parameters(d);
   for (size_t i = 0; i < ps.size(); ++i) {
     const Param& q = ps[i];
+    // The value first: the kernel checks it against budgets.memory_bytes
+    // before anything of its size is allocated here (a model IR may declare
+    // any width).
+    umlos_tensor* out = c.output(("theta." + q.id).c_str(), d.dtype, q.shape);
     std::vector<double> v(sdk::element_count(q.shape), q.init == Init::Ones ? 1.0 : 0.0);
     if (q.init == Init::Glorot && q.fan_in + q.fan_out > 0) {
       const double a = UMLOS_SQRT(6.0 / static_cast<double>(q.fan_in + q.fan_out));
@@ -36,7 +40,7 @@ void init_parameters(sdk::Context& c) {
         v[k] = (2.0 * umlos_u01_f64(out[0], out[1]) - 1.0) * a;
       }
     }
-    c.write_f64(c.output(("theta." + q.id).c_str(), d.dtype, q.shape), v);
+    c.write_f64(out, v);
   }
   c.write(c.output("state", UMLOS_DTYPE_I64, {}), std::vector<int64_t>{0});
   const int64_t cap = c.config<int64_t>("latent_buffer_capacity", 8192);
