@@ -30,7 +30,10 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUMLOS_FUZZ=ON
 fi
-cmake --build "$build" -j"$jobs" --target umlos_fuzz umlos umlos_cpu_driver umlos_core
+# One build at a time: two fuzz.sh streams starting together would
+# otherwise run two ninja processes in one folder and link broken binaries.
+mkdir -p "$build"
+flock "$build/.fuzz-build.lock" cmake --build "$build" -j"$jobs" --target umlos_fuzz umlos umlos_cpu_driver umlos_core
 
 # Seeds: shipped files, plus a fresh demo_walk run folder (with checkpoints).
 work=$(mktemp -d)
