@@ -222,11 +222,13 @@ std::shared_ptr<const ir::Graph> built_graph(const Dims& d) {
 void check_model_graph(sdk::Context& c, const Dims& d) {
   if (d.model_ir.empty()) return;  // the built-in body: checked by its tests
   const std::shared_ptr<const ir::Graph> g = built_graph(d);
+  // Graphs already checked, held so that their addresses stay theirs.
   static std::mutex mutex;
-  static std::set<const ir::Graph*> checked;
+  static std::vector<std::shared_ptr<const ir::Graph>> checked;  // most recent last
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (checked.count(g.get())) return;
+    for (const auto& done : checked)
+      if (done == g) return;
   }
   ir::ValidateOptions vo;
   vo.mode = "backward";
@@ -240,7 +242,8 @@ void check_model_graph(sdk::Context& c, const Dims& d) {
     throw sdk::Error(e.code(), "model_ir.graph (composed with the spec 004 terms, docs/model.md): ", e.what());
   }
   std::lock_guard<std::mutex> lock(mutex);
-  checked.insert(g.get());  // the cache keeps the graph alive, so the address is not reused
+  if (checked.size() == 16) checked.erase(checked.begin());
+  checked.push_back(g);
 }
 
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier) {
