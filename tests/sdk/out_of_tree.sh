@@ -62,7 +62,7 @@ config=$(find "$prefix" -name UMLOSConfig.cmake -print -quit)
 
 [[ -f $prefix/share/umlos/template/CMakeLists.txt && -f $prefix/share/umlos/template_driver/CMakeLists.txt ]] ||
   fail "installed SDK lacks share/umlos/template or share/umlos/template_driver"
-for doc in sdk abi primitives contracts exit-codes manifest training; do
+for doc in sdk abi primitives contracts exit-codes manifest training modelir model; do
   [[ -f $prefix/share/doc/UMLOS/$doc.md ]] || fail "installed SDK lacks share/doc/UMLOS/$doc.md"
 done
 
