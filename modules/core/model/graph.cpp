@@ -1,6 +1,8 @@
 // graph.cpp — see graph.hpp.
 #include "graph.hpp"
 
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "expr.hpp"  // modules/lib/symbolic
@@ -90,7 +92,42 @@ Body builtin_body(const Dims& d) {
   return {std::move(b.g.declared), std::move(b.g.nodes), {}};
 }
 
-Body body_of(const Dims& d) { return d.model_ir.empty() ? builtin_body(d) : ir_body(d); }
+// What a body depends on, as bytes: the body of equal keys is the same.
+std::string body_key(const Dims& d) {
+  std::string key = d.model_ir;
+  for (int64_t v : {d.batch, d.features, d.outputs, d.latent, d.hidden, d.head_hidden, int64_t{d.dtype}})
+    key.append(reinterpret_cast<const char*>(&v), sizeof v);
+  return key;
+}
+
+// Every operator of every step asks for the same body (and parameters):
+// remembered, most recent last, a few at a time.
+template <class T>
+class Recent {
+ public:
+  template <class Make>
+  std::shared_ptr<const T> get(const std::string& key, Make make) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& [k, v] : items_)
+        if (k == key) return v;
+    }
+    auto value = std::make_shared<const T>(make());
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (items_.size() == 8) items_.erase(items_.begin());
+    items_.emplace_back(key, value);
+    return value;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<std::string, std::shared_ptr<const T>>> items_;
+};
+
+std::shared_ptr<const Body> body_of(const Dims& d) {
+  static Recent<Body> bodies;
+  return bodies.get(body_key(d), [&] { return d.model_ir.empty() ? builtin_body(d) : ir_body(d); });
+}
 
 }  // namespace
 
@@ -151,10 +188,8 @@ void declare_body(Builder& b, const Body& body, bool training) {
     if (training || read.count(t.id)) b.g.declared.push_back(t);
 }
 
-}  // namespace
-
-std::vector<Param> parameters(const Dims& d) {
-  const Body body = body_of(d);
+std::vector<Param> make_parameters(const Dims& d) {
+  const Body& body = *body_of(d);
   Builder b;
   declare_body(b, body, d.training);
   std::vector<Param> ps;
@@ -171,9 +206,16 @@ std::vector<Param> parameters(const Dims& d) {
   return ps;
 }
 
+}  // namespace
+
+std::vector<Param> parameters(const Dims& d) {
+  static Recent<std::vector<Param>> cache;
+  return *cache.get(body_key(d) + (d.training ? "t" : "i"), [&] { return make_parameters(d); });
+}
+
 ir::Graph build(const Dims& d) {
   const int64_t B = d.batch, p = d.latent, C = d.outputs;
-  const Body body = body_of(d);
+  const Body& body = *body_of(d);
   Builder b;
   b.g.dtype = d.dtype;
   b.declare("x", "input", {B, d.features}, d.dtype);

@@ -31,17 +31,25 @@ std::array<uint8_t, 32> merkle_root(std::vector<std::array<uint8_t, 32>> level) 
   return level[0];
 }
 
+// n 64-bit values big-endian into out (a byte swap per value: vectorised).
+void put_be64(const void* values, size_t n, uint8_t* out) {
+  const auto* in = static_cast<const uint8_t*>(values);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t u;
+    std::memcpy(&u, in + i * 8, 8);
+    u = __builtin_bswap64(u);
+    std::memcpy(out + i * 8, &u, 8);
+  }
+}
+
 // Count then every value big-endian, hashed as one buffer (one digest
-// update per tensor, not per element).
+// update per tensor, not per element). The buffer is kept between calls:
+// the fingerprint runs every step over the same sizes.
 void hash_values_f64(Sha& h, const std::vector<double>& v) {
   h.u64(v.size());
-  std::vector<uint8_t> buf(v.size() * 8);
-  for (size_t i = 0; i < v.size(); ++i) {  // a byte swap per value: vectorised
-    uint64_t u;
-    std::memcpy(&u, &v[i], 8);
-    u = __builtin_bswap64(u);
-    std::memcpy(buf.data() + i * 8, &u, 8);
-  }
+  thread_local std::vector<uint8_t> buf;
+  buf.resize(v.size() * 8);
+  put_be64(v.data(), v.size(), buf.data());
   h.bytes(buf.data(), buf.size());
 }
 
@@ -94,25 +102,19 @@ void hash_latent(sdk::Context& c, Sha& h) {
   const std::vector<int64_t> idx = c.read<int64_t>(c.input("latent.index"));
   const int64_t n = std::min({count, cap, int64_t{8192}});
   std::vector<std::array<uint8_t, 32>> leaves;
-  std::vector<uint8_t> buf;
-  auto put = [&](uint64_t u) {
-    u = __builtin_bswap64(u);
-    const auto* b = reinterpret_cast<const uint8_t*>(&u);
-    buf.insert(buf.end(), b, b + 8);
-  };
+  // An entry is 8 bytes of index then p values, all big-endian.
+  const size_t entry = static_cast<size_t>(p + 1) * 8;
+  std::vector<uint8_t> buf(entry * 256);
   for (int64_t at = 0; at < n; at += 256) {
-    buf.clear();
-    for (int64_t e = at; e < std::min(n, at + 256); ++e) {
+    const int64_t end = std::min(n, at + 256);
+    for (int64_t e = at; e < end; ++e) {
       const int64_t row = (count - n + e) % cap;
-      put(static_cast<uint64_t>(idx[row]));
-      for (int64_t k = 0; k < p; ++k) {
-        uint64_t u;
-        std::memcpy(&u, &z[row * p + k], 8);
-        put(u);
-      }
+      uint8_t* out = buf.data() + static_cast<size_t>(e - at) * entry;
+      put_be64(&idx[row], 1, out);
+      put_be64(&z[row * p], static_cast<size_t>(p), out + 8);
     }
     Sha leaf;
-    leaf.bytes(buf.data(), buf.size());
+    leaf.bytes(buf.data(), static_cast<size_t>(end - at) * entry);
     leaves.push_back(leaf.finish());
   }
   const std::array<uint8_t, 32> root = merkle_root(std::move(leaves));

@@ -163,25 +163,7 @@ Body load_body(const Dims& d) {
 
 }  // namespace
 
-Body ir_body(const Dims& d) {
-  // Every operator of every step asks for the same body: remembered by the
-  // IR and what binds its extents.
-  static std::mutex mutex;
-  static std::vector<std::pair<std::string, std::shared_ptr<const Body>>> cache;  // most recent last
-  std::string key = d.model_ir;
-  for (int64_t v : {d.batch, d.features, d.outputs, d.latent, static_cast<int64_t>(d.dtype)})
-    key.append(reinterpret_cast<const char*>(&v), sizeof v);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const auto& [k, body] : cache)
-      if (k == key) return *body;
-  }
-  auto body = std::make_shared<const Body>(load_body(d));
-  std::lock_guard<std::mutex> lock(mutex);
-  if (cache.size() == 8) cache.erase(cache.begin());
-  cache.emplace_back(std::move(key), body);
-  return *body;
-}
+Body ir_body(const Dims& d) { return load_body(d); }
 
 bool dims_from_theta(const sdk::Context& c, Dims& d) {
   if (d.model_ir.empty()) {
@@ -197,7 +179,20 @@ bool dims_from_theta(const sdk::Context& c, Dims& d) {
     return true;
   }
   // D and C where a parameter's shape names them, read off that theta.
-  const Value ir = Value::decode(reinterpret_cast<const uint8_t*>(d.model_ir.data()), d.model_ir.size());
+  static std::mutex mutex;
+  static std::pair<std::string, std::shared_ptr<const Value>> last;  // the IR of every call, decoded once
+  std::shared_ptr<const Value> tree;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (last.second && last.first == d.model_ir) tree = last.second;
+  }
+  if (!tree) {
+    tree = std::make_shared<const Value>(
+        Value::decode(reinterpret_cast<const uint8_t*>(d.model_ir.data()), d.model_ir.size()));
+    std::lock_guard<std::mutex> lock(mutex);
+    last = {d.model_ir, tree};
+  }
+  const Value& ir = *tree;
   bool any = false;
   for (const Value& t : ir.at("tensors").items()) {
     if (t.at("role").as_text() != "parameter") continue;
