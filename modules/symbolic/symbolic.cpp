@@ -14,12 +14,14 @@
 #include <cstring>
 #include <map>
 
+#include <umlos/cbor.hpp>
 #include <umlos/sdk.hpp>
 #include <umlos/sha256.hpp>
 
 #include "engine.hpp"
 #include "expr.hpp"
 #include "expr_ir.hpp"
+#include "graph.hpp"  // modules/lib/model (umlos_model_graph): a model_ir body's head
 #include "kmeans.hpp"
 
 namespace sdk = umlos::sdk;
@@ -166,9 +168,48 @@ void equation_update(sdk::Context& c) {
 
 // ------------------------------------------------------------ ActivateNonParamModule_v1
 
-// relu(z W1 + b1) W2 + b2 in binary64, sums ascending (the current head's
-// nn_logits, docs/model.md), for n rows of z [n, p].
-std::vector<double> head_logits(const sdk::Context& c, const std::vector<double>& z, int64_t n, int64_t p, int64_t& C) {
+// A model_ir body's head (docs/model.md, "A model as ModelIR"): its head
+// segment through the ModelIR engine on the driver, in binary64 (parameters
+// and constants widened), for n rows of z [n, p].
+std::vector<double> ir_head_logits(sdk::Context& c, const std::string& model_ir, const std::vector<double>& z,
+                                   int64_t n, int64_t p, int64_t& C) {
+  umlos::model::Dims d;
+  d.batch = n;
+  d.latent = p;
+  d.features = 1;
+  d.outputs = 1;
+  d.dtype = UMLOS_DTYPE_F64;
+  d.training = false;
+  d.model_ir = model_ir;
+  d.task = umlos::model::parse_task(c.config("task_type", "multiclass"));
+  if (!umlos::model::dims_from_theta(c, d))
+    throw sdk::Error(UMLOS_FAILED_PRECONDITION,
+                     "ActivateNonParamModule_v1: the model's parameters theta.* are missing");
+  const ir::Graph g = umlos::model::build(d);
+  ir::Binding b;
+  umlos_tensor* zt = c.temp(UMLOS_DTYPE_F64, {n, p});
+  c.write(zt, z);
+  b["z"] = zt;
+  for (const ir::TensorDecl& t : g.declared) {
+    if (t.role != "parameter") continue;
+    umlos_tensor* w = c.temp(UMLOS_DTYPE_F64, t.shape);
+    c.write(w, c.read_f64(c.input(("theta." + t.id).c_str())));
+    b[t.id] = w;
+  }
+  umlos::model::bind_valued_constants(c, g, b);
+  ir::forward(
+      c, g, b, [&](const ir::Node& node) { return c.temp(node.dtype, node.output_shape); },
+      [](const ir::Node& node) { return node.segment == "head"; });
+  C = d.outputs;
+  return c.read<double>(b.at("logits"));
+}
+
+// The current head's nn_logits for n rows of z [n, p]. The built-in body
+// (docs/model.md): relu(z W1 + b1) W2 + b2 in binary64, sums ascending on
+// the host; a model_ir body: its own head (ir_head_logits).
+std::vector<double> head_logits(sdk::Context& c, const std::vector<double>& z, int64_t n, int64_t p, int64_t& C) {
+  if (const std::optional<std::string> model_ir = sdk::cbor::config_bytes(c, "model_ir.graph"))
+    return ir_head_logits(c, *model_ir, z, n, p, C);
   const std::vector<double> W1 = c.read_f64(c.input("theta.head.W1")), b1 = c.read_f64(c.input("theta.head.b1"));
   const std::vector<double> W2 = c.read_f64(c.input("theta.head.W2")), b2 = c.read_f64(c.input("theta.head.b2"));
   const int64_t H = static_cast<int64_t>(b1.size());
@@ -413,7 +454,7 @@ sdk::Module describe() {
                .input("data.train.y", UMLOS_DTYPE_ANY, sdk::any_shape)
                .input("data.target.mean", UMLOS_DTYPE_F64, sdk::Dims{}, O)
                .input("data.target.std", UMLOS_DTYPE_F64, sdk::Dims{}, O)
-               .input("theta.head.*", UMLOS_DTYPE_ANY)
+               .input("theta.*", UMLOS_DTYPE_ANY)  // the head's parameters (a model_ir head names its own)
                .output("np.protos", UMLOS_DTYPE_F64, sdk::Dims{sdk::any, sdk::any}, P)
                .output("np.protos_equation", UMLOS_DTYPE_U8, sdk::Dims{sdk::any}, P)
                .output("np.protos_equation_hash", UMLOS_DTYPE_U8, sdk::Dims{32}, P)

@@ -17,8 +17,9 @@
 #include <sstream>
 #include <string>
 
+#include "../skip.hpp"
 #include "cbor.hpp"
-#include "graph.hpp"  // modules/core/model (umlos_model_graph)
+#include "graph.hpp"  // modules/lib/model (umlos_model_graph)
 #include "manifest.hpp"
 #include "run_support.hpp"
 #include "sha256.hpp"
@@ -487,4 +488,50 @@ TEST_CASE("a model IR declaring a width beyond the memory budget is refused befo
   CHECK_THAT(r.result.output, Catch::Contains("QUOTA_EXCEEDED"));
   CHECK_THAT(r.result.output, Catch::Contains("theta.enc.W1"));
   CHECK_THAT(r.result.output, Catch::Contains("budgets.memory_bytes"));
+}
+
+TEST_CASE("a model IR body's constants carry their values into training", "[model]") {
+  // The head's pre-activations scaled by a constant of the body.
+  std::string body = replaced(shipped_ir_text(), "  - {id: head.W1,",
+                              "  - {id: scale, role: constant, shape: [1], value: 0.5}\n  - {id: head.W1,");
+  body = replaced(body, "inputs: [head_h_mm, head.b1], output: {id: head_h_pre,",
+                  "inputs: [head_h_mm, head.b1], output: {id: head_h_pre0,");
+  body = replaced(body, "  - {node_id: 17,",
+                  "  - {node_id: 26, segment: head, instr: mul, inputs: [head_h_pre0, scale], output: {id: head_h_pre, "
+                  "shape: [B, Hh]}}\n  - {node_id: 17,");
+  const std::string m = digits_with_body("ir_constant", body, 8);
+  Run a = run(m, "ir-constant");
+  INFO(a.result.output);
+  REQUIRE(a.result.exit_status == 0);
+  const std::string plain = digits_with_body("ir_plain8", shipped_ir_text(), 8);
+  Run b = run(plain, "ir-plain8");
+  REQUIRE(b.result.exit_status == 0);
+  CHECK(state_fps(a.trace()).size() == 8);
+  CHECK(state_fps(a.trace()).back() != state_fps(b.trace()).back());
+}
+
+TEST_CASE("the augment action fits its equations to a model IR body's own head", "[model][symbolic][slow]") {
+#ifndef UMLOS_TEST_HAVE_SYMBOLIC
+  UMLOS_SKIP("the symbolic module is not built");
+#else
+  // digits_augment with the deeper GELU body, its head's parameters named
+  // cls.* instead of head.*: ActivateNonParamModule_v1 must evaluate that
+  // head, not the built-in relu head of theta.head.W1 ... theta.head.b2.
+  std::string body = read_text(std::string(UMLOS_SOURCE_DIR) + "/manifests/models/digits_deep.yaml");
+  for (size_t at = body.find("head."); at != std::string::npos; at = body.find("head.", at))
+    body.replace(at, 5, "cls.");
+  std::string entry = "model_ir:\n  graph:\n";
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) entry += "    " + line + "\n";
+  const std::string m =
+      variant("digits_augment", "ir_deep", {{"max_steps: 600", "max_steps: 310"}, {"\ntmmu:", "\n" + entry + "tmmu:"}});
+  Run r = run_ok(m, "augment-ir");
+  const std::vector<nlohmann::json> recs = records(r.trace());
+  REQUIRE(recs.back()["record"] == "run_end");
+  CHECK(recs.back()["t"] == 310);
+  bool proto = false;
+  for (const nlohmann::json& rec : recs)
+    if (rec["record"] == "iter" && rec["t"] == 305) proto = rec["state"] == "S_PROTO";
+  CHECK(proto);
+#endif
 }

@@ -89,6 +89,7 @@ void bind_constants(sdk::Context& c, const Dims& d, ir::Binding& b) {
   umlos_tensor* half = c.temp(d.dtype, {1});
   c.write_f64(half, {0.5});
   b["c_half"] = half;
+  if (!d.model_ir.empty()) bind_valued_constants(c, *built_graph(d), b);
   if (!d.training) return;
   umlos_tensor* dirs = c.temp(d.dtype, {d.latent, 4});
   c.write_f64(dirs, ot_directions(d.latent));

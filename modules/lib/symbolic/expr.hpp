@@ -6,7 +6,7 @@
 //
 // Plain C++17 except compile(), which speaks the ModelIR engine's Graph
 // types (engine.hpp, module code). Compiled into libumlos_symbolic.so and,
-// through modules/core/model/graph.cpp, into libumlos_model.so.
+// through modules/lib/model/graph.cpp, into libumlos_model.so.
 //
 // Grammar (whitespace ignored):
 //   expr    := term ('+' term)*

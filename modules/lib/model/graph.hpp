@@ -88,6 +88,11 @@ Body ir_body(const Dims& d);
 // StateFingerprint_v1). false when theta is not there. model_ir.cpp.
 bool dims_from_theta(const sdk::Context& c, Dims& d);
 
+// Binds every constant of `g` that carries its value (a model IR body's) and
+// is not bound yet: a temp of its shape and dtype, the value row-major (one
+// number fills the shape). model_ir.cpp.
+void bind_valued_constants(sdk::Context& c, const ir::Graph& g, ir::Binding& b);
+
 // The graph: declared x [B,D], y, eps [B,p]; constants ot_dirs [p,4],
 // eye [p,p], c_half [1]; the body's parameters and constants; node outputs
 // as documented above. Without training (d.training false) the decode

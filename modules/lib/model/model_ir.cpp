@@ -212,4 +212,15 @@ bool dims_from_theta(const sdk::Context& c, Dims& d) {
   return any;
 }
 
+void bind_valued_constants(sdk::Context& c, const ir::Graph& g, ir::Binding& b) {
+  for (const ir::TensorDecl& t : g.declared) {
+    if (t.role != "constant" || t.value.empty() || b.count(t.id)) continue;
+    std::vector<double> v(sdk::element_count(t.shape), t.value[0]);
+    if (t.value.size() > 1) v = t.value;
+    umlos_tensor* tensor = c.temp(t.dtype, t.shape);
+    c.write_f64(tensor, v);
+    b[t.id] = tensor;
+  }
+}
+
 }  // namespace umlos::model
