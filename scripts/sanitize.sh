@@ -25,7 +25,8 @@ fi
 # Warnings are errors here: this is also CI's clang build.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUMLOS_WERROR=ON -DUMLOS_BUILD_BENCH=OFF \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUMLOS_FUZZ=ON "${launcher[@]}"
-cmake --build "$build" -j"$jobs"
+# The lock fuzz.sh takes too: never two builds in one folder at once.
+flock "$build/.fuzz-build.lock" cmake --build "$build" -j"$jobs"
 
 # Sanitizer reports end the process with a failure (UBSan: -fno-sanitize-
 # recover); symbolized stacks when llvm-symbolizer is there.
