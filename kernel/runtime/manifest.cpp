@@ -992,6 +992,14 @@ std::string render(const std::string& value, bool quoted, char original_quote) {
   return out + "\"";
 }
 
+// How a manifest written to `out_dir` names `target`: relative to that
+// folder, or absolute when no relative path leads there.
+std::string path_from(const fs::path& target, const fs::path& out_dir) {
+  const fs::path normal = target.lexically_normal();
+  const fs::path relative = normal.lexically_relative(out_dir);
+  return relative.empty() ? normal.string() : relative.string();
+}
+
 // One scalar of the manifest text that `pin` rewrites.
 struct Replacement {
   size_t begin, end;
@@ -1016,10 +1024,8 @@ Replacement replace_scalar(const std::string& text, const std::string& in_file, 
 Replacement model_ir_replacement(const std::string& text, const std::string& in_file, const Manifest& m,
                                  const ScalarSpan& s, const fs::path& out_dir) {
   if (s.is_path) {
-    const fs::path target = fs::absolute(m.model_ir_file).lexically_normal();
-    const fs::path relative = target.lexically_relative(out_dir);
     const std::string value =
-        fs::path(s.value).is_absolute() ? s.value : (relative.empty() ? target.string() : relative.string());
+        fs::path(s.value).is_absolute() ? s.value : path_from(fs::absolute(m.model_ir_file), out_dir);
     return replace_scalar(text, in_file, s, "model_ir.path", value);
   }
   const ModelIrFile file = read_model_ir_file(m.model_ir_file, "model_ir.path", in_file);
@@ -1053,18 +1059,8 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
       // A data path, like a module path, is relative to the manifest's
       // folder: rewritten so that the copy names the same file.
       if (fs::path(s.value).is_absolute()) continue;
-      const fs::path target = (fs::absolute(folder_of(in_file)) / s.value).lexically_normal();
-      const fs::path relative = target.lexically_relative(out_dir);
-      const std::string key = item("datasets", s.module_index) + ".path";
-      const size_t end = scalar_end(text, s);
-      if (end == std::string::npos)
-        throw Failure(UMLOS_MANIFEST_INVALID, in_file + ":" + std::to_string(s.mark.line + 1) + ":" +
-                                                  std::to_string(s.mark.column + 1) + ": key '" + key +
-                                                  "': cannot rewrite this value in place (write it as a plain or "
-                                                  "quoted scalar on one line)");
-      const size_t begin = static_cast<size_t>(s.mark.pos);
-      replacements.push_back(
-          {begin, end, render(relative.empty() ? target.string() : relative.string(), s.quoted, text[begin]), key});
+      replacements.push_back(replace_scalar(text, in_file, s, item("datasets", s.module_index) + ".path",
+                                            path_from(fs::absolute(folder_of(in_file)) / s.value, out_dir)));
       continue;
     }
     const ModuleEntry& mod = m.modules[s.module_index];
@@ -1073,13 +1069,7 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
                            ": key '" + key + "': ";
     std::string value;
     if (s.is_path) {
-      if (fs::path(mod.path).is_absolute()) {
-        value = mod.path;
-      } else {
-        const fs::path target = fs::absolute(mod.resolved_path).lexically_normal();
-        const fs::path relative = target.lexically_relative(out_dir);
-        value = relative.empty() ? target.string() : relative.string();
-      }
+      value = fs::path(mod.path).is_absolute() ? mod.path : path_from(fs::absolute(mod.resolved_path), out_dir);
     } else {
       // The loader's reader: the digest of exactly the bytes a load would
       // map (a FIFO or device is refused, not waited on).
@@ -1089,13 +1079,7 @@ void pin_manifest(const std::string& in_file, const std::string& out_file) {
         throw Failure(f.code(), at + "module file '" + mod.resolved_path + "' cannot be pinned (" + f.what() + ")");
       }
     }
-    const size_t end = scalar_end(text, s);
-    if (end == std::string::npos)
-      throw Failure(UMLOS_MANIFEST_INVALID,
-                    at + "cannot rewrite this value in place (write it as a plain or quoted scalar on one "
-                         "line, without tags, anchors or aliases)");
-    const size_t begin = static_cast<size_t>(s.mark.pos);
-    replacements.push_back({begin, end, render(value, s.quoted, text[begin]), key});
+    replacements.push_back(replace_scalar(text, in_file, s, key, value));
   }
   std::sort(replacements.begin(), replacements.end(),
             [](const Replacement& a, const Replacement& b) { return a.begin < b.begin; });

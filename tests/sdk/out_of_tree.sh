@@ -50,6 +50,16 @@ build_copy() {
   cmake --build "$work/$2/build"
 }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+# fps TRACE: the state_fp sequence of a trace, one line.
+fps() { python3 -c 'import json,sys; print(" ".join(json.loads(l)["state_fp"] for l in open(sys.argv[1]) if "\"iter\"" in l))' "$1"; }
+# run_twice MANIFEST TAG WHAT: runs into $work/TAG_a and $work/TAG_b, which
+# must give the same state_fp sequence.
+run_twice() {
+  for r in "$2_a" "$2_b"; do
+    "$umlos" run "$1" --run-dir "$work/$r" --quiet || fail "$3: run $r failed (exit $?)"
+  done
+  [[ $(fps "$work/$2_a/trace.jsonl") == "$(fps "$work/$2_b/trace.jsonl")" ]] || fail "$3: two runs differ"
+}
 
 step "install the SDK into $prefix"
 cmake --install "$build_dir" --prefix "$prefix" --component sdk
@@ -140,13 +150,8 @@ t, n = re.subn(r"  next_batch_op: UML_OS.Data.NextBatch_v1[^\n]*\n",
 assert n == 1, "digits.yaml has no next_batch_op line"
 open(out, "w").write(t)
 PY
-  for r in noise_a noise_b; do
-    "$umlos" run "$noise_manifest" --run-dir "$work/$r" --quiet || fail "the wired digits run failed (exit $?)"
-  done
+  run_twice "$noise_manifest" noise "the wired digits manifest"
   "$umlos" run "$plain_manifest" --run-dir "$work/plain" --quiet || fail "the plain digits run failed (exit $?)"
-  fps() { python3 -c 'import json,sys; print(" ".join(json.loads(l)["state_fp"] for l in open(sys.argv[1]) if "\"iter\"" in l))' "$1"; }
-  [[ $(fps "$work/noise_a/trace.jsonl") == "$(fps "$work/noise_b/trace.jsonl")" ]] ||
-    fail "two runs of the wired manifest differ"
   [[ $(fps "$work/noise_a/trace.jsonl") != "$(fps "$work/plain/trace.jsonl")" ]] ||
     fail "the wired noise operator changed nothing"
   grep -q '"next_batch_op":\["UML_OS.Data.NextBatch_v1","Acme.Augment.GaussianNoise_v1"\]' "$work/noise_a/trace.jsonl" ||
@@ -178,11 +183,7 @@ open(out, "w").write(t)
 PY
   "$umlos" manifest pin "$swish_unpinned" -o "$swish_manifest"
   grep -q "sha256: $(sha256sum "$body" | cut -d' ' -f1)" "$swish_manifest" || fail "pin did not write the body's digest"
-  for r in swish_a swish_b; do
-    "$umlos" run "$swish_manifest" --run-dir "$work/$r" --quiet || fail "the digits run with swish failed (exit $?)"
-  done
-  [[ $(fps "$work/swish_a/trace.jsonl") == "$(fps "$work/swish_b/trace.jsonl")" ]] ||
-    fail "two runs of the swish model differ"
+  run_twice "$swish_manifest" swish "the digits manifest with a swish encoder"
   [[ $(fps "$work/swish_a/trace.jsonl") != "$(fps "$work/noise_a/trace.jsonl")" ]] ||
     fail "the swish body changed nothing"
   grep -q '"module_primitives":{"swish":"test_swish","swish_grad":"test_swish"}' "$work/swish_a/trace.jsonl" ||

@@ -194,32 +194,6 @@ void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std:
       [&](const ir::Node& n) { return n.segment == segment; });
 }
 
-namespace {
-
-bool same_dims(const Dims& a, const Dims& b) {
-  return a.batch == b.batch && a.features == b.features && a.latent == b.latent && a.hidden == b.hidden &&
-         a.head_hidden == b.head_hidden && a.outputs == b.outputs && a.task == b.task && a.dtype == b.dtype &&
-         a.training == b.training && a.equations == b.equations && a.eq_output == b.eq_output &&
-         a.model_ir == b.model_ir;
-}
-
-}  // namespace
-
-std::shared_ptr<const ir::Graph> built_graph(const Dims& d) {
-  static std::mutex mutex;
-  static std::vector<std::pair<Dims, std::shared_ptr<const ir::Graph>>> cache;  // most recent last
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const auto& [dims, graph] : cache)
-      if (same_dims(dims, d)) return graph;
-  }
-  auto graph = std::make_shared<const ir::Graph>(build(d));
-  std::lock_guard<std::mutex> lock(mutex);
-  if (cache.size() == 8) cache.erase(cache.begin());
-  cache.emplace_back(d, graph);
-  return graph;
-}
-
 void check_model_graph(sdk::Context& c, const Dims& d) {
   if (d.model_ir.empty()) return;  // the built-in body: checked by its tests
   const std::shared_ptr<const ir::Graph> g = built_graph(d);

@@ -79,9 +79,6 @@ struct Step {
   ir::Binding b;
   const ir::Graph& g() const { return *graph; }
 };
-// build(d), remembered: the graph is a pure function of the dimensions, and
-// every operator of every step asks for the same one.
-std::shared_ptr<const ir::Graph> built_graph(const Dims& d);
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier);
 // A model IR's graph checked once against the driver (Contract.Validate_v1
 // of spec 002, backward mode: shapes, every primitive and the `_grad` of

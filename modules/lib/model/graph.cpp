@@ -7,6 +7,7 @@
 
 #include "expr.hpp"  // modules/lib/symbolic
 #include "expr_ir.hpp"
+#include "recent.hpp"
 
 namespace umlos::model {
 
@@ -100,30 +101,6 @@ std::string body_key(const Dims& d) {
   return key;
 }
 
-// Every operator of every step asks for the same body (and parameters):
-// remembered, most recent last, a few at a time.
-template <class T>
-class Recent {
- public:
-  template <class Make>
-  std::shared_ptr<const T> get(const std::string& key, Make make) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (const auto& [k, v] : items_)
-        if (k == key) return v;
-    }
-    auto value = std::make_shared<const T>(make());
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (items_.size() == 8) items_.erase(items_.begin());
-    items_.emplace_back(key, value);
-    return value;
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::pair<std::string, std::shared_ptr<const T>>> items_;
-};
-
 std::shared_ptr<const Body> body_of(const Dims& d) {
   static Recent<Body> bodies;
   return bodies.get(body_key(d), [&] { return d.model_ir.empty() ? builtin_body(d) : ir_body(d); });
@@ -211,6 +188,15 @@ std::vector<Param> make_parameters(const Dims& d) {
 std::vector<Param> parameters(const Dims& d) {
   static Recent<std::vector<Param>> cache;
   return *cache.get(body_key(d) + (d.training ? "t" : "i"), [&] { return make_parameters(d); });
+}
+
+std::shared_ptr<const ir::Graph> built_graph(const Dims& d) {
+  static Recent<ir::Graph> graphs;
+  std::string key = body_key(d);
+  key += d.training ? "t" : "i";
+  key += static_cast<char>('0' + static_cast<int>(d.task));
+  for (size_t i = 0; i < d.equations.size(); ++i) key += '\n' + std::to_string(d.eq_output[i]) + ':' + d.equations[i];
+  return graphs.get(key, [&] { return build(d); });
 }
 
 ir::Graph build(const Dims& d) {

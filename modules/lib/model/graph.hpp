@@ -19,6 +19,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,9 @@ void bind_valued_constants(sdk::Context& c, const ir::Graph& g, ir::Binding& b);
 // equation's constants sym<i>.c<j> [1] (prototype_constants()).
 // Throws sdk::Error(EQUATION_INVALID) for an equation that does not parse.
 ir::Graph build(const Dims& d);
+// build(d), remembered: the graph is a pure function of the dimensions, and
+// every operator of every step asks for the same one.
+std::shared_ptr<const ir::Graph> built_graph(const Dims& d);
 
 // The declared constant ids and values of the equations' constants, in
 // declaration order (what the caller binds besides np_*).

@@ -19,6 +19,7 @@
 #include <umlos/cbor.hpp>
 
 #include "graph.hpp"
+#include "recent.hpp"
 
 namespace umlos::model {
 
@@ -148,7 +149,9 @@ void check_nodes(ir::Graph& g, const Dims& d) {
   }
 }
 
-Body load_body(const Dims& d) {
+}  // namespace
+
+Body ir_body(const Dims& d) {
   const Value ir = Value::decode(reinterpret_cast<const uint8_t*>(d.model_ir.data()), d.model_ir.size());
   if (!ir.is(Value::Kind::Map)) throw sdk::Error(UMLOS_INVALID_IR, "model_ir.graph: expected a ModelIR map");
   check_dtype_key(ir, d);
@@ -160,10 +163,6 @@ Body load_body(const Dims& d) {
   body.nodes = std::move(g.nodes);
   return body;
 }
-
-}  // namespace
-
-Body ir_body(const Dims& d) { return load_body(d); }
 
 bool dims_from_theta(const sdk::Context& c, Dims& d) {
   if (d.model_ir.empty()) {
@@ -179,19 +178,10 @@ bool dims_from_theta(const sdk::Context& c, Dims& d) {
     return true;
   }
   // D and C where a parameter's shape names them, read off that theta.
-  static std::mutex mutex;
-  static std::pair<std::string, std::shared_ptr<const Value>> last;  // the IR of every call, decoded once
-  std::shared_ptr<const Value> tree;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (last.second && last.first == d.model_ir) tree = last.second;
-  }
-  if (!tree) {
-    tree = std::make_shared<const Value>(
-        Value::decode(reinterpret_cast<const uint8_t*>(d.model_ir.data()), d.model_ir.size()));
-    std::lock_guard<std::mutex> lock(mutex);
-    last = {d.model_ir, tree};
-  }
+  static Recent<Value> decoded;  // the IR of every call, decoded once
+  const std::shared_ptr<const Value> tree = decoded.get(d.model_ir, [&] {
+    return Value::decode(reinterpret_cast<const uint8_t*>(d.model_ir.data()), d.model_ir.size());
+  });
   const Value& ir = *tree;
   bool any = false;
   for (const Value& t : ir.at("tensors").items()) {
