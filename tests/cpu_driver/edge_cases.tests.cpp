@@ -1,6 +1,7 @@
 // edge_cases.tests.cpp — exact arithmetic of matmul and layer_norm,
 // zero-size operands, NaN ordering in sort, and gradients of
 // broadcast operands summed in canonical order.
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -54,10 +55,9 @@ T chunked_dot(const std::vector<T>& a, const std::vector<T>& b, bool fused) {
 }
 
 template <class T>
-void check_matmul_elements(int32_t dtype) {
+void check_matmul_elements(int32_t dtype, int64_t M, int64_t K, int64_t N) {
   auto host = make_host(4);
   Rand rng(77);
-  const int64_t M = 5, K = 1000, N = 7;
   std::vector<double> a = spread_values(rng, M * K), b = spread_values(rng, K * N);
   auto ta = upload(*host, dtype, {M, K}, a);
   auto tb = upload(*host, dtype, {K, N}, b);
@@ -84,8 +84,16 @@ void check_matmul_elements(int32_t dtype) {
 
 TEST_CASE("matmul elements are 256-chunk sums of fused multiply-adds in the tensor dtype, bit for bit",
           "[cpu_driver][determinism]") {
-  SECTION("f64") { check_matmul_elements<double>(UMLOS_DTYPE_F64); }
-  SECTION("f32") { check_matmul_elements<float>(UMLOS_DTYPE_F32); }
+  // 5 x 7: edge tiles only. The rest: whole column panels over 1 to 11
+  // leftover rows of the last row panel (12-row AVX-512 and 6-row AVX2
+  // kernels), which have kernels of their own.
+  for (const auto& [M, K, N] :
+       {std::array<int64_t, 3>{5, 1000, 7}, std::array<int64_t, 3>{13, 600, 64}, std::array<int64_t, 3>{20, 600, 64},
+        std::array<int64_t, 3>{23, 300, 64}, std::array<int64_t, 3>{64, 300, 64}}) {
+    INFO("[" << M << "," << K << "] x [" << K << "," << N << "]");
+    check_matmul_elements<double>(UMLOS_DTYPE_F64, M, K, N);
+    check_matmul_elements<float>(UMLOS_DTYPE_F32, M, K, N);
+  }
 }
 
 TEST_CASE("a broadcast operand's gradient is the canonical sum over the broadcast axis", "[cpu_driver][determinism]") {

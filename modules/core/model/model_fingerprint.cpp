@@ -32,6 +32,7 @@ std::array<uint8_t, 32> merkle_root(std::vector<std::array<uint8_t, 32>> level) 
 }
 
 // n 64-bit values big-endian into out (a byte swap per value: vectorised).
+// out may be values itself.
 void put_be64(const void* values, size_t n, uint8_t* out) {
   const auto* in = static_cast<const uint8_t*>(values);
   for (size_t i = 0; i < n; ++i) {
@@ -42,16 +43,89 @@ void put_be64(const void* values, size_t n, uint8_t* out) {
   }
 }
 
-// Count then every value big-endian, hashed as one buffer (one digest
-// update per tensor, not per element). The buffer is kept between calls:
-// the fingerprint runs every step over the same sizes.
-void hash_values_f64(Sha& h, const std::vector<double>& v) {
-  h.u64(v.size());
+// Widens n values of type T to binary64 and writes them big-endian.
+template <class T>
+void put_widened_be64(const T* values, size_t n, uint8_t* out) {
+  for (size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(values[i]);
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    u = __builtin_bswap64(u);
+    std::memcpy(out + i * 8, &u, 8);
+  }
+}
+
+// The element count, then every value of t as big-endian binary64 (f64;
+// f32 widened exactly, i64 converted, as read_f64 does), hashed as one
+// buffer, without intermediate vectors. The
+// tensor is read once into a buffer kept between calls (the fingerprint
+// runs every step over the same sizes) and converted in place.
+// `f64_only`: anything but an f64 tensor is refused, as read<double> does.
+void hash_tensor_f64(const sdk::Context& c, Sha& h, const umlos_tensor* t, bool f64_only) {
+  const int32_t dtype = c.dtype(t);
+  if (dtype != UMLOS_DTYPE_F64 && (f64_only || (dtype != UMLOS_DTYPE_F32 && dtype != UMLOS_DTYPE_I64))) {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "StateFingerprint_v1: expected an f64", f64_only ? "" : ", f32 or i64",
+                     " tensor, found ", sdk::dtype_name(dtype));
+  }
+  const size_t n = static_cast<size_t>(c.elements(t));
   thread_local std::vector<uint8_t> buf;
-  buf.resize(v.size() * 8);
-  put_be64(v.data(), v.size(), buf.data());
+  thread_local std::vector<uint8_t> narrow;
+  buf.resize(n * 8);
+  if (dtype == UMLOS_DTYPE_F32) {
+    narrow.resize(n * 4);
+    c.read_bytes(t, 0, narrow.data(), narrow.size());
+    put_widened_be64(reinterpret_cast<const float*>(narrow.data()), n, buf.data());
+  } else {
+    c.read_bytes(t, 0, buf.data(), buf.size());
+    if (dtype == UMLOS_DTYPE_I64)
+      put_widened_be64(reinterpret_cast<const int64_t*>(buf.data()), n, buf.data());
+    else
+      put_be64(buf.data(), n, buf.data());
+  }
+  h.u64(n);
   h.bytes(buf.data(), buf.size());
 }
+
+// The SHA-256 of Merkle leaves, remembered by their bytes. A leaf's digest
+// is a function of its bytes alone, so a leaf whose bytes equal those
+// hashed before (compared in full) takes the earlier digest: the value is
+// exactly the one hashing would give. Between steps the latent window moves
+// by the batch size, so the leaves starting at a given entry come back
+// every 256 / gcd(B, 256) steps; the memo keeps the most recent leaves by
+// start entry, at most `kMemoWindows` windows' worth of bytes.
+class LeafMemo {
+ public:
+  std::array<uint8_t, 32> digest(int64_t start, const uint8_t* bytes, size_t size) {
+    auto it = leaves_.find(start);
+    if (it != leaves_.end() && it->second.bytes.size() == size &&
+        std::memcmp(it->second.bytes.data(), bytes, size) == 0)
+      return it->second.digest;
+    Sha leaf;
+    leaf.bytes(bytes, size);
+    Leaf& slot = leaves_[start];
+    held_ -= slot.bytes.size();
+    slot.bytes.assign(bytes, bytes + size);
+    slot.digest = leaf.finish();
+    held_ += size;
+    return slot.digest;
+  }
+  // Drops the oldest leaves until at most kMemoWindows x window bytes remain.
+  void trim(size_t window_bytes) {
+    while (held_ > kMemoWindows * window_bytes && !leaves_.empty()) {
+      held_ -= leaves_.begin()->second.bytes.size();
+      leaves_.erase(leaves_.begin());
+    }
+  }
+
+ private:
+  static constexpr size_t kMemoWindows = 4;
+  struct Leaf {
+    std::vector<uint8_t> bytes;
+    std::array<uint8_t, 32> digest{};
+  };
+  std::map<int64_t, Leaf> leaves_;  // by the window entry the leaf starts at
+  size_t held_ = 0;
+};
 
 // The 8 items of spec 004 IV, one function each, in order, big-endian
 // (docs/model.md).
@@ -67,7 +141,7 @@ std::vector<std::string> hash_theta(sdk::Context& c, Sha& h) {
   std::sort(sorted.begin(), sorted.end());
   for (const std::string& id : sorted) {
     h.text("theta." + id);
-    hash_values_f64(h, c.read_f64(c.input(("theta." + id).c_str())));
+    hash_tensor_f64(c, h, c.input(("theta." + id).c_str()), false);
   }
   return names;
 }
@@ -78,7 +152,7 @@ void hash_optimiser(sdk::Context& c, Sha& h, const std::vector<std::string>& nam
     for (const char* kind : {"opt.m.", "opt.v."}) {
       const std::string n = kind + id;
       if (const umlos_tensor* t = c.optional_input(n.c_str()))
-        hash_values_f64(h, c.read<double>(t));
+        hash_tensor_f64(c, h, t, true);
       else
         h.u64(0);
     }
@@ -105,6 +179,7 @@ void hash_latent(sdk::Context& c, Sha& h) {
   // An entry is 8 bytes of index then p values, all big-endian.
   const size_t entry = static_cast<size_t>(p + 1) * 8;
   std::vector<uint8_t> buf(entry * 256);
+  thread_local LeafMemo memo;
   for (int64_t at = 0; at < n; at += 256) {
     const int64_t end = std::min(n, at + 256);
     for (int64_t e = at; e < end; ++e) {
@@ -113,10 +188,9 @@ void hash_latent(sdk::Context& c, Sha& h) {
       put_be64(&idx[row], 1, out);
       put_be64(&z[row * p], static_cast<size_t>(p), out + 8);
     }
-    Sha leaf;
-    leaf.bytes(buf.data(), static_cast<size_t>(end - at) * entry);
-    leaves.push_back(leaf.finish());
+    leaves.push_back(memo.digest(count - n + at, buf.data(), static_cast<size_t>(end - at) * entry));
   }
+  memo.trim(static_cast<size_t>(n) * entry);
   const std::array<uint8_t, 32> root = merkle_root(std::move(leaves));
   h.u64(static_cast<uint64_t>(n));
   h.bytes(root.data(), 32);
@@ -148,7 +222,7 @@ void hash_rng(sdk::Context& c, Sha& h) {
 // 7. prototypes and the SHA-256 of their canonical equations (sorted).
 void hash_prototypes(sdk::Context& c, Sha& h) {
   if (const umlos_tensor* protos = c.optional_input("np.protos"))
-    hash_values_f64(h, c.read_f64(protos));
+    hash_tensor_f64(c, h, protos, false);
   else
     h.u64(0);
   if (const umlos_tensor* eqs = c.optional_input("np.protos_equation_hash")) {

@@ -44,7 +44,7 @@ struct ScalarOps {
 
 template <class T>
 GemmKernel<T> scalar_kernel() {
-  return {4, 8, gemm_ukr<ScalarOps<T>, 4, 8>};
+  return make_gemm_kernel<ScalarOps<T>, 4, 8>();
 }
 
 GemmKernel<float> kernel_for(GemmIsa isa, float*) {
@@ -119,7 +119,7 @@ template <class T>
 void macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
                  int64_t kc, bool first, const T* a, const T* b, GemmMatrix<T> C) {
   const int mr = kr.mr, nr = kr.nr;
-  T tile[16 * 64];  // mr * nr <= 12 * 32
+  T tile[kGemmMaxMr * 64];  // mr * nr <= 12 * 32
   for (int64_t q = 0; q < nc; q += nr) {
     const int64_t j = j0 + q, cols = std::min<int64_t>(nr, N - j);
     if (cols <= 0) break;
@@ -128,8 +128,8 @@ void macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int6
       if (rows <= 0) break;
       const T* ap = a + p * kc;
       const T* bp = b + q * kc;
-      if (rows == mr && cols == nr && C.cs == 1) {
-        kr.ukr(kc, ap, bp, C.p + i * C.rs + j, C.rs, first);
+      if (cols == nr && C.cs == 1) {
+        (rows == mr ? kr.ukr : kr.rows[rows - 1])(kc, ap, bp, C.p + i * C.rs + j, C.rs, first);
         continue;
       }
       for (int64_t r = 0; r < mr; ++r)

@@ -50,10 +50,17 @@ void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMa
 // a is the packed A panel (a[k * MR + r]), b the packed B panel
 // (b[k * NR + c]), c the tile (row stride ldc). With first != 0 the tile
 // becomes 0 + acc, otherwise c + acc (elementwise, in the dtype).
+// rows[r - 1] does the same for the first r rows of a panel only (the last
+// panel of a block whose height is not a multiple of MR): no padded rows
+// computed, no copy through a scratch tile, and each element's arithmetic
+// is the full kernel's.
+inline constexpr int kGemmMaxMr = 16;
 template <class T>
 struct GemmKernel {
+  using Ukr = void (*)(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int first);
   int mr, nr;
-  void (*ukr)(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int first);
+  Ukr ukr;
+  Ukr rows[kGemmMaxMr];
 };
 
 GemmKernel<float> gemm_kernel_avx512_f32();

@@ -16,7 +16,7 @@ UMLOS_GEMM_OPS(Avx2F64, double, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, 
 
 }  // namespace
 
-GemmKernel<float> gemm_kernel_avx2_f32() { return {6, 16, gemm_ukr<Avx2F32, 6, 2>}; }
-GemmKernel<double> gemm_kernel_avx2_f64() { return {6, 8, gemm_ukr<Avx2F64, 6, 2>}; }
+GemmKernel<float> gemm_kernel_avx2_f32() { return make_gemm_kernel<Avx2F32, 6, 2>(); }
+GemmKernel<double> gemm_kernel_avx2_f64() { return make_gemm_kernel<Avx2F64, 6, 2>(); }
 
 }  // namespace cpu_driver

@@ -16,7 +16,7 @@ UMLOS_GEMM_OPS(Avx512F64, double, __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd
 
 }  // namespace
 
-GemmKernel<float> gemm_kernel_avx512_f32() { return {12, 32, gemm_ukr<Avx512F32, 12, 2>}; }
-GemmKernel<double> gemm_kernel_avx512_f64() { return {12, 16, gemm_ukr<Avx512F64, 12, 2>}; }
+GemmKernel<float> gemm_kernel_avx512_f32() { return make_gemm_kernel<Avx512F32, 12, 2>(); }
+GemmKernel<double> gemm_kernel_avx512_f64() { return make_gemm_kernel<Avx512F64, 12, 2>(); }
 
 }  // namespace cpu_driver

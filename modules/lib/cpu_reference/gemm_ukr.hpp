@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "gemm.hpp"
+
 namespace cpu_driver {
 namespace {
 
@@ -26,7 +28,9 @@ namespace {
     static V add(V a, V b) { return add_(a, b); }                                          \
     static void store(T* p, V v) { storeu(p, v); }                                         \
   };
-template <class Ops, int MR, int NV>
+// MR rows of C from a panel packed AS rows wide (AS >= MR: the first MR
+// rows of a wider panel).
+template <class Ops, int MR, int NV, int AS = MR>
 void gemm_ukr(int64_t kc, const typename Ops::T* a, const typename Ops::T* b, typename Ops::T* c, int64_t ldc,
               int first) {
   using V = typename Ops::V;
@@ -43,7 +47,7 @@ void gemm_ukr(int64_t kc, const typename Ops::T* a, const typename Ops::T* b, ty
     for (int v = 0; v < NV; ++v) bv[v] = Ops::load(b + k * NR + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const V ar = Ops::set1(a[k * MR + r]);
+      const V ar = Ops::set1(a[k * AS + r]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = Ops::fma(ar, bv[v], acc[r][v]);
     }
@@ -56,6 +60,28 @@ void gemm_ukr(int64_t kc, const typename Ops::T* a, const typename Ops::T* b, ty
       const V old = first ? Ops::zero() : Ops::load(p);
       Ops::store(p, Ops::add(old, acc[r][v]));
     }
+}
+
+// rows[R - 1] = the kernel of the first R rows, for R = Rows .. 1.
+template <class Ops, int NV, int AS, int Rows>
+struct GemmRowKernels {
+  static void fill(typename GemmKernel<typename Ops::T>::Ukr* rows) {
+    rows[Rows - 1] = gemm_ukr<Ops, Rows, NV, AS>;
+    GemmRowKernels<Ops, NV, AS, Rows - 1>::fill(rows);
+  }
+};
+template <class Ops, int NV, int AS>
+struct GemmRowKernels<Ops, NV, AS, 0> {
+  static void fill(typename GemmKernel<typename Ops::T>::Ukr*) {}
+};
+
+// The MR x (NV vectors) kernel and its row remainders.
+template <class Ops, int MR, int NV>
+GemmKernel<typename Ops::T> make_gemm_kernel() {
+  static_assert(MR <= kGemmMaxMr, "GemmKernel::rows holds kGemmMaxMr kernels");
+  GemmKernel<typename Ops::T> k{MR, NV * Ops::W, gemm_ukr<Ops, MR, NV>, {}};
+  GemmRowKernels<Ops, NV, MR, MR>::fill(k.rows);
+  return k;
 }
 
 }  // namespace
