@@ -72,7 +72,8 @@ struct Exec {
         {{cbor::Value::text("model"),
           cbor::Value::map({{cbor::Value::text("ir"), ir},
                             {cbor::Value::text("mode"), cbor::Value::text(mode)},
-                            {cbor::Value::text("placement"), cbor::Value::text(tmmu ? "tmmu" : "temps")}})}}));
+                            {cbor::Value::text("placement"), cbor::Value::text(tmmu ? "tmmu" : "temps")},
+                            {cbor::Value::text("fingerprint_threads"), cbor::Value::integer(threads)}})}}));
     host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
     host.activate_driver("cpu_driver");
     umlos::Sha256 s;

@@ -120,6 +120,7 @@ json run(const ExecOptions& o) {
                         {cbor::Value::text("mode"), cbor::Value::text(o.mode)},
                         {cbor::Value::text("placement"), cbor::Value::text(placed ? "tmmu" : "temps")},
                         {cbor::Value::text("driver_name"), cbor::Value::text(d->name)},
+                        {cbor::Value::text("fingerprint_threads"), cbor::Value::integer(o.threads)},
                         {cbor::Value::text("driver_primitives"), cbor::Value::array(std::move(offered))}});
   host.set_operator_config(cbor::Value::map({{cbor::Value::text("model"), model}}));
   Sha256 seed;

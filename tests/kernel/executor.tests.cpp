@@ -480,6 +480,102 @@ TEST_CASE(
   CHECK(g.get("model.grad.b") == std::vector<double>{3, 3});
 }
 
+namespace {
+
+using cbor::Value;
+
+// A wide f32 layer: W holds 36,000 values, three leaves of execution_fp.
+const char* kWideLinear = R"(dtype: f32
+tensors:
+  - {id: x, role: input, shape: [4, 200]}
+  - {id: W, role: parameter, shape: [200, 180]}
+  - {id: b, role: parameter, shape: [180]}
+nodes:
+  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 180]}}
+  - {node_id: 1, instr: bias_add, inputs: [h, b], output: {id: y, shape: [4, 180]}}
+  - {node_id: 2, instr: sum, inputs: [y], output: {id: loss, shape: []}}
+outputs: [y, loss]
+loss: loss
+)";
+
+// execution_fp computed here from docs/modelir.md, independently of the
+// executor: SHA-256 of the canonical CBOR ["UML_OS.Fingerprint.
+// StateFingerprint_v1", ir_hash, mode, trace, [[name, dtype, shape, leaves]]]
+// where a leaf is the SHA-256 of 2^14 consecutive values as binary64
+// big-endian. Tensors are f32 here.
+std::string expected_execution_fp(Graph& g, const std::string& mode,
+                                  const std::vector<std::pair<std::string, std::string>>& critical) {
+  const HostTensor ir_hash = g.host.to_host(*g.host.values().at("model.exec.ir_hash"));
+  const HostTensor trace = g.host.to_host(*g.host.values().at("model.exec.trace"));
+  std::vector<Value> entries;
+  for (const auto& [name, value] : critical) {
+    const HostTensor h = g.host.to_host(*g.host.values().at(value));
+    REQUIRE(h.dtype == UMLOS_DTYPE_F32);
+    const size_t n = h.data.size() / 4;
+    std::vector<Value> leaves, shape;
+    for (uint32_t k = 0; k < h.shape.rank; ++k) shape.push_back(Value::integer(h.shape.dims[k]));
+    for (size_t at = 0; at < n; at += 16384) {
+      Sha256 leaf;
+      for (size_t i = at; i < std::min(n, at + 16384); ++i) {
+        float f;
+        std::memcpy(&f, h.data.data() + 4 * i, 4);
+        leaf.update_f64_be(static_cast<double>(f));
+      }
+      const Digest d = leaf.finish();
+      leaves.push_back(Value::bytes(d.data(), d.size()));
+    }
+    entries.push_back(Value::array(
+        {Value::text(name), Value::text("f32"), Value::array(std::move(shape)), Value::array(std::move(leaves))}));
+  }
+  std::vector<uint8_t> bytes = {0x85};  // an array of 5
+  for (const Value& v :
+       {Value::text("UML_OS.Fingerprint.StateFingerprint_v1"), Value::bytes(ir_hash.data), Value::text(mode)}) {
+    const std::vector<uint8_t> e = cbor::encode(v);
+    bytes.insert(bytes.end(), e.begin(), e.end());
+  }
+  bytes.insert(bytes.end(), trace.data.begin(), trace.data.end());
+  const std::vector<uint8_t> e = cbor::encode(Value::array(std::move(entries)));
+  bytes.insert(bytes.end(), e.begin(), e.end());
+  return to_hex(sha256(bytes.data(), bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("execution_fp is the documented hash over leaf digests, the same with 1, 2 or 3 hashing threads",
+          "[executor][determinism][fingerprint]") {
+  std::string first;
+  for (int threads : {1, 2, 3}) {
+    INFO(threads << " fingerprint thread(s)");
+    Graph g("backward", kWideLinear, "    fingerprint_threads: " + std::to_string(threads) + "\n", threads);
+    g.run();
+    const std::string fp = g.hex("model.exec.execution_fp");
+    CHECK(fp == expected_execution_fp(g, "backward",
+                                      {{"out.y", "model.out.y"},
+                                       {"out.loss", "model.out.loss"},
+                                       {"grad.W", "model.grad.W"},
+                                       {"grad.b", "model.grad.b"}}));
+    if (first.empty()) first = fp;
+    CHECK(fp == first);
+  }
+  // One changed gradient value in the last leaf of W changes it.
+  Graph g("backward", kWideLinear, "    fingerprint_threads: 2\n", 2);
+  std::vector<float> x(800);
+  {
+    HostTensor h = g.host.to_host(*g.host.values().at("model.input.x"));
+    std::memcpy(x.data(), h.data.data(), h.data.size());
+    x[3 * 200 + 199] += 0.5f;  // only row 199 of dW = x^T 1 changes: the last leaf
+    std::memcpy(h.data.data(), x.data(), h.data.size());
+    g.host.put_value("model.input.x", g.host.from_host(h));
+  }
+  g.run();
+  CHECK(g.hex("model.exec.execution_fp") != first);
+  // A thread count outside 1..256 is refused, naming the key.
+  Graph bad("backward", kWideLinear, "    fingerprint_threads: 0\n");
+  std::string msg;
+  CHECK(bad.failure(&msg) == UMLOS_INVALID_ARGUMENT);
+  CHECK_THAT(msg, Catch::Contains("model.fingerprint_threads"));
+}
+
 TEST_CASE("execution_fp is identical over repeated runs and across driver thread counts, and changes with the inputs",
           "[executor][determinism][fingerprint]") {
   const std::string ir = example("transformer_block.yaml");

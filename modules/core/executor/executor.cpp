@@ -45,6 +45,7 @@
 
 #include "engine.hpp"
 #include "identity.hpp"
+#include "leaf_digests.hpp"
 
 namespace sdk = umlos::sdk;
 using sdk::cbor::Value;
@@ -621,83 +622,39 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
   }
 }
 
-// out[8i..8i+8) = element i of `raw` (F64, F32 or I64) as binary64,
-// big-endian: the bytes StateFingerprint_v1 hashes. One branch per tensor
-// and a byte swap per element, so the compiler vectorises the loops.
-void to_big_endian_binary64(int32_t dt, const uint8_t* raw, uint64_t m, uint8_t* out) {
-  auto put = [out](uint64_t i, double v) {
-    uint64_t u;
-    std::memcpy(&u, &v, 8);
-    u = __builtin_bswap64(u);
-    std::memcpy(out + 8 * i, &u, 8);
-  };
-  if (dt == UMLOS_DTYPE_F64) {
-    for (uint64_t i = 0; i < m; ++i) {
-      double v;
-      std::memcpy(&v, raw + 8 * i, 8);
-      put(i, v);
-    }
-  } else if (dt == UMLOS_DTYPE_F32) {
-    for (uint64_t i = 0; i < m; ++i) {
-      float f;
-      std::memcpy(&f, raw + 4 * i, 4);
-      put(i, static_cast<double>(f));
-    }
-  } else {
-    for (uint64_t i = 0; i < m; ++i) {
-      int64_t k;
-      std::memcpy(&k, raw + 8 * i, 8);
-      put(i, static_cast<double>(k));
-    }
-  }
-}
-
 // 6. StateFingerprint_v1: SHA-256 of canonical CBOR
 //    ["UML_OS.Fingerprint.StateFingerprint_v1", ir_hash, mode, trace,
-//     [[name, dtype, shape, binary64 big-endian bytes], ...]].
+//     [[name, dtype, shape, [leaf digests]], ...]], a leaf digest being the
+//    SHA-256 of 2^14 consecutive values as binary64 big-endian
+//    (leaf_digests.hpp), hashed by config `model.fingerprint_threads`
+//    threads (default 1; the value is the same for any count).
 ir::Digest execution_fingerprint(sdk::Context& c, const Call& call, const ir::CborWriter& trace_cbor) {
-  const ir::Digest& ir_hash = call.ir_hash;
-  const std::string& mode_text = call.mode_text;
-  const std::vector<std::pair<std::string, umlos_tensor*>>& critical = call.critical;
-  // Streamed: the CBOR bytes go to SHA-256 piece by piece, tensors read in
-  // chunks, so no copy of the critical tensors is ever built.
-  ir::Sha256Stream fp_hash;
+  const int64_t threads = c.config<int64_t>("model.fingerprint_threads", 1);
+  if (threads < 1 || threads > 256) {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'model.fingerprint_threads' is ", threads,
+                     ", expected 1 to 256");
+  }
+  const std::vector<std::vector<ir::Digest>> leaves =
+      ir::binary64_leaf_digests(c, call.critical, static_cast<unsigned>(threads));
   ir::CborWriter fp;
   fp.array(5);
   fp.text("UML_OS.Fingerprint.StateFingerprint_v1");
-  fp.bytes(ir_hash.data(), ir_hash.size());
-  fp.text(mode_text);
+  fp.bytes(call.ir_hash.data(), call.ir_hash.size());
+  fp.text(call.mode_text);
   fp.out.insert(fp.out.end(), trace_cbor.out.begin(), trace_cbor.out.end());
-  fp.array(critical.size());
-  std::vector<uint8_t> raw, be;
-  for (const auto& [name, t] : critical) {
-    const int32_t dt = c.dtype(t);
+  fp.array(call.critical.size());
+  for (size_t i = 0; i < call.critical.size(); ++i) {
+    const umlos_tensor* t = call.critical[i].second;
     const sdk::Shape s = c.shape(t);
-    const uint64_t n = sdk::element_count(s);
     fp.array(4);
-    fp.text(name);
-    fp.text(dtype_text(dt));
+    fp.text(call.critical[i].first);
+    fp.text(dtype_text(c.dtype(t)));
     fp.array(s.size());
     for (int64_t e : s) fp.integer(e);
-    fp.bytes_head(8 * n);
-    fp_hash.update(fp.out);
-    fp.out.clear();
-    const uint64_t es = sdk::dtype_size(dt);
-    if (dt != UMLOS_DTYPE_F64 && dt != UMLOS_DTYPE_F32 && dt != UMLOS_DTYPE_I64) {
-      throw sdk::Error(UMLOS_INVALID_ARGUMENT, "fingerprint: unsupported dtype ", dtype_text(dt), " of '", name, "'");
-    }
-    constexpr uint64_t kChunk = 1 << 16;  // elements
-    for (uint64_t at = 0; at < n; at += kChunk) {
-      const uint64_t m = std::min(kChunk, n - at);
-      raw.resize(m * es);
-      c.read_bytes(t, at * es, raw.data(), m * es);
-      be.resize(8 * m);
-      to_big_endian_binary64(dt, raw.data(), m, be.data());
-      fp_hash.update(be);
-    }
+    fp.array(leaves[i].size());
+    for (const ir::Digest& d : leaves[i]) fp.bytes(d.data(), d.size());
   }
-  fp_hash.update(fp.out);
-  return fp_hash.finish();
+  return ir::sha256(fp.out);
 }
 
 // The call's values: model.exec.*, and with dynamic inputs the II.H record

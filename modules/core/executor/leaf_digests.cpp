@@ -1,0 +1,128 @@
+// leaf_digests.cpp — see leaf_digests.hpp.
+#include "leaf_digests.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+namespace umlos::modelir {
+
+namespace {
+
+// One leaf: elements [first, first + count) of tensor `tensor`.
+struct Leaf {
+  size_t tensor;
+  uint64_t first, count;
+  size_t raw_offset;  // where its raw bytes start in the batch buffer
+};
+
+// Leaves read at once: 64 x 128 KiB of binary64 at most in flight.
+constexpr size_t kBatchLeaves = 64;
+
+const char* dtype_text(int32_t dt) { return sdk::dtype_name(dt); }
+
+// out[8i..8i+8) = element i of `raw` (dtype dt) as binary64 big-endian.
+void to_big_endian_binary64(int32_t dt, const uint8_t* raw, uint64_t m, uint8_t* out) {
+  auto put = [out](uint64_t i, double v) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    u = __builtin_bswap64(u);
+    std::memcpy(out + 8 * i, &u, 8);
+  };
+  if (dt == UMLOS_DTYPE_F64) {
+    for (uint64_t i = 0; i < m; ++i) {
+      double v;
+      std::memcpy(&v, raw + 8 * i, 8);
+      put(i, v);
+    }
+  } else if (dt == UMLOS_DTYPE_F32) {
+    for (uint64_t i = 0; i < m; ++i) {
+      float f;
+      std::memcpy(&f, raw + 4 * i, 4);
+      put(i, static_cast<double>(f));
+    }
+  } else {
+    for (uint64_t i = 0; i < m; ++i) {
+      int64_t k;
+      std::memcpy(&k, raw + 8 * i, 8);
+      put(i, static_cast<double>(k));
+    }
+  }
+}
+
+// Hashes leaves [begin, end) of the batch: convert, then SHA-256.
+void hash_range(const std::vector<Leaf>& leaves, size_t begin, size_t end, const std::vector<int32_t>& dtypes,
+                const std::vector<uint8_t>& raw, std::vector<Digest>& out) {
+  std::vector<uint8_t> be(8 * kLeafElements);
+  for (size_t i = begin; i < end; ++i) {
+    const Leaf& l = leaves[i];
+    to_big_endian_binary64(dtypes[l.tensor], raw.data() + l.raw_offset, l.count, be.data());
+    Sha256Stream h;
+    h.update(be.data(), 8 * l.count);
+    out[i] = h.finish();
+  }
+}
+
+// Hashes a batch with `threads` threads, each a contiguous share of the
+// leaves; the calling thread takes the first share.
+void hash_batch(const std::vector<Leaf>& leaves, const std::vector<int32_t>& dtypes, const std::vector<uint8_t>& raw,
+                unsigned threads, std::vector<Digest>& out) {
+  const size_t n = leaves.size();
+  const size_t t = std::max<size_t>(1, std::min<size_t>(threads, n));
+  std::vector<std::thread> helpers;
+  std::vector<std::exception_ptr> errors(t);
+  auto share = [&](size_t k) {
+    try {
+      hash_range(leaves, k * n / t, (k + 1) * n / t, dtypes, raw, out);
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  };
+  for (size_t k = 1; k < t; ++k) helpers.emplace_back(share, k);
+  share(0);
+  for (std::thread& h : helpers) h.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
+std::vector<std::vector<Digest>> binary64_leaf_digests(
+    const sdk::Context& c, const std::vector<std::pair<std::string, umlos_tensor*>>& tensors, unsigned threads) {
+  std::vector<int32_t> dtypes;
+  std::vector<Leaf> all;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const int32_t dt = c.dtype(tensors[i].second);
+    if (dt != UMLOS_DTYPE_F64 && dt != UMLOS_DTYPE_F32 && dt != UMLOS_DTYPE_I64) {
+      throw sdk::Error(UMLOS_INVALID_ARGUMENT, "fingerprint: unsupported dtype ", dtype_text(dt), " of '",
+                       tensors[i].first, "'");
+    }
+    dtypes.push_back(dt);
+    const sdk::Shape shape = c.shape(tensors[i].second);
+    const uint64_t n = sdk::element_count(shape);
+    for (uint64_t at = 0; at < n; at += kLeafElements) all.push_back({i, at, std::min(kLeafElements, n - at), 0});
+  }
+  std::vector<std::vector<Digest>> digests(tensors.size());
+  std::vector<uint8_t> raw;
+  for (size_t b = 0; b < all.size(); b += kBatchLeaves) {
+    std::vector<Leaf> batch(all.begin() + static_cast<std::ptrdiff_t>(b),
+                            all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), b + kBatchLeaves)));
+    size_t bytes = 0;
+    for (Leaf& l : batch) {
+      l.raw_offset = bytes;
+      bytes += l.count * sdk::dtype_size(dtypes[l.tensor]);
+    }
+    raw.resize(bytes);
+    for (const Leaf& l : batch) {
+      const uint64_t es = sdk::dtype_size(dtypes[l.tensor]);
+      c.read_bytes(tensors[l.tensor].second, l.first * es, raw.data() + l.raw_offset, l.count * es);
+    }
+    std::vector<Digest> out(batch.size());
+    hash_batch(batch, dtypes, raw, threads, out);
+    for (size_t i = 0; i < batch.size(); ++i) digests[batch[i].tensor].push_back(out[i]);
+  }
+  return digests;
+}
+
+}  // namespace umlos::modelir
