@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
-#include <set>
 
 #include "call_context.hpp"
+#include "config_cbor.hpp"
 #include "error.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
@@ -443,12 +443,9 @@ umlos_status svc_config_cbor(umlos_ctx* ctx, const char* key, const uint8_t** ou
     if (!ctx || !ctx->config) return UMLOS_NOT_FOUND;
     const cbor::Value* v = (key == nullptr || key[0] == '\0') ? ctx->config : lookup(*ctx->config, key);
     if (!v) return UMLOS_NOT_FOUND;
-    // Interned by content for the life of the process (std::set nodes never
-    // move), so the pointer handed out stays valid, as the ABI promises.
-    static std::set<std::vector<uint8_t>> interned;
-    const std::vector<uint8_t>* slot = &*interned.insert(cbor::encode(*v)).first;
-    *out = slot->data();
-    *out_len = slot->size();
+    const std::vector<uint8_t>& bytes = config_cbor_bytes(*v);
+    *out = bytes.data();
+    *out_len = bytes.size();
     return UMLOS_OK;
   });
 }

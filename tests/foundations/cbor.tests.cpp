@@ -17,6 +17,7 @@
 
 #include "../skip.hpp"
 #include "cbor.hpp"
+#include "config_cbor.hpp"
 #include "error.hpp"
 #include "sha256.hpp"
 
@@ -391,4 +392,20 @@ TEST_CASE("Nested arrays declaring lengths near the input's size are refused wit
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);  // 1: accepted, 2: another error, 3: out of memory
 #endif
+}
+
+TEST_CASE("config_cbor bytes follow a config changed in place, and stay valid after it changes", "[cbor][services]") {
+  Value config = Value::map({{Value::text("policy"), Value::text("a")}});
+  const std::vector<uint8_t>& first = umlos::config_cbor_bytes(config);
+  CHECK(first == umlos::cbor::encode(config));
+  CHECK(&umlos::config_cbor_bytes(config) == &first);  // asked again: the same interned bytes
+  // The same object, at the same address, now holds another value.
+  config.as_map()[0].second = Value::text("b");
+  const std::vector<uint8_t>& second = umlos::config_cbor_bytes(config);
+  CHECK(second == umlos::cbor::encode(config));
+  CHECK(second != first);
+  // A new object at another address with the first content: the first bytes.
+  const Value again = Value::map({{Value::text("policy"), Value::text("a")}});
+  CHECK(&umlos::config_cbor_bytes(again) == &first);
+  CHECK(first == umlos::cbor::encode(again));  // handed-out bytes never change
 }
