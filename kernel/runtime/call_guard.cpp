@@ -1,6 +1,7 @@
 // call_guard.cpp — contract checks around operator and invariant calls
 // (call_guard.hpp, docs/contracts.md).
 #include "call_guard.hpp"
+#include "finite.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -29,24 +30,6 @@ const char* stream_name(int32_t s) {
 // A declared name ending in ".*" is a family: it matches every value whose
 // name starts with the part before the "*" ("model.param.*" matches
 // "model.param.W1"). Operators whose value names come from data (the ModelIR
-
-int64_t first_nonfinite(const HostTensor& h) {
-  uint64_t n = element_count(h.shape);
-  if (h.dtype == UMLOS_DTYPE_F64) {
-    for (uint64_t i = 0; i < n; ++i) {
-      double v;
-      std::memcpy(&v, h.data.data() + i * 8, 8);
-      if (!std::isfinite(v)) return static_cast<int64_t>(i);
-    }
-  } else if (h.dtype == UMLOS_DTYPE_F32) {
-    for (uint64_t i = 0; i < n; ++i) {
-      float v;
-      std::memcpy(&v, h.data.data() + i * 4, 4);
-      if (!std::isfinite(v)) return static_cast<int64_t>(i);
-    }
-  }
-  return -1;
-}
 
 double element_as_double(const HostTensor& h, uint64_t i) {
   switch (h.dtype) {

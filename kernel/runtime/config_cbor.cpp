@@ -11,7 +11,7 @@ namespace umlos {
 namespace {
 
 struct Seen {
-  cbor::Value copy;                    // the subtree as it was encoded
+  cbor::Value copy;                   // the subtree as it was encoded
   const std::vector<uint8_t>* bytes;  // its interned encoding
 };
 
