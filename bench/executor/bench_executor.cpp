@@ -59,7 +59,7 @@ double median(std::vector<double> v) {
 struct Exec {
   Host host;
   const umlos_operator_desc* op = nullptr;
-  Exec(const std::string& ir_yaml, const std::string& mode, int threads, bool tmmu) {
+  Exec(const std::string& ir_yaml, const std::string& mode, int threads, bool tmmu, int fp_threads = 0) {
     const std::string dir = UMLOS_MODULE_DIR;
     host.load(dir + "/libumlos_cpu_driver.so", std::nullopt);
     host.load(dir + "/libumlos_executor.so", std::nullopt);
@@ -73,7 +73,8 @@ struct Exec {
           cbor::Value::map({{cbor::Value::text("ir"), ir},
                             {cbor::Value::text("mode"), cbor::Value::text(mode)},
                             {cbor::Value::text("placement"), cbor::Value::text(tmmu ? "tmmu" : "temps")},
-                            {cbor::Value::text("fingerprint_threads"), cbor::Value::integer(threads)}})}}));
+                            {cbor::Value::text("fingerprint_threads"),
+                             cbor::Value::integer(fp_threads > 0 ? fp_threads : threads)}})}}));
     host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
     host.activate_driver("cpu_driver");
     umlos::Sha256 s;
@@ -202,6 +203,31 @@ int main(int argc, char** argv) {
                     static_cast<long long>(t.nodes), 1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
         rows.push_back({"gpt", dt, t.wall, t.cpu});
         gpt_primitives.emplace_back(dt, t.primitive_ms);
+      }
+    }
+
+    // execution_fp's leaves hashed on one thread or on all: the same steps,
+    // the same value, alternating so that drift in the machine's speed
+    // touches both columns alike.
+    if (threads > 1) {
+      std::printf(
+          "\n| training step, driver threads %d | dtype | ms (wall), execution_fp on 1 thread | ms (wall), on %d "
+          "threads | saved |\n|---|---|---:|---:|---:|\n",
+          threads, threads);
+      for (const char* dt : {"f32", "f64"}) {
+        for (int graph = 0; graph < 2; ++graph) {
+          const std::string ir = graph == 0 ? mlp_ir(dt) : umlos_bench::gpt_ir(dt, 128, 768, 12, 3072);
+          Exec one(ir, "backward", threads, true, 1), all(ir, "backward", threads, true, threads);
+          const int n = graph == 0 ? std::max(reps, 20) : reps;
+          std::vector<double> w1, wn;
+          for (int r = 0; r < 3; ++r) {
+            w1.push_back(one.time(n).wall);
+            wn.push_back(all.time(n).wall);
+          }
+          const double a = median(w1), b = median(wn);
+          std::printf("| %s | %s | %.3f | %.3f | %.0f%% |\n", graph == 0 ? "MLP 64-256-256-10" : "GPT-2-small block",
+                      dt, 1e3 * a, 1e3 * b, 100.0 * (a - b) / a);
+        }
       }
     }
 
