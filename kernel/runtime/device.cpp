@@ -48,6 +48,9 @@ void Device::start(const umlos_driver_desc* d, umlos_ctx* ctx, const umlos_servi
   }
   inst->instance = instance;
   driver_ = std::move(inst);
+  primitives_.clear();
+  for (uint32_t i = 0; i < d->n_primitives; ++i)
+    if (d->primitives[i]) primitives_.insert(d->primitives[i]);
 }
 
 std::string Device::description() const {
@@ -184,12 +187,7 @@ void Device::dispatch(const std::string& primitive, const std::vector<const Tens
 }
 
 bool Device::has_primitive(const char* primitive) const {
-  if (!driver_) return false;
-  const umlos_driver_desc* d = driver_->desc;
-  for (uint32_t i = 0; i < d->n_primitives; ++i) {
-    if (d->primitives[i] && std::strcmp(d->primitives[i], primitive) == 0) return true;
-  }
-  return false;
+  return driver_ && primitive && primitives_.count(std::string_view(primitive)) > 0;
 }
 
 }  // namespace umlos

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "sha256.hpp"
@@ -24,7 +26,10 @@ class Device {
   void start(const umlos_driver_desc* d, umlos_ctx* ctx, const umlos_services* services);
   // Drops the device's reference to the driver: the instance is destroyed
   // once its last tensor is gone.
-  void stop() { driver_.reset(); }
+  void stop() {
+    driver_.reset();
+    primitives_.clear();
+  }
 
   bool active() const { return driver_ != nullptr; }
   const umlos_driver_desc* desc() const { return driver_ ? driver_->desc : nullptr; }
@@ -60,6 +65,9 @@ class Device {
 
  private:
   std::shared_ptr<DriverInstance> driver_;
+  // The active driver's primitive names (its descriptor's static strings):
+  // every dispatch and value allocation asks, so a lookup, not a scan.
+  std::unordered_set<std::string_view> primitives_;
   uint64_t memory_budget_ = 0;
   bool memory_budget_is_default_ = false;
   // Driver bytes held by live tensors; each tensor gives its bytes back when
