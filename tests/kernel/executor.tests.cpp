@@ -242,6 +242,17 @@ std::string example(const std::string& name) {
   return read_text(std::string(UMLOS_SOURCE_DIR) + "/examples/ir/" + name);
 }
 
+// The operator config of a manifest with `ir_yaml` (the bare IR map) as
+// config.model.ir.
+cbor::Value graph_config(const std::string& mode, const std::string& ir_yaml, const std::string& extra = "",
+                         bool tmmu = false) {
+  std::string text =
+      "umlos_manifest: 1\nname: g\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
+      "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: " +
+      mode + "\n" + (tmmu ? "    placement: tmmu\n" : "") + extra + "    ir:\n" + indent(ir_yaml, "      ");
+  return parse_manifest(text, "g.yaml", "/tmp", true).config;
+}
+
 // The executor on the cpu_driver with `ir_yaml` (the bare IR map) as
 // config.model.ir, inputs and parameters drawn by InitFromIR_v1 (seed 5).
 struct Graph {
@@ -255,11 +266,7 @@ struct Graph {
       host.load(module_path("umlos_tmmu"), std::nullopt);
       host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
     }
-    std::string text =
-        "umlos_manifest: 1\nname: g\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
-        "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  model:\n    mode: " +
-        mode + "\n" + (tmmu ? "    placement: tmmu\n" : "") + extra + "    ir:\n" + indent(ir_yaml, "      ");
-    host.set_operator_config(parse_manifest(text, "g.yaml", "/tmp", true).config);
+    host.set_operator_config(graph_config(mode, ir_yaml, extra, tmmu));
     host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
     host.activate_driver("cpu_driver");
     Sha256 seed;
@@ -540,6 +547,29 @@ std::string expected_execution_fp(Graph& g, const std::string& mode,
 }
 
 }  // namespace
+
+TEST_CASE("An executor given another graph between calls runs the new graph, and the first one again after it",
+          "[executor]") {
+  Graph g("backward", kTinyLinear);
+  g.run();
+  const double sum_loss = g.get("loss_total")[0];
+  const std::string first_hash = g.hex("model.exec.ir_hash");
+  const std::string first_fp = g.hex("model.exec.execution_fp");
+  std::string mean_ir = kTinyLinear;
+  const size_t at = mean_ir.find("instr: sum");
+  REQUIRE(at != std::string::npos);
+  mean_ir.replace(at, 10, "instr: mean");
+  g.host.set_operator_config(graph_config("backward", mean_ir));
+  g.run();
+  CHECK(g.hex("model.exec.ir_hash") != first_hash);
+  CHECK(g.get("loss_total")[0] == Approx(sum_loss / 6));  // y holds 6 values
+  CHECK(g.get("model.grad.b") == std::vector<double>{0.5, 0.5});
+  g.host.set_operator_config(graph_config("backward", kTinyLinear));
+  g.run();
+  CHECK(g.hex("model.exec.ir_hash") == first_hash);
+  CHECK(g.get("loss_total")[0] == sum_loss);
+  CHECK(g.hex("model.exec.execution_fp") == first_fp);
+}
 
 TEST_CASE("execution_fp is the documented hash over leaf digests, the same with 1, 2 or 3 hashing threads",
           "[executor][determinism][fingerprint]") {

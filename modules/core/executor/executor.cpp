@@ -40,6 +40,7 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <tuple>
 #include <umlos/cbor.hpp>
 #include <umlos/sdk.hpp>
 
@@ -54,18 +55,41 @@ namespace {
 
 namespace ir = umlos::modelir;
 
-// The graph's canonical CBOR as the kernel delivers it.
-std::vector<uint8_t> config_bytes(sdk::Context& c, const char* key) {
+// The graph's canonical CBOR as the kernel delivers it: kernel-owned bytes
+// that stay as they are until the process exits (abi/umlos_abi.h,
+// config_cbor). {nullptr, 0} when the key is absent.
+struct ConfigBytes {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+ConfigBytes config_bytes(sdk::Context& c, const char* key) {
   const umlos_services* svc = c.services();
   if (svc->struct_size < UMLOS_SERVICES_SIZE_V1_2 || !svc->config_cbor) {
     throw sdk::Error(UMLOS_UNIMPLEMENTED, "the kernel lacks ABI 1.2 config_cbor (structured config)");
   }
-  const uint8_t* p = nullptr;
-  size_t n = 0;
-  umlos_status s = svc->config_cbor(c.raw(), key, &p, &n);
+  ConfigBytes b;
+  umlos_status s = svc->config_cbor(c.raw(), key, &b.data, &b.size);
   if (s == UMLOS_NOT_FOUND) return {};
   if (s != UMLOS_OK) throw sdk::Error(s, "config_cbor('", key, "')");
-  return std::vector<uint8_t>(p, p + n);
+  return b;
+}
+
+// The graph of the previous call, hashed, loaded and validated. Bytes the
+// kernel handed out never change, so a call given the same pointer and
+// length has the same IR: its ir_hash and graph are taken from here instead
+// of being hashed, decoded and checked again (for a 512-node chain that was
+// more time than dispatching it). Validation is remembered for the options
+// it passed with (mode, the driver's list, wrt); anything else is checked
+// on every call.
+struct Prepared {
+  ConfigBytes ir;
+  ir::Digest ir_hash{};
+  std::shared_ptr<const ir::Graph> graph;
+  std::vector<std::tuple<std::string, std::vector<std::string>, std::string, std::vector<std::string>>> validated;
+};
+Prepared& prepared() {
+  thread_local Prepared p;
+  return p;
 }
 
 const char* dtype_text(int32_t d) { return sdk::dtype_name(d); }
@@ -88,7 +112,7 @@ Mode parse_mode(const std::string& m) {
                    "', expected forward, backward, inference or a preset (forward_train, backward_train)");
 }
 
-void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash);
+void run_graph(sdk::Context& c, const ConfigBytes& ir_cbor, const ir::Digest& ir_hash);
 
 // ------------------------------------------- dynamic shapes (spec 001 II.H)
 //
@@ -214,9 +238,15 @@ std::vector<uint8_t> read_u8(sdk::Context& c, const umlos_tensor* t) {
 }
 
 void execute(sdk::Context& c) {
-  const std::vector<uint8_t> ir_cbor = config_bytes(c, "model.ir");
-  if (ir_cbor.empty()) throw sdk::Error(UMLOS_INVALID_IR, "config key 'model.ir' (the ModelIR graph) is required");
-  const ir::Digest ir_hash = ir::ir_hash(ir_cbor.data(), ir_cbor.size());
+  const ConfigBytes ir_cbor = config_bytes(c, "model.ir");
+  if (ir_cbor.size == 0) throw sdk::Error(UMLOS_INVALID_IR, "config key 'model.ir' (the ModelIR graph) is required");
+  Prepared& prep = prepared();
+  if (prep.ir.data != ir_cbor.data || prep.ir.size != ir_cbor.size || !prep.graph) {
+    prep = Prepared{};
+    prep.ir_hash = ir::ir_hash(ir_cbor.data, ir_cbor.size);
+    prep.ir = ir_cbor;
+  }
+  const ir::Digest ir_hash = prep.ir_hash;
   // Spec 002 0.B: modelir_replay_t = SHA-256(CBOR_CANONICAL(["modelir_executor_v1",
   // kernel_replay_token, ir_hash, mode, uint64(global_position)])), global
   // position = the iteration t. Every failure record carries it (0.K).
@@ -248,7 +278,8 @@ const umlos_plan_arena kActivationArena{"activations", kAlign, 0, 0, 0};
 struct Call {
   explicit Call(const ir::Digest& hash) : ir_hash(hash) {}
   const ir::Digest& ir_hash;
-  ir::Graph g;
+  std::shared_ptr<const ir::Graph> graph;  // the IR as written (Prepared)
+  const ir::Graph& g() const { return *graph; }
   std::string mode_text;
   Mode mode;
   bool backward = false;
@@ -267,8 +298,8 @@ struct Call {
   // The graph at this call's shapes, and the one the memory plan is made
   // for (the envelope's). Without dynamic inputs both are the IR as written.
   std::optional<ir::Graph> at_bound, at_envelope;
-  const ir::Graph& at_call() const { return at_bound ? *at_bound : g; }
-  const ir::Graph& planned_graph() const { return at_envelope ? *at_envelope : g; }
+  const ir::Graph& at_call() const { return at_bound ? *at_bound : g(); }
+  const ir::Graph& planned_graph() const { return at_envelope ? *at_envelope : g(); }
   // Step 3.
   ir::GradOrder order;
   // Step 4.
@@ -302,11 +333,16 @@ void validate_call(sdk::Context& c, Call& call) {
     }
   }
   std::vector<std::string>& params = call.params;
-  for (const ir::TensorDecl& d : call.g.declared)
+  for (const ir::TensorDecl& d : call.g().declared)
     if (d.role == "parameter") params.push_back(d.id);
   vo.wrt = params;
-  ir::validate(call.g, vo);
-  call.dyn = read_dynamic(c, call.g);
+  auto key = std::make_tuple(vo.mode, vo.offered, vo.driver, vo.wrt);
+  std::vector<decltype(key)>& validated = prepared().validated;
+  if (std::find(validated.begin(), validated.end(), key) == validated.end()) {
+    ir::validate(call.g(), vo);
+    validated.push_back(std::move(key));
+  }
+  call.dyn = read_dynamic(c, call.g());
 }
 
 // Bind declared tensors, checking shapes and dtypes (a dynamic input: its
@@ -316,7 +352,7 @@ void bind_declared(sdk::Context& c, Call& call) {
   ir::Binding& tensor = call.tensor;
   std::map<std::string, sdk::Shape>& bound = call.bound;  // dynamic inputs' shapes in this call
   const Dynamic& dyn = call.dyn;
-  const ir::Graph& g = call.g;
+  const ir::Graph& g = call.g();
   for (const ir::TensorDecl& d : g.declared) {
     if (!d.value.empty()) {
       umlos_tensor* t = nullptr;
@@ -409,8 +445,8 @@ void resolve_envelope(sdk::Context& c, Call& call) {
   call.replanned = envelope != envelope_before;
   replans += call.replanned ? 1 : 0;
   if (!dyn.declared.empty()) {
-    call.at_bound = reshaped(call.g, call.bound);
-    call.at_envelope = reshaped(call.g, envelope);
+    call.at_bound = reshaped(call.g(), call.bound);
+    call.at_envelope = reshaped(call.g(), envelope);
     ir::validate(*call.at_bound, call.vo);
     ir::validate(*call.at_envelope, call.vo);
   }
@@ -716,10 +752,12 @@ void write_results(sdk::Context& c, const Call& call, const ir::CborWriter& trac
   }
 }
 
-void run_graph(sdk::Context& c, const std::vector<uint8_t>& ir_cbor, const ir::Digest& ir_hash) {
+void run_graph(sdk::Context& c, const ConfigBytes& ir_cbor, const ir::Digest& ir_hash) {
   Call call(ir_hash);
-  const Value tree = Value::decode(ir_cbor.data(), ir_cbor.size());
-  call.g = ir::load_graph(tree);
+  Prepared& prep = prepared();
+  if (!prep.graph)
+    prep.graph = std::make_shared<const ir::Graph>(ir::load_graph(Value::decode(ir_cbor.data, ir_cbor.size)));
+  call.graph = prep.graph;
   call.mode_text = c.config("model.mode", "forward");
   call.mode = parse_mode(call.mode_text);
   call.backward = call.mode.run == "backward";
