@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
       double wall, cpu;
     };
     std::vector<Row> rows;
-    std::vector<std::pair<std::string, std::vector<std::pair<double, std::string>>>> gpt_primitives;
+    std::vector<std::pair<std::string, std::vector<std::pair<double, std::string>>>> gpt_primitives, mlp_primitives;
     for (const char* dt : {"f32", "f64"}) {
       {
         Exec e(mlp_ir(dt), "backward", threads, true);
@@ -195,6 +195,7 @@ int main(int argc, char** argv) {
         std::printf("| MLP 64-256-256-10, batch 64 | %s | %lld | %.3f | %.3f | %.0f%% |\n", dt,
                     static_cast<long long>(t.nodes), 1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
         rows.push_back({"mlp", dt, t.wall, t.cpu});
+        mlp_primitives.emplace_back(dt, t.primitive_ms);
       }
       {
         Exec e(umlos_bench::gpt_ir(dt, 128, 768, 12, 3072), "backward", threads, true);
@@ -231,6 +232,11 @@ int main(int argc, char** argv) {
       }
     }
 
+    for (const auto& [dt, prims] : mlp_primitives) {
+      std::printf("\n| MLP %s step: driver primitive | ms per step |\n|---|---:|\n", dt.c_str());
+      for (size_t i = 0; i < prims.size() && i < 8; ++i)
+        std::printf("| %s | %.3f |\n", prims[i].second.c_str(), prims[i].first);
+    }
     for (const auto& [dt, prims] : gpt_primitives) {
       std::printf("\n| GPT block %s step: driver primitive | ms per step |\n|---|---:|\n", dt.c_str());
       for (size_t i = 0; i < prims.size() && i < 10; ++i)

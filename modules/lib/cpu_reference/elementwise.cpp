@@ -513,13 +513,28 @@ void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, co
     if (t[k] != full_dims[k]) prefix_form = false;
   if (prefix_form) {
     int64_t rows = dims_product(full_dims, 0, prefix), cols = dims_product(full_dims, prefix, rank);
+    // Every column takes one value per row, so all of a range's canonical
+    // sums reach a chunk boundary together: the chunk folds are arrays
+    // added row by row (vectorised across columns), each column still the
+    // fold umlos_sum.h defines, in row order.
     pool.parallel_for(cols, 64, [&](int64_t c0, int64_t c1) {
-      std::vector<CanonicalSum> sums(c1 - c0);
+      const int64_t w = c1 - c0;
+      std::vector<double> total(static_cast<size_t>(w), 0.0), chunk(static_cast<size_t>(w), 0.0);
+      double* pt = total.data();
+      double* pc = chunk.data();
+      int64_t count = 0;
       for (int64_t r = 0; r < rows; ++r) {
-        const double* row = full + r * cols;
-        for (int64_t j = c0; j < c1; ++j) sums[j - c0].add(row[j]);
+        const double* row = full + r * cols + c0;
+        for (int64_t j = 0; j < w; ++j) pc[j] += row[j];
+        if (++count == UMLOS_SUM_CHUNK) {
+          for (int64_t j = 0; j < w; ++j) {
+            pt[j] += pc[j];
+            pc[j] = 0.0;
+          }
+          count = 0;
+        }
       }
-      for (int64_t j = c0; j < c1; ++j) write(j, sums[j - c0].result());
+      for (int64_t j = 0; j < w; ++j) write(c0 + j, count ? pt[j] + pc[j] : pt[j]);
     });
     return;
   }
