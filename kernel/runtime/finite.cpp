@@ -40,7 +40,8 @@ int64_t first_nonfinite_bits(const uint8_t* data, uint64_t n) {
 
 int64_t first_nonfinite(const HostTensor& h) {
   const uint64_t n = element_count(h.shape);
-  if (h.dtype == UMLOS_DTYPE_F64) return first_nonfinite_bits<uint64_t, 0x7ff0000000000000ull, 0x0010000000000000ull>(h.data.data(), n);
+  if (h.dtype == UMLOS_DTYPE_F64)
+    return first_nonfinite_bits<uint64_t, 0x7ff0000000000000ull, 0x0010000000000000ull>(h.data.data(), n);
   if (h.dtype == UMLOS_DTYPE_F32) return first_nonfinite_bits<uint32_t, 0x7f800000u, 0x00800000u>(h.data.data(), n);
   return -1;
 }

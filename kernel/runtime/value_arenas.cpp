@@ -67,26 +67,41 @@ TensorPtr ValueArenas::allocate(const std::string& name, int32_t dtype, const um
   return nullptr;
 }
 
+ValueArenas::Wanted ValueArenas::wanted_for(const std::string& name, const Tensor& t) const {
+  Wanted w;
+  w.arena = host_.is_persistent(name) ? 0 : 1;
+  auto p = placements_.find(name);
+  if (p != placements_.end() && p->second.wanted.arena == w.arena && t.bytes <= p->second.wanted.capacity) {
+    w.capacity = p->second.wanted.capacity;  // slots never shrink (an envelope)
+  } else if (p != placements_.end()) {
+    // Outgrew its slot: twice the size, so a history that grows every
+    // step is replanned O(log n) times.
+    w.capacity = slot_ladder(2 * t.bytes);
+  } else {
+    w.capacity = t.bytes;
+  }
+  w.n_slots = recreated_.count(name) ? 2 : 1;
+  return w;
+}
+
 std::map<std::string, ValueArenas::Wanted> ValueArenas::wanted_layout() const {
   std::map<std::string, Wanted> layout;
   for (const auto& [name, t] : host_.values()) {
     if (!t || t->bytes == 0) continue;  // nothing to place (an empty shape)
-    Wanted w;
-    w.arena = host_.is_persistent(name) ? 0 : 1;
-    auto p = placements_.find(name);
-    if (p != placements_.end() && p->second.wanted.arena == w.arena && t->bytes <= p->second.wanted.capacity) {
-      w.capacity = p->second.wanted.capacity;  // slots never shrink (an envelope)
-    } else if (p != placements_.end()) {
-      // Outgrew its slot: twice the size, so a history that grows every
-      // step is replanned O(log n) times.
-      w.capacity = slot_ladder(2 * t->bytes);
-    } else {
-      w.capacity = t->bytes;
-    }
-    w.n_slots = recreated_.count(name) ? 2 : 1;
-    layout[name] = w;
+    layout[name] = wanted_for(name, *t);
   }
   return layout;
+}
+
+bool ValueArenas::layout_unchanged() const {
+  size_t placed = 0;
+  for (const auto& [name, t] : host_.values()) {
+    if (!t || t->bytes == 0) continue;
+    auto p = placements_.find(name);
+    if (p == placements_.end() || !(wanted_for(name, *t) == p->second.wanted)) return false;
+    ++placed;
+  }
+  return placed == placements_.size();
 }
 
 void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
@@ -181,19 +196,8 @@ ValueArenas::SafepointReport ValueArenas::safepoint() {
     auto p = placements_.find(name);
     if (p != placements_.end() && slot_of(p->second, t.get()) < 0) recreated_.insert(name);
   }
-  const std::map<std::string, Wanted> layout = wanted_layout();
-  bool same = layout.size() == placements_.size();
-  if (same) {
-    for (const auto& [name, w] : layout) {
-      auto p = placements_.find(name);
-      if (p == placements_.end() || !(w == p->second.wanted)) {
-        same = false;
-        break;
-      }
-    }
-  }
-  if (!same) {
-    replan(layout);
+  if (!layout_unchanged()) {
+    replan(wanted_layout());
     out.replanned = true;
   }
   // Move every value that is not in one of its slots into a free one.

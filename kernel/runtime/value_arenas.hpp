@@ -94,6 +94,11 @@ class ValueArenas {
   };
 
   std::map<std::string, Wanted> wanted_layout() const;
+  // The slot value `name` (holding `t`, not empty) wants now.
+  Wanted wanted_for(const std::string& name, const Tensor& t) const;
+  // Whether every value's wanted slot is the one placed (the common case at
+  // a safepoint: nothing to replan), without building the layout.
+  bool layout_unchanged() const;
   void replan(const std::map<std::string, Wanted>& layout);
   // Index of the slot holding `t`, or -1.
   static int slot_of(const Placement& p, const Tensor* t);
