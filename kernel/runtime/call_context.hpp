@@ -31,6 +31,7 @@ struct umlos_ctx {
   const char* name = "";               // operator/driver/strategy name (static storage)
   const umlos_operator_desc* op = nullptr;
   const umlos::cbor::Value* config = nullptr;  // map the config_* services read
+  uint64_t config_id = 0;                      // names `config` while it is unchanged (config_cbor.hpp); 0: unknown
   umlos_status error_code = UMLOS_OK;
   std::string error_message;
   // Operator calls only. Small vectors, not maps: a call touches a handful

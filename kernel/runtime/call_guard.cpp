@@ -97,6 +97,7 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op, const CallBind
   ctx.op = op;
   ctx.name = op->name;
   ctx.config = binding.config ? binding.config : &host_.operator_config();
+  ctx.config_id = binding.config ? binding.config_id : host_.operator_config_id();
 
   // Inputs: the declared values that exist; required ones must. A bound
   // input reads its run value under the declared name.

@@ -53,6 +53,7 @@ struct CallBinding {
   std::map<std::string, std::string> inputs;   // declared input -> run value
   std::map<std::string, std::string> outputs;  // declared output -> run value
   const cbor::Value* config = nullptr;
+  uint64_t config_id = 0;  // names *config while it is unchanged (config_cbor.hpp)
 
   // The run value a declared name stands for (the name itself when unbound).
   std::string input(const std::string& declared) const {

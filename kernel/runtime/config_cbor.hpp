@@ -10,11 +10,20 @@
 
 namespace umlos {
 
+// A number naming one config tree for as long as it stays unchanged: a
+// holder takes a new one whenever it replaces its tree. Never 0, never
+// given twice in a process.
+uint64_t new_config_id();
+
 // The encoding of `v`, interned by content for the life of the process.
 // Operators ask for the same subtree (a model IR graph, policy rules) on
-// every call: a subtree seen before at the same address and still equal to
-// the copy kept of it (a full comparison, so a replaced config is never
-// answered with stale bytes) is not encoded again.
-const std::vector<uint8_t>& config_cbor_bytes(const cbor::Value& v);
+// every call, so it is not encoded again:
+// - with `owner_id` != 0 (v lies in the tree that id names), a subtree
+//   asked for before under the same id and address takes the bytes found
+//   then;
+// - with 0, a subtree seen before at the same address and still equal to
+//   the copy kept of it (a full comparison, so a replaced config is never
+//   answered with stale bytes).
+const std::vector<uint8_t>& config_cbor_bytes(const cbor::Value& v, uint64_t owner_id = 0);
 
 }  // namespace umlos

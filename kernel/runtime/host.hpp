@@ -21,6 +21,7 @@
 
 #include "call_guard.hpp"
 #include "cbor.hpp"
+#include "config_cbor.hpp"
 #include "device.hpp"
 #include "error.hpp"
 #include "loader.hpp"
@@ -66,10 +67,15 @@ class Host {
   std::vector<const umlos_invariant_desc*> invariants() const { return registry_.invariants(); }
 
   // ---- configuration seen by modules (services->config_*)
-  void set_operator_config(cbor::Value config_map) { operator_config_ = std::move(config_map); }
+  void set_operator_config(cbor::Value config_map) {
+    operator_config_ = std::move(config_map);
+    operator_config_id_ = new_config_id();
+  }
   void set_driver_config(cbor::Value config_map) { driver_config_ = std::move(config_map); }
   void set_strategy_config(cbor::Value config_map) { strategy_config_ = std::move(config_map); }
   const cbor::Value& operator_config() const { return operator_config_; }
+  // Names operator_config() until it is replaced (config_cbor.hpp).
+  uint64_t operator_config_id() const { return operator_config_id_; }
   const cbor::Value& strategy_config() const { return strategy_config_; }
 
   // ---- driver (Device)
@@ -224,6 +230,7 @@ class Host {
   // go (explicitly, in ~Host) before the modules whose code they run.
   ModuleRegistry registry_;
   cbor::Value operator_config_ = cbor::Value::map();
+  uint64_t operator_config_id_ = new_config_id();
   cbor::Value driver_config_ = cbor::Value::map();
   cbor::Value strategy_config_ = cbor::Value::map();
   // The loaded driver `name`, or NOT_FOUND naming `what` and those offered.

@@ -443,7 +443,7 @@ umlos_status svc_config_cbor(umlos_ctx* ctx, const char* key, const uint8_t** ou
     if (!ctx || !ctx->config) return UMLOS_NOT_FOUND;
     const cbor::Value* v = (key == nullptr || key[0] == '\0') ? ctx->config : lookup(*ctx->config, key);
     if (!v) return UMLOS_NOT_FOUND;
-    const std::vector<uint8_t>& bytes = config_cbor_bytes(*v);
+    const std::vector<uint8_t>& bytes = config_cbor_bytes(*v, ctx->config_id);
     *out = bytes.data();
     *out_len = bytes.size();
     return UMLOS_OK;

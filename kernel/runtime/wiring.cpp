@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "config_cbor.hpp"
 #include "error.hpp"
 #include "host.hpp"
 #include "umlos_names.h"
@@ -206,6 +207,7 @@ Roles Roles::resolve(const Host& host, const Manifest& manifest, const cbor::Val
       if (oe.config.kind() == cbor::Value::Kind::Map && !oe.config.as_map().empty()) {
         e->config = overlay_config(base_config, oe.config);
         e->binding.config = &e->config;
+        e->binding.config_id = new_config_id();
       }
       check_bound_names(*e);
       out.push_back(std::move(e));

@@ -19,6 +19,7 @@
 #include "cbor.hpp"
 #include "config_cbor.hpp"
 #include "error.hpp"
+#include "host.hpp"
 #include "sha256.hpp"
 
 using umlos::cbor::Value;
@@ -408,4 +409,24 @@ TEST_CASE("config_cbor bytes follow a config changed in place, and stay valid af
   const Value again = Value::map({{Value::text("policy"), Value::text("a")}});
   CHECK(&umlos::config_cbor_bytes(again) == &first);
   CHECK(first == umlos::cbor::encode(again));  // handed-out bytes never change
+  // Under an owner id: the holder takes a new id when it changes its tree.
+  Value held = Value::map({{Value::text("k"), Value::integer(1)}});
+  const uint64_t id = umlos::new_config_id();
+  const std::vector<uint8_t>& one = umlos::config_cbor_bytes(held, id);
+  CHECK(one == umlos::cbor::encode(held));
+  CHECK(&umlos::config_cbor_bytes(held, id) == &one);
+  held.as_map()[0].second = Value::integer(2);
+  const uint64_t next = umlos::new_config_id();
+  CHECK(next != id);
+  CHECK(umlos::config_cbor_bytes(held, next) == umlos::cbor::encode(held));
+  CHECK(umlos::config_cbor_bytes(held, next) != one);
+}
+
+TEST_CASE("Replacing the operator config gives it a new id, so bytes of the old one are never handed out for it",
+          "[cbor][services]") {
+  umlos::Host host;
+  host.set_operator_config(Value::map({{Value::text("a"), Value::integer(1)}}));
+  const uint64_t first = host.operator_config_id();
+  host.set_operator_config(Value::map({{Value::text("a"), Value::integer(2)}}));
+  CHECK(host.operator_config_id() != first);
 }
