@@ -301,7 +301,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   desc.add_options()("ir", po::value<std::string>(&o.ir_file)->required(), "ModelIR graph (YAML or JSON)")(
       "mode", po::value<std::string>(&o.mode), "forward (default), backward or inference")(
       "seed", po::value<uint64_t>(&o.seed), "seed of the init-stream draws for inputs and parameters (0)")(
-      "threads", po::value<int64_t>(&o.threads), "driver threads (1)")(
+      "threads", po::value<int64_t>(&o.threads), "driver threads, and threads hashing execution_fp (1)")(
       "driver-module", po::value<std::string>(&o.driver_module), "driver module (default: shipped cpu_driver)")(
       "driver", po::value<std::string>(&o.driver_name), "driver name (cpu_driver)")(
       "executor-module", po::value<std::string>(&o.executor_module), "executor module (default: shipped)")(
