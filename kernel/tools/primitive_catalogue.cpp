@@ -448,6 +448,32 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
              for (int64_t d = 0; d < D; ++d) y[(d * R + r) * 2 + k] = in[0][(r * 2 + k) * D + d];
          return Values{y};
        }});
+  // Keeping the last axis in place (attention's [T, H, d] -> [H, T, d]).
+  add({"transpose perm 1,0,2",
+       "transpose",
+       {{{R, 3, D}}},
+       {{{3, R, D}}},
+       {string_attr("perm", "1,0,2")},
+       [=](const Values& in) {
+         std::vector<double> y(in[0].size());
+         for (int64_t r = 0; r < R; ++r)
+           for (int64_t k = 0; k < 3; ++k)
+             for (int64_t d = 0; d < D; ++d) y[(k * R + r) * D + d] = in[0][(r * 3 + k) * D + d];
+         return Values{y};
+       }});
+  // Keeping the last two axes in place.
+  add({"transpose perm 1,0,2,3",
+       "transpose",
+       {{{2, 3, R, D}}},
+       {{{3, 2, R, D}}},
+       {string_attr("perm", "1,0,2,3")},
+       [=](const Values& in) {
+         std::vector<double> y(in[0].size());
+         for (int64_t a = 0; a < 2; ++a)
+           for (int64_t b = 0; b < 3; ++b)
+             for (int64_t e = 0; e < R * D; ++e) y[(b * 2 + a) * R * D + e] = in[0][(a * 3 + b) * R * D + e];
+         return Values{y};
+       }});
   add({"concat axis 1", "concat", {{{R, 2}}, {{R, D}}}, {{{R, D + 2}}}, {int_attr("axis", 1)}, [=](const Values& in) {
          std::vector<double> y;
          for (int64_t r = 0; r < R; ++r) {

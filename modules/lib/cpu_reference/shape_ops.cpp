@@ -82,16 +82,30 @@ std::vector<int> parse_perm(const Call& c, int rank) {
 }
 
 // out[...] = in permuted: out axis k is in axis perm[k]. Any element size.
+// Trailing axes the permutation keeps in place (perm[k] == k from the last
+// axis down) are contiguous in both tensors: each of their blocks is one
+// copy (an attention layout change [T, H, d] -> [H, T, d] moves rows of
+// d), and the index walk runs over the other axes only. Data movement only:
+// the bytes are the same whichever way they are moved.
 void permute(ThreadPool& pool, const Operand& in, const std::vector<int>& perm, uint8_t* out) {
-  int rank = in.rank();
-  size_t es = dtype_size(in.dtype);
-  std::vector<int64_t> in_stride(rank, 1), out_dims(rank), src_stride(rank);
-  for (int k = rank - 1; k > 0; --k) in_stride[k - 1] = in_stride[k] * in.dims[k];
+  const int full_rank = in.rank();
+  const size_t es = dtype_size(in.dtype);
+  int rank = full_rank;
+  int64_t run = 1;  // elements per contiguous block
+  while (rank > 0 && perm[rank - 1] == rank - 1) {
+    run *= in.dims[rank - 1];
+    --rank;
+  }
+  if (run == 0) return;
+  const size_t block = es * static_cast<size_t>(run);
+  std::vector<int64_t> in_stride(full_rank, 1), out_dims(rank), src_stride(rank);
+  for (int k = full_rank - 1; k > 0; --k) in_stride[k - 1] = in_stride[k] * in.dims[k];
   for (int k = 0; k < rank; ++k) {
     out_dims[k] = in.dims[perm[k]];
     src_stride[k] = in_stride[perm[k]];
   }
-  pool.parallel_for(in.numel, 1 << 14, [&](int64_t s, int64_t e) {
+  const int64_t blocks = in.numel / run;
+  pool.parallel_for(blocks, std::max<int64_t>(1, (int64_t(1) << 14) / run), [&](int64_t s, int64_t e) {
     std::vector<int64_t> idx(rank);
     int64_t rem = s, off = 0;
     for (int k = rank - 1; k >= 0; --k) {
@@ -100,7 +114,12 @@ void permute(ThreadPool& pool, const Operand& in, const std::vector<int>& perm, 
       off += idx[k] * src_stride[k];
     }
     for (int64_t p = s; p < e; ++p) {
-      std::memcpy(out + p * es, in.data + off * es, es);
+      if (es == 4 && run == 1)
+        std::memcpy(out + p * 4, in.data + off * 4, 4);
+      else if (es == 8 && run == 1)
+        std::memcpy(out + p * 8, in.data + off * 8, 8);
+      else
+        std::memcpy(out + static_cast<size_t>(p) * block, in.data + static_cast<size_t>(off) * es, block);
       for (int k = rank - 1; k >= 0; --k) {
         ++idx[k];
         off += src_stride[k];
