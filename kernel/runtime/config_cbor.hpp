@@ -17,13 +17,10 @@ uint64_t new_config_id();
 
 // The encoding of `v`, interned by content for the life of the process.
 // Operators ask for the same subtree (a model IR graph, policy rules) on
-// every call, so it is not encoded again:
-// - with `owner_id` != 0 (v lies in the tree that id names), a subtree
-//   asked for before under the same id and address takes the bytes found
-//   then;
-// - with 0, a subtree seen before at the same address and still equal to
-//   the copy kept of it (a full comparison, so a replaced config is never
-//   answered with stale bytes).
+// every call: with `owner_id` != 0 (v lies in the tree that id names), a
+// subtree asked for before under the same id and address takes the bytes
+// found then instead of being encoded again. With 0 (a holder that keeps
+// no id), it is encoded every time.
 const std::vector<uint8_t>& config_cbor_bytes(const cbor::Value& v, uint64_t owner_id = 0);
 
 }  // namespace umlos

@@ -2,7 +2,6 @@
 #include "leaf_digests.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <thread>
 
@@ -20,44 +19,13 @@ struct Leaf {
 // Leaves read at once: 64 x 128 KiB of binary64 at most in flight.
 constexpr size_t kBatchLeaves = 64;
 
-const char* dtype_text(int32_t dt) { return sdk::dtype_name(dt); }
-
-// out[8i..8i+8) = element i of `raw` (dtype dt) as binary64 big-endian.
-void to_big_endian_binary64(int32_t dt, const uint8_t* raw, uint64_t m, uint8_t* out) {
-  auto put = [out](uint64_t i, double v) {
-    uint64_t u;
-    std::memcpy(&u, &v, 8);
-    u = __builtin_bswap64(u);
-    std::memcpy(out + 8 * i, &u, 8);
-  };
-  if (dt == UMLOS_DTYPE_F64) {
-    for (uint64_t i = 0; i < m; ++i) {
-      double v;
-      std::memcpy(&v, raw + 8 * i, 8);
-      put(i, v);
-    }
-  } else if (dt == UMLOS_DTYPE_F32) {
-    for (uint64_t i = 0; i < m; ++i) {
-      float f;
-      std::memcpy(&f, raw + 4 * i, 4);
-      put(i, static_cast<double>(f));
-    }
-  } else {
-    for (uint64_t i = 0; i < m; ++i) {
-      int64_t k;
-      std::memcpy(&k, raw + 8 * i, 8);
-      put(i, static_cast<double>(k));
-    }
-  }
-}
-
 // Hashes leaves [begin, end) of the batch: convert, then SHA-256.
 void hash_range(const std::vector<Leaf>& leaves, size_t begin, size_t end, const std::vector<int32_t>& dtypes,
                 const std::vector<uint8_t>& raw, std::vector<Digest>& out) {
   std::vector<uint8_t> be(8 * kLeafElements);
   for (size_t i = begin; i < end; ++i) {
     const Leaf& l = leaves[i];
-    to_big_endian_binary64(dtypes[l.tensor], raw.data() + l.raw_offset, l.count, be.data());
+    sdk::to_binary64_be(dtypes[l.tensor], raw.data() + l.raw_offset, l.count, be.data());
     Sha256Stream h;
     h.update(be.data(), 8 * l.count);
     out[i] = h.finish();
@@ -94,8 +62,8 @@ std::vector<std::vector<Digest>> binary64_leaf_digests(
   std::vector<Leaf> all;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const int32_t dt = c.dtype(tensors[i].second);
-    if (dt != UMLOS_DTYPE_F64 && dt != UMLOS_DTYPE_F32 && dt != UMLOS_DTYPE_I64) {
-      throw sdk::Error(UMLOS_INVALID_ARGUMENT, "fingerprint: unsupported dtype ", dtype_text(dt), " of '",
+    if (!sdk::to_binary64_be(dt, nullptr, 0, nullptr)) {  // n = 0: only whether it converts dt
+      throw sdk::Error(UMLOS_INVALID_ARGUMENT, "fingerprint: unsupported dtype ", sdk::dtype_name(dt), " of '",
                        tensors[i].first, "'");
     }
     dtypes.push_back(dt);

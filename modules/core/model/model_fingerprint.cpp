@@ -31,25 +31,13 @@ std::array<uint8_t, 32> merkle_root(std::vector<std::array<uint8_t, 32>> level) 
   return level[0];
 }
 
-// n 64-bit values big-endian into out (a byte swap per value: vectorised).
-// out may be values itself.
+// n 64-bit values big-endian into out (a byte swap per value: vectorised):
+// the latent entries' raw index and value bits.
 void put_be64(const void* values, size_t n, uint8_t* out) {
   const auto* in = static_cast<const uint8_t*>(values);
   for (size_t i = 0; i < n; ++i) {
     uint64_t u;
     std::memcpy(&u, in + i * 8, 8);
-    u = __builtin_bswap64(u);
-    std::memcpy(out + i * 8, &u, 8);
-  }
-}
-
-// Widens n values of type T to binary64 and writes them big-endian.
-template <class T>
-void put_widened_be64(const T* values, size_t n, uint8_t* out) {
-  for (size_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(values[i]);
-    uint64_t u;
-    std::memcpy(&u, &d, 8);
     u = __builtin_bswap64(u);
     std::memcpy(out + i * 8, &u, 8);
   }
@@ -74,13 +62,10 @@ void hash_tensor_f64(const sdk::Context& c, Sha& h, const umlos_tensor* t, bool 
   if (dtype == UMLOS_DTYPE_F32) {
     narrow.resize(n * 4);
     c.read_bytes(t, 0, narrow.data(), narrow.size());
-    put_widened_be64(reinterpret_cast<const float*>(narrow.data()), n, buf.data());
+    sdk::to_binary64_be(dtype, narrow.data(), n, buf.data());
   } else {
     c.read_bytes(t, 0, buf.data(), buf.size());
-    if (dtype == UMLOS_DTYPE_I64)
-      put_widened_be64(reinterpret_cast<const int64_t*>(buf.data()), n, buf.data());
-    else
-      put_be64(buf.data(), n, buf.data());
+    sdk::to_binary64_be(dtype, buf.data(), n, buf.data());  // in place
   }
   h.u64(n);
   h.bytes(buf.data(), buf.size());

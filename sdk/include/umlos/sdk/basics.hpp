@@ -124,6 +124,43 @@ inline const char* dtype_name(int32_t dtype) noexcept {
   return name ? name : "invalid";
 }
 
+// n elements of `raw` (UMLOS_DTYPE_F64, F32 or I64) as binary64 big-endian
+// into out[8n]: f32 widened exactly, i64 converted (exact up to 2^53), as
+// Context::read_f64 does. The bytes every fingerprint hashes (spec 004 IV,
+// spec 002 StateFingerprint_v1). For f64 and i64, out may be raw itself.
+// False (nothing written) for any other dtype.
+inline bool to_binary64_be(int32_t dtype, const void* raw, size_t n, uint8_t* out) noexcept {
+  const auto* in = static_cast<const uint8_t*>(raw);
+  auto put = [out](size_t i, double v) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    u = __builtin_bswap64(u);
+    std::memcpy(out + 8 * i, &u, 8);
+  };
+  if (dtype == UMLOS_DTYPE_F64) {
+    for (size_t i = 0; i < n; ++i) {
+      double v;
+      std::memcpy(&v, in + 8 * i, 8);
+      put(i, v);
+    }
+  } else if (dtype == UMLOS_DTYPE_F32) {
+    for (size_t i = 0; i < n; ++i) {
+      float f;
+      std::memcpy(&f, in + 4 * i, 4);
+      put(i, static_cast<double>(f));
+    }
+  } else if (dtype == UMLOS_DTYPE_I64) {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t k;
+      std::memcpy(&k, in + 8 * i, 8);
+      put(i, static_cast<double>(k));
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // The canonical sum of spec 004 0.E (abi/umlos_sum.h): add values in index
 // order, read result(). Every binary64 reduction a module computes on the
 // host follows this order, so that it equals the drivers' reductions bit
