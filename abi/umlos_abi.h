@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 6
+#define UMLOS_ABI_MINOR 7
 
 /* The UML_OS specification this ABI implements: a manifest's default
  * spec_version, and the spec_version bytes that spec 004 hashes into
@@ -98,6 +98,9 @@ enum umlos_status_code {
   UMLOS_CHECKPOINT_INVALID = 208,
   UMLOS_TAPE_OVERFLOW = 209,
   UMLOS_EQUATION_INVALID = 210,
+  /* multi-rank training (spec 004 0.R, VI), from ABI 1.7 */
+  UMLOS_RANK_DIVERGENCE = 211,  /* a rank's state_fp differs from rank 0's */
+  UMLOS_COLLECTIVE_FAILURE = 212, /* a rank died, hung past the timeout, or the rendezvous failed */
 
   /* spec 002 (ModelIR executor), 300..399 */
   UMLOS_INVALID_IR = 300,
@@ -324,6 +327,22 @@ typedef struct umlos_services {
    * lacks before dispatching anything (spec 002 0.K). */
   umlos_status (*driver_primitives)(umlos_ctx *ctx, const char **driver_name, const char *const **names,
                                     uint32_t *n_names);
+
+  /* --- 1.7: multi-rank training (spec 004 0.R) ---
+   * Every rank runs the same procedure; these reach the active driver's
+   * collectives (umlos_driver_desc.all_gather / broadcast). With world_size
+   * 1 they copy. */
+
+  /* This process's rank and the job's world size (1 and 0 for a
+   * single-process run). Never fails. */
+  void (*world)(umlos_ctx *ctx, int32_t *rank, int32_t *world_size);
+  /* Every rank passes a tensor of the same dtype and byte size; `out` (a
+   * temporary or output, world_size times in's bytes) receives them
+   * concatenated in ascending rank order. COLLECTIVE_FAILURE when a rank
+   * does not take part within the job's timeout. */
+  umlos_status (*all_gather)(umlos_ctx *ctx, const umlos_tensor *in, umlos_tensor *out);
+  /* `t` (writable by the call) takes rank `root`'s bytes on every rank. */
+  umlos_status (*broadcast)(umlos_ctx *ctx, umlos_tensor *t, int32_t root);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
@@ -331,6 +350,7 @@ typedef struct umlos_services {
 #define UMLOS_SERVICES_SIZE_V1_2 UMLOS_STRUCT_SIZE(umlos_services, config_cbor)
 #define UMLOS_SERVICES_SIZE_V1_3 UMLOS_STRUCT_SIZE(umlos_services, rng_state)
 #define UMLOS_SERVICES_SIZE_V1_4 UMLOS_STRUCT_SIZE(umlos_services, driver_primitives)
+#define UMLOS_SERVICES_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_services, broadcast)
 
 /* ------------------------------------------------------------- operators */
 

@@ -59,6 +59,27 @@ typedef struct umlos_rng_request {
 
 #define UMLOS_RNG_REQUEST_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_rng_request, draw_index)
 
+/* How the ranks of a job find each other (spec 004 0.R), given to
+ * comm_init once, after create(). */
+typedef struct umlos_comm_config {
+  size_t struct_size;
+  int32_t rank;       /* 0 .. world_size - 1 */
+  int32_t world_size; /* >= 2 (a single process never calls comm_init) */
+  /* Where the ranks meet: "file:/DIR", a folder every rank can reach (a
+   * shared filesystem across hosts), empty or fresh for each job. */
+  const char *rendezvous;
+  /* Keys of this job in the rendezvous (several jobs may share a folder). */
+  const char *prefix;
+  /* The address this rank accepts its peers' connections on ("127.0.0.1"
+   * for ranks of one host); empty: the one the host name resolves to. */
+  const char *listen_host;
+  /* A collective that has not completed after this long fails with
+   * UMLOS_COLLECTIVE_FAILURE (a rank died or hangs). */
+  int64_t timeout_ms;
+} umlos_comm_config;
+
+#define UMLOS_COMM_CONFIG_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_comm_config, timeout_ms)
+
 /* The driver. Static storage, module-owned, valid for the process.
  * `instance` is what create() returned; `ctx` is the kernel's context for
  * errors and config (services->config_* read `driver.config`). */
@@ -104,9 +125,24 @@ typedef struct umlos_driver_desc {
   umlos_status (*rng_fill)(void *instance, umlos_ctx *ctx, const umlos_rng_request *req, const umlos_tensor_view *out);
   /* Wait for all queued work (NULL for synchronous drivers). */
   umlos_status (*synchronize)(void *instance, umlos_ctx *ctx);
+
+  /* --- 1.7: collectives (spec 004 0.N: the driver layer owns device
+   * collectives). NULL when the driver has none: the kernel then refuses a
+   * multi-rank run with UNAVAILABLE. Every rank calls the same collectives
+   * in the same order; each is a barrier for its participants. */
+  /* Join the job: UMLOS_UNAVAILABLE when the collective library is
+   * missing, UMLOS_COLLECTIVE_FAILURE when the rendezvous fails. */
+  umlos_status (*comm_init)(void *instance, umlos_ctx *ctx, const umlos_comm_config *config);
+  /* `out` (world_size times in's bytes) receives every rank's `in`,
+   * concatenated in ascending rank order. */
+  umlos_status (*all_gather)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *in,
+                             const umlos_tensor_view *out);
+  /* `t` takes rank `root`'s bytes on every rank. */
+  umlos_status (*broadcast)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *t, int32_t root);
 } umlos_driver_desc;
 
 #define UMLOS_DRIVER_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_driver_desc, synchronize)
+#define UMLOS_DRIVER_DESC_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_driver_desc, broadcast)
 
 #ifdef __cplusplus
 } /* extern "C" */

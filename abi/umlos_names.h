@@ -89,6 +89,10 @@ static inline const char *umlos_status_name(umlos_status code) {
       return "TAPE_OVERFLOW";
     case UMLOS_EQUATION_INVALID:
       return "EQUATION_INVALID";
+    case UMLOS_RANK_DIVERGENCE:
+      return "RANK_DIVERGENCE";
+    case UMLOS_COLLECTIVE_FAILURE:
+      return "COLLECTIVE_FAILURE";
     case UMLOS_INVALID_IR:
       return "INVALID_IR";
     case UMLOS_CYCLE_DETECTED:

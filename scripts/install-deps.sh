@@ -16,6 +16,7 @@ set -euo pipefail
 #                                                  libboost-filesystem-dev
 #   manifests, hashing, JSON, compression          libyaml-cpp-dev libssl-dev nlohmann-json3-dev zlib1g-dev
 #   data-set readers                               libprotobuf-dev protobuf-compiler
+#   multi-rank collectives (cpu_driver)            libgloo-dev
 #   tests                                          catch2 python3
 #   sanitizer build and fuzz targets (CI)          clang libclang-rt-14-dev llvm
 #                                                  (AddressSanitizer, UBSan and
@@ -37,6 +38,7 @@ packages=(
   zlib1g-dev
   libprotobuf-dev
   protobuf-compiler
+  libgloo-dev
   python3
   clang
   libclang-rt-14-dev

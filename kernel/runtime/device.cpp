@@ -116,6 +116,34 @@ void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) 
   driver_status(*t.driver, s, "buffer_write");
 }
 
+static const umlos_driver_desc& with_collectives(const std::shared_ptr<DriverInstance>& d, const char* what) {
+  if (!d) throw Failure(UMLOS_FAILED_PRECONDITION, std::string(what) + ": no driver is active");
+  if (d->desc->struct_size < UMLOS_DRIVER_DESC_SIZE_V1_7 || !d->desc->comm_init || !d->desc->all_gather ||
+      !d->desc->broadcast) {
+    throw Failure(UMLOS_UNAVAILABLE, std::string("driver '") + d->desc->name +
+                                         "' has no collectives (ABI 1.7 comm_init, all_gather, broadcast): it runs "
+                                         "single-process jobs only");
+  }
+  return *d->desc;
+}
+
+void Device::join(const umlos_comm_config& config) {
+  const umlos_driver_desc& d = with_collectives(driver_, "comm_init");
+  driver_status(*driver_, d.comm_init(driver_->instance, driver_->ctx, &config), "comm_init");
+}
+
+void Device::all_gather(const Tensor& in, Tensor& out) {
+  const umlos_driver_desc& d = with_collectives(driver_, "all_gather");
+  const umlos_tensor_view i = view_of(in), o = view_of(out);
+  driver_status(*driver_, d.all_gather(driver_->instance, driver_->ctx, &i, &o), "all_gather");
+}
+
+void Device::broadcast(Tensor& t, int32_t root) {
+  const umlos_driver_desc& d = with_collectives(driver_, "broadcast");
+  const umlos_tensor_view v = view_of(t);
+  driver_status(*driver_, d.broadcast(driver_->instance, driver_->ctx, &v, root), "broadcast");
+}
+
 void Device::read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset) const {
   check_tensor_range(t, bytes, offset, "read of", "from");
   if (bytes == 0) return;

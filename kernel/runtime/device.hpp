@@ -54,6 +54,13 @@ class Device {
   void dispatch(const std::string& primitive, const std::vector<const Tensor*>& inputs,
                 const std::vector<Tensor*>& outputs, const std::vector<umlos_attr>& attrs);
 
+  // Multi-rank jobs (spec 004 0.R): join the job through the driver's
+  // collectives (UNAVAILABLE when the driver has none), then all_gather /
+  // broadcast over its tensors (COLLECTIVE_FAILURE when a rank is gone).
+  void join(const umlos_comm_config& config);
+  void all_gather(const Tensor& in, Tensor& out);
+  void broadcast(Tensor& t, int32_t root);
+
   // budgets.memory_bytes (0: none); `is_default`: the manifest gave none
   // (for messages).
   void set_memory_budget(uint64_t bytes, bool is_default) {

@@ -32,7 +32,7 @@ int exit_code_for(umlos_status code) {
   if (name.rfind("STATUS_", 0) == 0) return 99;
   if (code >= 1 && code <= 12) return 10 + code;             // generic
   if (code >= 100 && code <= 108) return 30 + (code - 100);  // loader / manifest
-  if (code >= 200 && code <= 210) return 50 + (code - 200);  // spec 004
+  if (code >= 200 && code <= 212) return 50 + (code - 200);  // spec 004
   if (code >= 300 && code <= 304) return 70 + (code - 300);  // spec 002
   if (code >= 400 && code <= 405) return 80 + (code - 400);  // spec 001
   return 99;

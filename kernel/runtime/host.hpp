@@ -222,6 +222,14 @@ class Host {
 
   int64_t iteration() const { return t_; }
   void set_iteration(int64_t t) { t_ = t; }
+  // This process's place in a multi-rank job (spec 004 0.R): rank 0 of 1
+  // for a single process. Set once the driver joined the job.
+  void set_world(int32_t rank, int32_t world_size) {
+    rank_ = rank;
+    world_size_ = world_size;
+  }
+  int32_t rank() const { return rank_; }
+  int32_t world_size() const { return world_size_; }
   void set_replay_token(const Digest& d) { replay_token_ = d; }
   const Digest& replay_token() const { return replay_token_; }
 
@@ -237,6 +245,8 @@ class Host {
   const umlos_driver_desc* require_driver(const std::string& name, const std::string& what) const;
 
   Device device_;
+  int32_t rank_ = 0;
+  int32_t world_size_ = 1;
   cbor::Value fallback_config_ = cbor::Value::map();
   Device fallback_;
   std::vector<const char*> dispatchable_;

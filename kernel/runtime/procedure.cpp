@@ -659,7 +659,7 @@ void write_run_header(RunState& rs, const Manifest& manifest, const Bootstrapped
                  {"job_id", b.job_id},
                  {"seed", manifest.seed},
                  {"task_type", manifest.settings.task_type},
-                 {"world_size", 1},
+                 {"world_size", rs.host.world_size()},
                  {"backend_hash", b.backend_hash},
                  {"driver", manifest.driver_name},
                  {"device", rs.host.driver_description()},
@@ -709,8 +709,15 @@ void restore_or_open_tape(RunState& rs, const Manifest& manifest, const RunOptio
     rs.state_fp = ck.state_fp;
     rs.functional_fp = ck.functional_fp;
     rs.trace.open_append(rs.folder);
-  } else {
-    tape.open(rs.folder.fd(), "tape.bin", rs.folder.file("tape.bin"));
+    return;
+  }
+  tape.open(rs.folder.fd(), "tape.bin", rs.folder.file("tape.bin"));
+  if (!options.replica_from.empty()) {
+    rs.current_operator = "UML_OS.OS.Bootstrap_v1";
+    const CheckpointData ck = read_checkpoint(options.replica_from);
+    restore_into(rs.host, ck, manifest);
+    rs.state_fp = ck.state_fp;
+    rs.functional_fp = ck.functional_fp;
   }
 }
 
@@ -728,6 +735,8 @@ Bootstrapped bootstrap(RunState& rs, const Manifest& manifest, const RunOptions&
   b.roles = resolve_roles(rs, manifest);
   set_limits(rs, manifest);
   start_driver(rs, manifest);
+  rs.current_operator = "UML_OS.OS.Bootstrap_v1";
+  join_world(rs.host, manifest, options.world);
   // 0.P: data manifest load + ValidateManifest_v1 (values data.*).
   b.dataset = load_datasets(manifest, rs.host);
   b.checkpoint_every = options.checkpoint_every >= 0 ? options.checkpoint_every : manifest.settings.checkpoint_every;
@@ -851,6 +860,10 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   rs.host.run_invariants(UMLOS_CHECK_AFTER_ACTION);
 
   const bool fp_now = take_fingerprints(rs, manifest, roles, action);
+  // VI: the deterministic barrier after action dispatch, which also proves
+  // every rank holds rank 0's state before the tape and the log.
+  rs.current_operator = "UML_OS.OS.RankBarrier";
+  check_ranks_agree(rs.host, *rs.state_fp, t);
   call_role(rs, roles, "tape_op");
   rs.current_operator = "UML_OS.IO.WriteTape_v1";
   TapeEvent ev;
@@ -863,7 +876,9 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   call_role(rs, roles, "log_op");
 
   write_iter_record(rs, action, fp_now);
-  if (b.checkpoint_every > 0 && t % b.checkpoint_every == 0) {
+  // Every rank holds the same state (checked above), so rank 0's checkpoint
+  // is the job's.
+  if (b.checkpoint_every > 0 && t % b.checkpoint_every == 0 && rs.host.rank() == 0) {
     write_run_checkpoint(rs, manifest, tape, s.checkpoint_keep);
   }
   return {loss, fp_now};
@@ -893,7 +908,8 @@ void finish_run(RunState& rs, const Manifest& manifest, const RunOptions& option
   // loop just wrote this very checkpoint), before the run_end record, so
   // a resume from it rewrites run_end exactly and `umlos export` reads
   // the final parameters from it.
-  if (const int64_t t = rs.host.iteration(); !(b.checkpoint_every > 0 && t > 0 && t % b.checkpoint_every == 0)) {
+  if (const int64_t t = rs.host.iteration();
+      rs.host.rank() == 0 && !(b.checkpoint_every > 0 && t > 0 && t % b.checkpoint_every == 0)) {
     write_run_checkpoint(rs, manifest, tape, manifest.settings.checkpoint_keep);
   }
   // The run's last functional fingerprint and held-out metric describe the
@@ -911,7 +927,7 @@ void finish_run(RunState& rs, const Manifest& manifest, const RunOptions& option
               {"rng_fingerprint", json_hex(rs.host.rng().fingerprint())},
               {"replay_token", json_hex(manifest.replay_token)},
               {"task_type", manifest.settings.task_type},
-              {"world_size", 1},
+              {"world_size", rs.host.world_size()},
               {"backend_hash", b.backend_hash},
               {"tape_digest", to_hex(tape.close())}};
   for (const char* metric : {"val_accuracy", "val_r2"}) {
@@ -980,7 +996,16 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     finish_run(rs, manifest, options, b, tape, last_fp_current, start);
     return 0;
   } catch (const Failure& f) {
-    return record_run_failure(rs, f);
+    if (options.world.size <= 1) return record_run_failure(rs, f);
+    // Multi-rank: say why this rank stops, and a rank that lost a peer
+    // names the rank that caused it (docs/distributed.md, "Failures").
+    note_rank_failure(options.world, options.world.rank,
+                      "rank " + std::to_string(options.world.rank) + " failed " + status_name(f.code()) + ": " +
+                          f.what());
+    if (f.code() != UMLOS_COLLECTIVE_FAILURE) return record_run_failure(rs, f);
+    const std::string cause = failed_ranks(options.world, 5000);
+    return record_run_failure(
+        rs, Failure(f.code(), std::string(f.what()) + (cause.empty() ? "" : " [the other ranks: " + cause + "]")));
   }
 }
 

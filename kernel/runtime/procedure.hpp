@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "manifest.hpp"
+#include "ranks.hpp"
 
 namespace umlos {
 
@@ -33,6 +34,14 @@ struct RunOptions {
   // `modules:` entry in order (umlos replay chooses them); each is still
   // verified against the manifest's pin. Empty: the manifest's paths.
   std::vector<std::string> module_files;
+  // This process's place in a multi-rank job (docs/distributed.md): rank 0
+  // writes the run folder; another rank writes into a private folder of
+  // its own (run_dir), which it removes when the job succeeds.
+  WorldOptions world;
+  // A rank other than 0 resuming a job: rank 0's checkpoint file, whose
+  // values it restores into its own fresh folder (rank 0 alone continues
+  // the job's trace and tape).
+  std::string replica_from;
 };
 
 // Runs the procedure. Returns the process exit status: 0 on success, else

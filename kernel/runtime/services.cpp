@@ -479,6 +479,55 @@ umlos_status svc_driver_primitives(umlos_ctx* ctx, const char** driver_name, con
   });
 }
 
+// ---- 1.7: multi-rank (spec 004 0.R)
+
+void svc_world(umlos_ctx* ctx, int32_t* rank, int32_t* world_size) {
+  const bool known = ctx && ctx->host;
+  if (rank) *rank = known ? host_of(ctx).rank() : 0;
+  if (world_size) *world_size = known ? host_of(ctx).world_size() : 1;
+}
+
+umlos_status svc_all_gather(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor* out) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (umlos_status s = check_known(ctx, in, "all_gather")) return s;
+    if (umlos_status s = check_known(ctx, out, "all_gather")) return s;
+    if (!ctx->is_writable(as_tensor(out)))
+      return set_error(ctx, UMLOS_CONTRACT_VIOLATION, "all_gather: out is not writable by this call");
+    Host& host = host_of(ctx);
+    const Tensor& i = *as_tensor(in);
+    Tensor& o = *as_tensor(out);
+    const uint64_t need = i.bytes * static_cast<uint64_t>(host.world_size());
+    if (o.bytes != need) {
+      return set_error(ctx, UMLOS_SHAPE_MISMATCH,
+                       "all_gather: out holds " + std::to_string(o.bytes) + " bytes, expected " +
+                           std::to_string(need) + " (world size " + std::to_string(host.world_size()) + " times in)");
+    }
+    if (host.world_size() == 1) {
+      std::vector<uint8_t> bytes(i.bytes);
+      host.read(i, bytes.data(), bytes.size());
+      host.write(o, bytes.data(), bytes.size());
+    } else {
+      host.device().all_gather(i, o);
+    }
+    return UMLOS_OK;
+  });
+}
+
+umlos_status svc_broadcast(umlos_ctx* ctx, umlos_tensor* t, int32_t root) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (umlos_status s = check_known(ctx, t, "broadcast")) return s;
+    if (!ctx->is_writable(as_tensor(t)))
+      return set_error(ctx, UMLOS_CONTRACT_VIOLATION, "broadcast: the tensor is not writable by this call");
+    Host& host = host_of(ctx);
+    if (root < 0 || root >= host.world_size()) {
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT,
+                       "broadcast: root " + std::to_string(root) + " outside 0.." + std::to_string(host.world_size() - 1));
+    }
+    if (host.world_size() > 1) host.device().broadcast(*as_tensor(t), root);
+    return UMLOS_OK;
+  });
+}
+
 const umlos_services kServices = {
     sizeof(umlos_services),
     UMLOS_ABI_MAJOR,
@@ -504,6 +553,9 @@ const umlos_services kServices = {
     svc_config_cbor,
     svc_rng_state,
     svc_driver_primitives,
+    svc_world,
+    svc_all_gather,
+    svc_broadcast,
 };
 
 }  // namespace

@@ -34,7 +34,9 @@
 #include "exec_cmd.hpp"
 #include "export_cmd.hpp"
 #include "fsutil.hpp"
+#include "launch.hpp"
 #include "loader.hpp"
+#include "checkpoint.hpp"
 #include "manifest.hpp"
 #include "procedure.hpp"
 #include "replay.hpp"
@@ -114,10 +116,52 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc,
   });
 }
 
+// The arguments of `umlos run` without --nproc N (the launcher's own).
+std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--nproc=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+// A rank other than 0: rank 0 writes the job's run folder; this one runs
+// the same procedure in a private folder of its own (removed when it
+// succeeds), restoring rank 0's checkpoint when the job resumes.
+int run_other_rank(const std::string& manifest, RunOptions options) {
+  options.quiet = true;
+  if (options.resume) {
+    if (!options.resume_from.empty()) {
+      options.replica_from = options.resume_from;
+    } else if (std::filesystem::exists(std::filesystem::path(options.run_dir) / "checkpoints" / "latest")) {
+      options.replica_from = latest_checkpoint(options.run_dir);
+    }
+    options.resume = false;
+    options.resume_from.clear();
+  }
+  options.run_dir = private_rank_folder(options.world.rank);
+  const int status = run_manifest(manifest, options);
+  if (status == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(options.run_dir, ec);
+  } else {
+    std::fprintf(stderr, "umlos: rank %d's records: %s\n", options.world.rank, options.run_dir.c_str());
+  }
+  return status;
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("umlos run options");
-  std::string manifest, resume_dir;
+  std::string manifest, resume_dir, rendezvous;
   RunOptions options;
+  int nproc = 0;
+  int32_t rank = -1, world_size = 0;
+  double comm_timeout_s = 60;
   desc.add_options()("manifest", po::value<std::string>(&manifest), "the manifest (YAML)")(
       "run-dir", po::value<std::string>(&options.run_dir),
       "write trace.jsonl / failure.json here instead of the job's namespace folder under UML_OS_ROOT")(
@@ -131,12 +175,20 @@ int cmd_run(const std::vector<std::string>& args) {
       "else none; docs/checkpoint.md)")(
       "resume", po::value<std::string>(&resume_dir),
       "RUN_DIR: continue that run from its latest checkpoint, with the manifest it was started from")(
-      "resume-from", po::value<std::string>(&options.resume_from), "with --resume: this checkpoint file");
+      "resume-from", po::value<std::string>(&options.resume_from), "with --resume: this checkpoint file")(
+      "nproc", po::value<int>(&nproc),
+      "start N local ranks of this job and wait for them; when one fails the others stop (docs/distributed.md)")(
+      "rank", po::value<int32_t>(&rank), "this process's rank (default: $RANK, else 0)")(
+      "world-size", po::value<int32_t>(&world_size), "ranks in the job (default: $WORLD_SIZE, else 1)")(
+      "rendezvous", po::value<std::string>(&rendezvous),
+      "file:/DIR where the ranks meet, fresh for the job (default: $UMLOS_RENDEZVOUS)")(
+      "comm-timeout", po::value<double>(&comm_timeout_s),
+      "seconds a collective may wait for the other ranks before the job fails with COLLECTIVE_FAILURE (default 60)");
   po::positional_options_description pos;
   pos.add("manifest", 1);
   po::variables_map vm;
   if (!parse(args, desc, pos, vm,
-             "umlos run MANIFEST [--run-dir DIR] [--checkpoint-every N] [--quiet]\n"
+             "umlos run MANIFEST [--run-dir DIR] [--checkpoint-every N] [--quiet] [--nproc N]\n"
              "       umlos run --resume RUN_DIR [--resume-from CHECKPOINT]"))
     return 0;
   if (vm.count("checkpoint-every") && options.checkpoint_every < 0)
@@ -145,6 +197,15 @@ int cmd_run(const std::vector<std::string>& args) {
                   "iterations, found " +
                       std::to_string(options.checkpoint_every));
   if (!vm.count("checkpoint-every")) options.checkpoint_every = -1;  // the manifest decides
+  if (!(comm_timeout_s > 0 && comm_timeout_s <= 86400))
+    throw po::error("--comm-timeout: expected seconds in (0, 86400], found " + std::to_string(comm_timeout_s));
+  if (vm.count("nproc")) {
+    if (nproc < 1 || nproc > 1024) throw po::error("--nproc: expected 1..1024 ranks, found " + std::to_string(nproc));
+    if (vm.count("rank") || vm.count("world-size") || vm.count("rendezvous"))
+      throw po::error("--nproc starts the ranks itself: leave out --rank, --world-size and --rendezvous");
+    return launch_local(nproc, without_nproc(args), 10000);
+  }
+  options.world = resolve_world(rank, world_size, rendezvous, static_cast<int64_t>(comm_timeout_s * 1000));
   if (!resume_dir.empty()) {
     options.resume = true;
     if (!options.run_dir.empty() && options.run_dir != resume_dir)
@@ -171,7 +232,8 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
   if (manifest.empty()) throw po::error("the option '--manifest' is required but missing");
-  return run_manifest(manifest, options);
+  if (options.world.rank == 0) return run_manifest(manifest, options);
+  return run_other_rank(manifest, options);
 }
 
 int cmd_hash(const std::vector<std::string>& args) {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <umlos/sha256.hpp>
 
+#include "comm_gloo.hpp"
 #include "cpu_reference.hpp"
 #include "umlos_philox.h"
 
@@ -46,6 +47,7 @@ struct Instance {
   bool simd = true;
   GemmIsa isa = GemmIsa::scalar;  // matmul's instruction-set path
   ThreadPool* pool = nullptr;     // owned
+  Comm* comm = nullptr;           // owned; set by comm_init in a multi-rank job
 };
 
 static const umlos_services* g_services = nullptr;  // from the module entry
@@ -151,6 +153,7 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
 static void driver_destroy(void* instance) {
   auto* inst = static_cast<Instance*>(instance);
   if (!inst) return;
+  delete inst->comm;  // closes the connections to the other ranks
   delete inst->pool;  // joins the workers
   delete inst;
 }
@@ -344,6 +347,48 @@ static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_
   });
 }
 
+// ---------------------------------------------------------------- collectives (comm_gloo.hpp)
+
+static umlos_status driver_comm_init(void* instance, umlos_ctx* ctx, const umlos_comm_config* config) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    if (!config) fail(UMLOS_INVALID_ARGUMENT, "comm_init: config is NULL");
+    if (inst->comm) fail(UMLOS_FAILED_PRECONDITION, "comm_init: this instance already joined a job");
+    inst->comm = new Comm(*config);
+  });
+}
+
+static Comm& joined(Instance* inst, const char* what) {
+  if (!inst->comm) fail(UMLOS_FAILED_PRECONDITION, std::string(what) + ": comm_init has not run");
+  return *inst->comm;
+}
+
+static umlos_status driver_all_gather(void* instance, umlos_ctx* ctx, const umlos_tensor_view* in,
+                                      const umlos_tensor_view* out) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    Comm& comm = joined(inst, "all_gather");
+    if (!in || !out) fail(UMLOS_INVALID_ARGUMENT, "all_gather: NULL view");
+    Operand i = to_operand("all_gather", "in", *in);
+    Operand o = to_operand("all_gather", "out", *out);
+    const uint64_t need = i.bytes() * static_cast<uint64_t>(comm.world_size());
+    if (o.bytes() != need)
+      fail(UMLOS_SHAPE_MISMATCH, "all_gather: out holds " + std::to_string(o.bytes()) + " bytes, expected " +
+                                     std::to_string(need) + " (world size times in)");
+    comm.all_gather(i.data, o.data, i.bytes());
+  });
+}
+
+static umlos_status driver_broadcast(void* instance, umlos_ctx* ctx, const umlos_tensor_view* t, int32_t root) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    Comm& comm = joined(inst, "broadcast");
+    if (!t) fail(UMLOS_INVALID_ARGUMENT, "broadcast: NULL view");
+    Operand o = to_operand("broadcast", "t", *t);
+    comm.broadcast(o.data, o.bytes(), root);
+  });
+}
+
 static umlos_driver_desc make_driver_desc() {
   umlos_driver_desc d{};
   d.struct_size = sizeof(umlos_driver_desc);
@@ -363,6 +408,9 @@ static umlos_driver_desc make_driver_desc() {
   d.dispatch = driver_dispatch;
   d.rng_fill = driver_rng_fill;
   d.synchronize = nullptr;  // synchronous: every call has finished when it returns
+  d.comm_init = driver_comm_init;
+  d.all_gather = driver_all_gather;
+  d.broadcast = driver_broadcast;
   return d;
 }
 

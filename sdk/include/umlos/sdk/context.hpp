@@ -335,6 +335,31 @@ class Context {
     return d;
   }
 
+  // ABI 1.7: this process's rank and the job's world size (spec 004 0.R);
+  // rank 0 of 1 against an older kernel, which runs single processes only.
+  struct World {
+    int32_t rank = 0;
+    int32_t size = 1;
+  };
+  World world() const {
+    World w;
+    if (svc_ && svc_->struct_size >= UMLOS_STRUCT_SIZE(umlos_services, world) && svc_->world)
+      svc_->world(ctx_, &w.rank, &w.size);
+    return w;
+  }
+  // ABI 1.7: `out` (world size times in's bytes, writable) receives every
+  // rank's `in` in ascending rank order; COLLECTIVE_FAILURE when a rank is
+  // gone. Every rank must make the same calls in the same order.
+  void all_gather(const umlos_tensor* in, umlos_tensor* out) const {
+    check(svc(&umlos_services::all_gather, UMLOS_STRUCT_SIZE(umlos_services, all_gather), "all_gather")(ctx_, in, out),
+          "all_gather");
+  }
+  // ABI 1.7: `t` takes rank `root`'s bytes on every rank.
+  void broadcast(umlos_tensor* t, int32_t root) const {
+    check(svc(&umlos_services::broadcast, UMLOS_STRUCT_SIZE(umlos_services, broadcast), "broadcast")(ctx_, t, root),
+          "broadcast");
+  }
+
   // ---- ABI 1.1: placement (UNIMPLEMENTED against a 1.0 kernel)
 
   // A typed tensor at `byte_offset` inside `base` (e.g. a U8 temp used as an

@@ -1,0 +1,128 @@
+// ranks.cpp — multi-rank kernel steps (ranks.hpp).
+#include "ranks.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "error.hpp"
+#include "host.hpp"
+
+namespace umlos {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string rendezvous_dir(const WorldOptions& world) {
+  if (world.size <= 1 || world.rendezvous.rfind("file:", 0) != 0) return "";
+  return world.rendezvous.substr(5);
+}
+
+// The notes' names: "<prefix>.failed.<rank>" (the prefix keeps jobs that
+// share a folder apart).
+std::string note_name(const WorldOptions& world, int32_t rank) {
+  return world.prefix + ".failed." + std::to_string(rank);
+}
+
+}  // namespace
+
+void join_world(Host& host, const Manifest& manifest, const WorldOptions& world) {
+  for (const char* key : {"world_size", "rank"}) {
+    if (manifest.config.find(key)) {
+      throw Failure(UMLOS_MANIFEST_INVALID,
+                    manifest.where(std::string("config.") + key) + ": key 'config." + key +
+                        "': the world size and rank come from the launch (umlos run --nproc N, or RANK and "
+                        "WORLD_SIZE in the environment; docs/distributed.md), not from the manifest");
+    }
+  }
+  if (world.size < 1 || world.rank < 0 || world.rank >= world.size) {
+    throw Failure(UMLOS_INVALID_ARGUMENT, "rank " + std::to_string(world.rank) + " of world size " +
+                                              std::to_string(world.size) + ": expected 0 <= rank < world size");
+  }
+  if (world.size > 1) {
+    umlos_comm_config c{};
+    c.struct_size = sizeof(c);
+    c.rank = world.rank;
+    c.world_size = world.size;
+    c.rendezvous = world.rendezvous.c_str();
+    c.prefix = world.prefix.c_str();
+    c.listen_host = world.listen_host.c_str();
+    c.timeout_ms = world.timeout_ms;
+    host.device().join(c);
+  }
+  host.set_world(world.rank, world.size);
+}
+
+void check_ranks_agree(Host& host, const Digest& state_fp, int64_t t) {
+  const int32_t w = host.world_size();
+  if (w <= 1) return;
+  umlos_shape one{};
+  one.rank = 1;
+  one.dims[0] = 32;
+  umlos_shape all = one;
+  all.dims[0] = 32 * static_cast<int64_t>(w);
+  TensorPtr mine = host.make_tensor(UMLOS_DTYPE_U8, one, false);
+  TensorPtr every = host.make_tensor(UMLOS_DTYPE_U8, all, false);
+  host.write(*mine, state_fp.data(), 32);
+  host.device().all_gather(*mine, *every);
+  std::vector<uint8_t> bytes(32 * static_cast<size_t>(w));
+  host.read(*every, bytes.data(), bytes.size());
+  Digest first{};
+  std::copy(bytes.begin(), bytes.begin() + 32, first.begin());
+  for (int32_t r = 1; r < w; ++r) {
+    Digest d{};
+    std::copy(bytes.begin() + 32 * r, bytes.begin() + 32 * (r + 1), d.begin());
+    if (d != first) {
+      throw Failure(UMLOS_RANK_DIVERGENCE, "at t=" + std::to_string(t) + " rank " + std::to_string(r) +
+                                               " has state_fp " + to_hex(d) + " but rank 0 has " + to_hex(first) +
+                                               " (the ranks no longer hold the same state)");
+    }
+  }
+}
+
+void note_rank_failure(const WorldOptions& world, int32_t rank, const std::string& line) {
+  const std::string dir = rendezvous_dir(world);
+  if (dir.empty()) return;
+  // Written whole under a temporary name, then renamed: a reader never
+  // sees half a note.
+  const fs::path final_path = fs::path(dir) / note_name(world, rank);
+  const fs::path tmp = fs::path(dir) / (note_name(world, rank) + ".tmp");
+  std::string text = line.substr(0, 4000);
+  for (char& ch : text)
+    if (ch == '\n') ch = ' ';
+  text += "\n";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (ok) ::rename(tmp.c_str(), final_path.c_str());
+}
+
+std::string failed_ranks(const WorldOptions& world, int64_t wait_ms) {
+  const std::string dir = rendezvous_dir(world);
+  if (dir.empty()) return "";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    std::string out;
+    bool cause = false;  // a note that is not just another lost peer
+    for (int32_t r = 0; r < world.size; ++r) {
+      if (r == world.rank) continue;
+      std::ifstream in(fs::path(dir) / note_name(world, r));
+      std::string line;
+      if (!in || !std::getline(in, line) || line.empty()) continue;
+      out += (out.empty() ? "" : "; ") + line;
+      if (line.find("COLLECTIVE_FAILURE") == std::string::npos) cause = true;
+    }
+    if (cause || std::chrono::steady_clock::now() >= until) return out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace umlos

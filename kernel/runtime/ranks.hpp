@@ -1,0 +1,49 @@
+// ranks.hpp — the kernel's side of a multi-rank job (spec 004 0.R, VI):
+// joining the job through the active driver's collectives, the
+// deterministic barrier after each iteration that also compares every
+// rank's state_fp with rank 0's, and the notes ranks leave in the
+// rendezvous folder so that a failure names the rank that caused it
+// (docs/distributed.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "manifest.hpp"
+#include "sha256.hpp"
+
+namespace umlos {
+
+class Host;
+
+struct WorldOptions {
+  int32_t rank = 0;
+  int32_t size = 1;
+  std::string rendezvous;   // "file:/DIR"
+  std::string prefix;       // keys of this job in the rendezvous
+  std::string listen_host;  // "" the host name's address
+  int64_t timeout_ms = 60000;
+};
+
+// Joins the job (size > 1) through the active driver and records rank and
+// size in the host. MANIFEST_INVALID when the manifest's config sets
+// world_size or rank (they come from the launch, not the manifest).
+void join_world(Host& host, const Manifest& manifest, const WorldOptions& world);
+
+// The barrier after action dispatch: every rank's state_fp, gathered; a
+// rank whose digest differs from rank 0's fails the job with
+// RANK_DIVERGENCE naming both ranks and digests.
+void check_ranks_agree(Host& host, const Digest& state_fp, int64_t t);
+
+// Leaves a one-line note about `rank` ("rank 2 failed CODE: ...", or the
+// launcher's "rank 1 died: killed by signal 9") in the rendezvous folder,
+// written whole (temporary file, fsync, rename). Best effort; nothing for a
+// single process or a rendezvous that is not a folder.
+void note_rank_failure(const WorldOptions& world, int32_t rank, const std::string& line);
+
+// The notes of the other ranks ("" when none), waiting up to `wait_ms` for
+// one that is not itself a lost peer (COLLECTIVE_FAILURE): the rank that
+// lost a peer learns which one it was and why.
+std::string failed_ranks(const WorldOptions& world, int64_t wait_ms);
+
+}  // namespace umlos
