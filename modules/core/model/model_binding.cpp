@@ -149,7 +149,8 @@ void bind_prototypes(sdk::Context& c, const Dims& d, ir::Binding& b) {
   umlos_tensor* beta = c.temp(d.dtype, {1});
   c.write_f64(beta, {c.config<double>("beta", 1.0)});
   b["np_beta"] = beta;
-  b["np_zeros"] = c.temp(d.dtype, {d.batch, 1});
+  const sdk::Context::World w = c.world();
+  b["np_zeros"] = c.temp(d.dtype, {ir::Sharder::rows_for(d.batch, w.rank, w.size), 1});
   for (const auto& [id, v] : prototype_constants(d)) {
     umlos_tensor* t = c.temp(d.dtype, {1});
     c.write_f64(t, {v});
@@ -168,9 +169,11 @@ void bind_parameters(sdk::Context& c, const Dims& d, ir::Binding& b) {
   }
 }
 
-void bind_batch(sdk::Context& c, ir::Binding& b) {
-  b["x"] = const_cast<umlos_tensor*>(c.input("batch.x"));
-  b["y"] = const_cast<umlos_tensor*>(c.input("batch.y"));
+void bind_batch(sdk::Context& c, ir::Binding& b, ir::Sharder* shard) {
+  const umlos_tensor* x = c.input("batch.x");
+  const umlos_tensor* y = c.input("batch.y");
+  b["x"] = shard ? shard->local_rows(x) : const_cast<umlos_tensor*>(x);
+  b["y"] = shard ? shard->local_rows(y) : const_cast<umlos_tensor*>(y);
 }
 
 // Activations of earlier segments of this iteration (model.act.<id>).
@@ -188,10 +191,11 @@ void bind_activations(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const
 }
 
 // Runs one segment; its outputs become model.act.<id> values.
-void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment) {
+void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment,
+                 ir::Sharder* shard) {
   ir::forward(
       c, g, b, [&](const ir::Node& n) { return c.output(("model.act." + n.output).c_str(), n.dtype, n.output_shape); },
-      [&](const ir::Node& n) { return n.segment == segment; });
+      [&](const ir::Node& n) { return n.segment == segment; }, ir::TraceHook{}, shard);
 }
 
 void check_model_graph(sdk::Context& c, const Dims& d) {
@@ -222,11 +226,16 @@ void check_model_graph(sdk::Context& c, const Dims& d) {
 }
 
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier) {
-  Step s{training_dims(c), {}, {}};
+  Step s{training_dims(c), {}, {}, {}};
   if (prototypes) load_prototypes(c, s.d);
   check_model_graph(c, s.d);
   s.graph = built_graph(s.d);
-  bind_batch(c, s.b);
+  if (c.world().size > 1) {
+    std::set<std::string> rows = {"x", "y", "eps"};
+    if (s.g().decl("np_zeros")) rows.insert("np_zeros");
+    s.shard = std::make_unique<ir::Sharder>(c, s.g(), s.d.batch, rows);
+  }
+  bind_batch(c, s.b, s.sharder());
   bind_parameters(c, s.d, s.b);
   bind_constants(c, s.d, s.b);
   if (prototypes) bind_prototypes(c, s.d, s.b);

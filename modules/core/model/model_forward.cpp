@@ -70,10 +70,17 @@ void encode(sdk::Context& c) {
   Step bound = bind_step(c, false, {});
   const ir::Graph& g = bound.g();
   ir::Binding& b = bound.b;
-  umlos_tensor* eps_t = c.output("model.act.eps", d.dtype, {d.batch, d.latent});
-  c.write_f64(eps_t, eps);
+  ir::Sharder* shard = bound.sharder();
+  umlos_tensor* eps_t = c.output("model.act.eps", d.dtype, {shard ? shard->rows() : d.batch, d.latent});
+  if (shard) {  // this rank's rows of the whole batch's draw
+    umlos_tensor* all = c.temp(d.dtype, {d.batch, d.latent});
+    c.write_f64(all, eps);
+    shard->take_rows(all, eps_t);
+  } else {
+    c.write_f64(eps_t, eps);
+  }
   b["eps"] = eps_t;
-  run_segment(c, g, b, "encode");
+  run_segment(c, g, b, "encode", shard);
 
   // Latent buffer (FIFO ring): row (count + r) mod cap <- z_r.
   umlos_tensor* ring = c.inout("latent.z");
@@ -84,7 +91,8 @@ void encode(sdk::Context& c) {
     throw sdk::Error(UMLOS_SHAPE_MISMATCH, "latent.z is [", sdk::shape_string(rs), "], latent_dim is ", d.latent);
   const int64_t cap = rs[0];
   int64_t count = c.read<int64_t>(count_t).at(0);
-  const std::vector<double> z = c.read_f64(b.at("z"));
+  // Every rank keeps the whole ring (docs/distributed.md): z of every row.
+  const std::vector<double> z = c.read_f64(shard ? shard->gather(b.at("z")) : b.at("z"));
   const std::vector<int64_t> index = c.read<int64_t>(c.input("batch.index"));
   // At most two contiguous runs of rows (the ring may wrap once per batch).
   for (int64_t r = 0; r < d.batch;) {
@@ -104,7 +112,7 @@ void encode(sdk::Context& c) {
 
 void decode(sdk::Context& c) {
   Step bound = bind_step(c, false, {"encode"});
-  run_segment(c, bound.g(), bound.b, "decode");
+  run_segment(c, bound.g(), bound.b, "decode", bound.sharder());
 }
 
 // logits = nn_logits + beta * sym_pred; sym_pred = 0 while there are no
@@ -113,7 +121,7 @@ void decode(sdk::Context& c) {
 // prototype path (graph.hpp, docs/symbolic.md).
 void forward_v2(sdk::Context& c) {
   Step bound = bind_step(c, true, {"encode"});
-  run_segment(c, bound.g(), bound.b, "head");
+  run_segment(c, bound.g(), bound.b, "head", bound.sharder());
 }
 
 // ------------------------------------------------------------ TotalLoss_v1
@@ -121,7 +129,7 @@ void forward_v2(sdk::Context& c) {
 void total_loss(sdk::Context& c) {
   Step bound = bind_step(c, true, {"encode", "decode", "head"});
   const ir::Binding& b = bound.b;
-  run_segment(c, bound.g(), bound.b, "loss");
+  run_segment(c, bound.g(), bound.b, "loss", bound.sharder());
   // III.C: L_tot = alpha L_sup + L_aux in binary64, terms in the fixed order.
   double aux = 0.0, total = 0.0;
   for (const Term& term : loss_terms()) {

@@ -28,6 +28,7 @@
 #include "engine.hpp"
 #include "expr.hpp"
 #include "graph.hpp"
+#include "sharding.hpp"
 
 namespace sdk = umlos::sdk;
 namespace ir = umlos::modelir;
@@ -65,19 +66,26 @@ void bind_constants(sdk::Context& c, const Dims& d, ir::Binding& b);
 void load_prototypes(const sdk::Context& c, Dims& d);
 void bind_prototypes(sdk::Context& c, const Dims& d, ir::Binding& b);
 void bind_parameters(sdk::Context& c, const Dims& d, ir::Binding& b);
-void bind_batch(sdk::Context& c, ir::Binding& b);
+void bind_batch(sdk::Context& c, ir::Binding& b, ir::Sharder* shard);
 void bind_activations(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::set<std::string>& segments);
-void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment);
+void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment,
+                 ir::Sharder* shard);
 
 // The graph of one operator's step and its binding: the batch, parameters
 // and constants, the prototypes when `prototypes` (S_PROTO; Encode and
 // Decode never read them), and the activations earlier operators of this
 // iteration wrote for the `earlier` segments.
+// In a multi-rank job (docs/distributed.md) the batch tensors x, y, eps
+// (and the per-row constant np_zeros) are bound as this rank's rows, and
+// `shard` runs the segments and the backward over the split batch; with
+// one rank it is inactive and everything is as in one process.
 struct Step {
   Dims d;
   std::shared_ptr<const ir::Graph> graph;  // build(d), shared with built_graph's cache
   ir::Binding b;
+  std::unique_ptr<ir::Sharder> shard;
   const ir::Graph& g() const { return *graph; }
+  ir::Sharder* sharder() const { return shard && shard->active() ? shard.get() : nullptr; }
 };
 Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& earlier);
 // A model IR's graph checked once against the driver (Contract.Validate_v1

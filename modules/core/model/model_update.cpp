@@ -62,7 +62,8 @@ void update(sdk::Context& c) {
   } else if (placement != "temps") {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'placement' is '", placement, "', expected temps or tmmu");
   }
-  const std::map<std::string, umlos_tensor*> grads = ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc);
+  const std::map<std::string, umlos_tensor*> grads =
+      ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc, bound.sharder());
 
   std::vector<std::vector<double>> gv(ps.size());
   ChunkedSum squares;

@@ -1,5 +1,6 @@
 // engine.cpp — see engine.hpp.
 #include "engine.hpp"
+#include "sharding.hpp"
 
 #include <umlos_tmmu.h>
 
@@ -326,7 +327,14 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
 
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
              const TraceHook& trace) {
-  for (const Node& n : g.nodes) {
+  forward(c, g, b, alloc, select, trace, nullptr);
+}
+
+void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
+             const TraceHook& trace, Sharder* shard) {
+  if (shard && !shard->active()) shard = nullptr;
+  for (size_t pos = 0; pos < g.nodes.size(); ++pos) {
+    const Node& n = g.nodes[pos];
     if (select && !select(n)) continue;
     std::vector<const umlos_tensor*> ins;
     ins.reserve(n.inputs.size());
@@ -338,13 +346,22 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
     }
     umlos_tensor* out = nullptr;
     try {
-      out = alloc(n);
+      if (shard && shard->kind(pos) == Sharder::Kind::RowLocal) {
+        Node rows = n;
+        rows.output_shape = shard->local_shape(n.output_shape);
+        out = alloc(rows);
+      } else {
+        out = alloc(n);
+      }
     } catch (const sdk::Error& e) {  // e.g. RESOURCE_EXHAUSTED: name the tensor that did not fit
       throw sdk::Error(e.code(), "node ", n.node_id, " (", n.instr, "): output '", n.output, "' ",
                        sdk::shape_string(n.output_shape), ": ", e.what());
     }
     try {
-      c.dispatch(n.instr.c_str(), ins, {out}, attrs_of(n));
+      if (shard)
+        shard->forward_node(n, pos, ins, out);
+      else
+        c.dispatch(n.instr.c_str(), ins, {out}, attrs_of(n));
     } catch (const sdk::Error& e) {
       throw sdk::Error(e.code(), "node ", n.node_id, " (", n.instr, "): ", e.what());
     }
@@ -471,6 +488,25 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
                                               const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace,
                                               const GradAllocator& alloc) {
+  return backward(c, g, b, seeds, wrt, order, trace, alloc, nullptr);
+}
+
+std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
+                                              const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                              const std::vector<size_t>& order, const TraceHook& trace,
+                                              const GradAllocator& alloc, Sharder* shard) {
+  if (shard && !shard->active()) shard = nullptr;
+  // Which tensors' gradients flow on (walk_backward's `depends`): a sharded
+  // node skips work for the others.
+  std::set<std::string> depends(wrt.begin(), wrt.end());
+  if (shard) {
+    for (const Node& n : g.nodes)
+      for (const std::string& in : n.inputs)
+        if (depends.count(in)) {
+          depends.insert(n.output);
+          break;
+        }
+  }
   auto bound = [&](const std::string& id) -> umlos_tensor* {
     auto it = b.find(id);
     if (it == b.end())
@@ -491,7 +527,7 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
   };
   h.accumulate = [&](size_t from, size_t into, int64_t) { c.dispatch("accumulate", {buffer[from]}, {buffer[into]}); };
   h.drop = [](size_t, int64_t) {};
-  h.run = [&](size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>&, int64_t) {
+  h.run = [&](size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>& slots, int64_t) {
     const Node& n = g.nodes[pos];
     std::vector<const umlos_tensor*> ins;
     for (const std::string& in : n.inputs) ins.push_back(bound(in));
@@ -500,7 +536,14 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
     for (size_t o : outs) grads.push_back(buffer[o]);
     const std::string grad_instr = n.instr + "_grad";
     try {
-      c.dispatch(grad_instr.c_str(), ins, grads, attrs_of(n));
+      if (shard) {
+        std::vector<bool> needed;
+        for (size_t slot : slots) needed.push_back(depends.count(n.inputs[slot]) != 0);
+        ins.pop_back();
+        shard->backward_node(n, pos, ins, buffer[dy], grads, slots, needed);
+      } else {
+        c.dispatch(grad_instr.c_str(), ins, grads, attrs_of(n));
+      }
     } catch (const sdk::Error& e) {
       throw sdk::Error(e.code(), "node ", n.node_id, " (", grad_instr, "): ", e.what());
     }

@@ -156,6 +156,14 @@ using TraceHook = std::function<void(const TraceRecord&)>;
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
              const TraceHook& trace);
 
+// Multi-rank runs: forward()/backward() with the batch split over the
+// ranks by `shard` (sharding.hpp; null or inactive: as above). Row-local
+// nodes get `alloc` called with a copy of the node whose output_shape holds
+// this rank's rows.
+class Sharder;
+void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
+             const TraceHook& trace, Sharder* shard);
+
 // Gradient buffers: backward() with `alloc(index, dtype, shape)` making
 // each gradient buffer (index in allocation order: the seeds, then each
 // running node's float inputs in slot order) instead of a temp; the
@@ -178,6 +186,10 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
                                               const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace,
                                               const GradAllocator& alloc);
+std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
+                                              const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                              const std::vector<size_t>& order, const TraceHook& trace,
+                                              const GradAllocator& alloc, Sharder* shard);
 std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                          const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                          const std::vector<size_t>& order);

@@ -1,0 +1,110 @@
+// sharding.hpp — a graph run with its batch split across the ranks of a job
+// (spec 004 0.R), giving exactly the bits of the single-process run
+// (docs/distributed.md, "Why the bits do not depend on the world size").
+//
+// Rank r holds the batch rows p with p % W == r ("sharded" tensors: the
+// global batch's rows r, r + W, ...). Every node is one of three kinds:
+//   row-local  a primitive that computes each output row from the same row
+//              of its sharded inputs and from batch-free tensors (parameters,
+//              constants): it runs on this rank's rows only. Its output is
+//              sharded.
+//   gathering  any other node reading a sharded tensor (a loss, a sort over
+//              the batch, a covariance): its sharded inputs are all-gathered
+//              into the global row order and it runs on the whole batch, on
+//              every rank, so its output is the whole-batch value.
+//   replicated a node reading no sharded tensor: it runs as in one process.
+// A primitive computes each output element from the same operands in the
+// same order whichever rows it is given (docs/primitives.md: matmul never
+// splits its sum over k, elementwise work is per element), so a row-local
+// node's rows are bit for bit those of the whole-batch run, and a gathering
+// node sees the whole-batch inputs.
+//
+// Backward mirrors it. The gradient of a parameter reached through a
+// row-local node sums over the batch rows; that sum must run over the
+// global batch in ascending row order, as in one process. For matmul
+// (y = x W) the rows of x and dy are all-gathered and each rank computes a
+// block of dW's rows, K/W of them, with the whole batch's sum, then the
+// blocks are all-gathered (communication: the batch's activations plus one
+// copy of dW). For bias_add, dbias comes from the gathered dy. Any other
+// row-local node whose replicated input needs a gradient runs its `_grad`
+// on the gathered operands.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+
+namespace umlos::modelir {
+
+class Sharder {
+ public:
+  enum class Kind { Replicated, RowLocal, Gathering };
+
+  // `batch` is the global B; `sharded_inputs` the declared tensors the
+  // caller binds as this rank's rows (the batch, eps, per-row constants).
+  Sharder(sdk::Context& c, const Graph& g, int64_t batch, std::set<std::string> sharded_inputs);
+
+  // More than one rank: the graph runs sharded. With one rank nothing
+  // changes and callers need not ask the sharder anything.
+  bool active() const { return world_ > 1; }
+  int32_t rank() const { return rank_; }
+  int32_t world() const { return world_; }
+  int64_t batch() const { return batch_; }
+  // Rows this rank holds: global rows rank, rank + W, ...
+  int64_t rows() const { return rows_of(rank_); }
+  int64_t rows_of(int32_t r) const { return rows_for(batch_, r, world_); }
+  static int64_t rows_for(int64_t batch, int32_t rank, int32_t world) {
+    return rank < batch ? (batch - rank + world - 1) / world : 0;
+  }
+
+  bool sharded(const std::string& id) const { return sharded_.count(id) != 0; }
+  Kind kind(size_t pos) const { return kinds_.at(pos); }
+  // The shape of this rank's rows of a [B, ...] tensor.
+  sdk::Shape local_shape(sdk::Shape full) const;
+
+  // A [B, ...] temp holding every rank's rows of `local` in global row
+  // order. Tensor ids are remembered for the operator call: a bound
+  // tensor is gathered once however many nodes read it.
+  umlos_tensor* gather(const umlos_tensor* local);
+  umlos_tensor* gather(const std::string& id, const umlos_tensor* local);
+  // This rank's rows of the [B, ...] tensor `full` written into `local`.
+  void take_rows(const umlos_tensor* full, umlos_tensor* local);
+  // A temp of this rank's rows of `full`.
+  umlos_tensor* local_rows(const umlos_tensor* full);
+
+  // Forward of node `n` (position pos) on the sharded binding: row-local
+  // on this rank's rows, gathering on the whole batch.
+  void forward_node(const Node& n, size_t pos, const std::vector<const umlos_tensor*>& ins, umlos_tensor* out);
+
+  // Backward of node `n`: `ins` the bound inputs (sharded ones as this
+  // rank's rows), `dy` the output's gradient (rows, or whole batch for a
+  // gathering node), `grads` the buffers of inputs `slots` (shaped like the
+  // bound inputs), `needed[k]`: grads[k] flows on (else it is dropped).
+  void backward_node(const Node& n, size_t pos, const std::vector<const umlos_tensor*>& ins, const umlos_tensor* dy,
+                     const std::vector<umlos_tensor*>& grads, const std::vector<size_t>& slots,
+                     const std::vector<bool>& needed);
+
+ private:
+  void classify(const Graph& g);
+  bool row_local(const Node& n, const Graph& g) const;
+  bool batch_free(const std::string& id) const;
+  // db of y = x W for a sharded x: the K rows of dW split over the ranks,
+  // each block summed over the whole batch, then all-gathered.
+  void matmul_weight_grad(const umlos_tensor* x_full, const umlos_tensor* dy_full, umlos_tensor* dw);
+  void dispatch_grad(const Node& n, const std::vector<const umlos_tensor*>& ins, const std::vector<umlos_tensor*>& outs);
+
+  sdk::Context& c_;
+  int32_t rank_ = 0;
+  int32_t world_ = 1;
+  int64_t batch_ = 0;
+  std::set<std::string> sharded_;  // ids bound or computed as this rank's rows
+  std::set<std::string> whole_;    // replicated ids that carry the batch axis (gathering outputs)
+  std::map<std::string, sdk::Shape> shapes_;  // every id's whole-batch shape
+  std::vector<Kind> kinds_;
+  std::map<std::string, umlos_tensor*> gathered_;
+};
+
+}  // namespace umlos::modelir
