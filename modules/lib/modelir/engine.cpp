@@ -333,7 +333,21 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
              const TraceHook& trace, Sharder* shard) {
   if (shard && !shard->active()) shard = nullptr;
-  for (size_t pos = 0; pos < g.nodes.size(); ++pos) {
+  // Sharded: the nodes that read nothing of the whole batch first, then one
+  // collective for every gathering node's sharded inputs, then the rest in
+  // order. Each node's result depends on its inputs only, so the values are
+  // those of the plain order.
+  std::vector<size_t> order;
+  order.reserve(g.nodes.size());
+  for (size_t pos = 0; pos < g.nodes.size(); ++pos)
+    if (!shard || shard->early(pos)) order.push_back(pos);
+  const size_t prefetch_at = order.size();
+  if (shard)
+    for (size_t pos = 0; pos < g.nodes.size(); ++pos)
+      if (!shard->early(pos)) order.push_back(pos);
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (shard && k == prefetch_at) shard->prefetch(g, b, select);
+    const size_t pos = order[k];
     const Node& n = g.nodes[pos];
     if (select && !select(n)) continue;
     std::vector<const umlos_tensor*> ins;
@@ -410,6 +424,8 @@ struct BackwardHooks {
   // Buffer `index` is dropped after `step` (not a contribution to a tensor
   // the gradients flow through).
   std::function<void(size_t index, int64_t step)> drop;
+  // Every node has run; the `wrt` contributions are about to be summed.
+  std::function<void()> finish;
 };
 
 std::map<std::string, size_t> walk_backward(const Graph& g, const std::vector<Seed>& seeds,
@@ -469,6 +485,7 @@ std::map<std::string, size_t> walk_backward(const Graph& g, const std::vector<Se
       contributions[n.inputs[slots[k]]].push_back({{pos + 1, slots[k]}, outs[k]});
     }
   }
+  if (h.finish) h.finish();
   std::map<std::string, size_t> out;
   for (const std::string& id : wrt) {
     if (std::optional<size_t> grad = gradient_of(id, step + 1)) out[id] = *grad;
@@ -526,6 +543,10 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
     }
   };
   h.accumulate = [&](size_t from, size_t into, int64_t) { c.dispatch("accumulate", {buffer[from]}, {buffer[into]}); };
+  if (shard) {
+    shard->prefetch(g, b, {});
+    h.finish = [&] { shard->finish_backward(); };
+  }
   h.drop = [](size_t, int64_t) {};
   h.run = [&](size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>& slots, int64_t) {
     const Node& n = g.nodes[pos];

@@ -37,6 +37,10 @@ Sharder::Sharder(sdk::Context& c, const Graph& g, int64_t batch, std::set<std::s
   if (active()) classify(g);
 }
 
+bool Sharder::early(size_t pos) const {
+  return kinds_.at(pos) == Kind::RowLocal || (kinds_.at(pos) == Kind::Replicated && !whole_.count(outputs_.at(pos)));
+}
+
 sdk::Shape Sharder::local_shape(sdk::Shape full) const {
   if (!full.empty()) full[0] = rows();
   return full;
@@ -93,6 +97,8 @@ void Sharder::classify(const Graph& g) {
     }
   }
   kinds_.assign(g.nodes.size(), Kind::Replicated);
+  outputs_.clear();
+  for (const Node& n : g.nodes) outputs_.push_back(n.output);
   for (size_t pos = 0; pos < g.nodes.size(); ++pos) {
     const Node& n = g.nodes[pos];
     bool any_sharded = false, any_whole = false;
@@ -114,38 +120,68 @@ void Sharder::classify(const Graph& g) {
   }
 }
 
-umlos_tensor* Sharder::gather(const umlos_tensor* local) {
-  const int32_t dtype = c_.dtype(local);
-  const sdk::Shape ls = c_.shape(local);
-  if (ls.empty() || ls[0] != rows())
-    throw sdk::Error(UMLOS_INTERNAL, "sharding: gather of ", sdk::shape_string(ls), ", expected ", rows(), " rows");
-  const uint64_t row = row_bytes_of(ls, dtype);
-  const int64_t most = rows_of(0);  // every rank sends this many rows (zeros pad the short ones)
-  sdk::Shape padded = ls;
-  padded[0] = most;
-  umlos_tensor* send = c_.temp(dtype, padded);
-  std::vector<uint8_t> mine(static_cast<size_t>(row * static_cast<uint64_t>(rows())));
-  if (!mine.empty()) {
-    c_.read_bytes(local, 0, mine.data(), mine.size());
-    c_.write_bytes(send, 0, mine.data(), mine.size());
+umlos_tensor* Sharder::gather(const umlos_tensor* local) { return gather(std::vector<const umlos_tensor*>{local}).at(0); }
+
+std::vector<umlos_tensor*> Sharder::gather(const std::vector<const umlos_tensor*>& locals) {
+  // One byte buffer per rank: each tensor's rows, padded to the most rows
+  // any rank holds, at 8-byte aligned offsets.
+  const int64_t most = rows_of(0);
+  std::vector<uint64_t> row(locals.size()), offset(locals.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < locals.size(); ++i) {
+    const sdk::Shape ls = c_.shape(locals[i]);
+    if (ls.empty() || ls[0] != rows())
+      throw sdk::Error(UMLOS_INTERNAL, "sharding: gather of ", sdk::shape_string(ls), ", expected ", rows(), " rows");
+    row[i] = row_bytes_of(ls, c_.dtype(locals[i]));
+    offset[i] = total;
+    total += (row[i] * static_cast<uint64_t>(most) + 7) / 8 * 8;
   }
-  sdk::Shape all_shape = ls;
-  all_shape[0] = most * world_;
-  umlos_tensor* all = c_.temp(dtype, all_shape);
+  std::vector<uint8_t> mine(static_cast<size_t>(std::max<uint64_t>(total, 8)), 0);
+  for (size_t i = 0; i < locals.size(); ++i)
+    if (rows() > 0) c_.read_bytes(locals[i], 0, mine.data() + offset[i], row[i] * static_cast<uint64_t>(rows()));
+  const int64_t per_rank = static_cast<int64_t>(mine.size());
+  umlos_tensor* send = c_.temp(UMLOS_DTYPE_U8, {per_rank});
+  c_.write_bytes(send, 0, mine.data(), mine.size());
+  umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {per_rank * world_});
   c_.all_gather(send, all);
-  std::vector<uint8_t> blocks(static_cast<size_t>(row * static_cast<uint64_t>(most * world_)));
+  std::vector<uint8_t> blocks(static_cast<size_t>(per_rank * world_));
   c_.read_bytes(all, 0, blocks.data(), blocks.size());
-  // Global row p lives on rank p % W as that rank's row p / W.
-  std::vector<uint8_t> ordered(static_cast<size_t>(row * static_cast<uint64_t>(batch_)));
-  for (int64_t p = 0; p < batch_; ++p) {
-    const int64_t from = (p % world_) * most + p / world_;
-    std::memcpy(ordered.data() + static_cast<size_t>(p) * row, blocks.data() + static_cast<size_t>(from) * row, row);
+  std::vector<umlos_tensor*> out;
+  for (size_t i = 0; i < locals.size(); ++i) {
+    // Global row p lives on rank p % W as that rank's row p / W.
+    std::vector<uint8_t> ordered(static_cast<size_t>(row[i] * static_cast<uint64_t>(batch_)));
+    for (int64_t p = 0; p < batch_; ++p) {
+      const uint64_t from = static_cast<uint64_t>(p % world_) * static_cast<uint64_t>(per_rank) + offset[i] +
+                            static_cast<uint64_t>(p / world_) * row[i];
+      std::memcpy(ordered.data() + static_cast<size_t>(p) * row[i], blocks.data() + from, row[i]);
+    }
+    sdk::Shape fs = c_.shape(locals[i]);
+    fs[0] = batch_;
+    umlos_tensor* full = c_.temp(c_.dtype(locals[i]), fs);
+    c_.write_bytes(full, 0, ordered.data(), ordered.size());
+    out.push_back(full);
   }
-  sdk::Shape fs = ls;
-  fs[0] = batch_;
-  umlos_tensor* full = c_.temp(dtype, fs);
-  c_.write_bytes(full, 0, ordered.data(), ordered.size());
-  return full;
+  return out;
+}
+
+void Sharder::prefetch(const Graph& g, const Binding& b, const NodeFilter& select) {
+  if (!active()) return;
+  std::vector<std::string> ids;
+  std::vector<const umlos_tensor*> locals;
+  for (size_t pos = 0; pos < g.nodes.size(); ++pos) {
+    const Node& n = g.nodes[pos];
+    if (kinds_[pos] != Kind::Gathering || (select && !select(n))) continue;
+    for (const std::string& in : n.inputs) {
+      if (!sharded_.count(in) || gathered_.count(in) || std::find(ids.begin(), ids.end(), in) != ids.end()) continue;
+      auto it = b.find(in);
+      if (it == b.end()) continue;  // made later in this run: gathered when it is read
+      ids.push_back(in);
+      locals.push_back(it->second);
+    }
+  }
+  if (ids.empty()) return;
+  const std::vector<umlos_tensor*> full = gather(locals);
+  for (size_t i = 0; i < ids.size(); ++i) gathered_[ids[i]] = full[i];
 }
 
 umlos_tensor* Sharder::gather(const std::string& id, const umlos_tensor* local) {
@@ -192,33 +228,87 @@ void Sharder::dispatch_grad(const Node& n, const std::vector<const umlos_tensor*
   c_.dispatch(grad.c_str(), ins, outs, attrs_of(n));
 }
 
-void Sharder::matmul_weight_grad(const umlos_tensor* x_full, const umlos_tensor* dy_full, umlos_tensor* dw) {
-  const int32_t dtype = c_.dtype(x_full);
-  const sdk::Shape xs = c_.shape(x_full), ys = c_.shape(dy_full);
-  const int64_t K = xs.at(1), N = ys.at(1);
-  const int64_t block = (K + world_ - 1) / world_;
-  const int64_t k0 = std::min(K, block * rank_);
-  const int64_t kc = std::min(K, k0 + block) - k0;
-  umlos_tensor* part = c_.temp(dtype, {block, N});
-  if (kc > 0) {
-    // This rank's columns k0 .. k0+kc of x, [B, kc]: their transpose times
-    // dy sums over the whole batch in ascending row order, as matmul_grad
-    // does in one process.
-    const uint64_t es = sdk::dtype_size(dtype);
-    std::vector<uint8_t> x(static_cast<size_t>(es * static_cast<uint64_t>(batch_ * K)));
+void Sharder::finish_backward() {
+  if (deferred_.empty()) return;
+  // 1. The whole batch's rows of every x and dy, in one collective.
+  std::vector<const umlos_tensor*> locals;
+  std::vector<std::string> x_ids;
+  for (const Deferred& d : deferred_) {
+    if (d.x && !gathered_.count(d.x_id) && std::find(x_ids.begin(), x_ids.end(), d.x_id) == x_ids.end()) {
+      x_ids.push_back(d.x_id);
+      locals.push_back(d.x);
+    }
+  }
+  const size_t n_x = locals.size();
+  for (const Deferred& d : deferred_) locals.push_back(d.dy);
+  const std::vector<umlos_tensor*> full = gather(locals);
+  for (size_t i = 0; i < n_x; ++i) gathered_[x_ids[i]] = full[i];
+  // 2. This rank's block of each dW (rows k0 .. k0+kc of K), summed over
+  // the whole batch in ascending row order as matmul_grad sums it in one
+  // process, into one buffer; each dbias whole, from the gathered dy.
+  struct Block {
+    size_t d = 0;
+    int64_t K = 0, N = 0, block = 0;
+    int32_t dtype = UMLOS_DTYPE_F32;
+    uint64_t offset = 0;
+  };
+  std::vector<Block> blocks;
+  uint64_t total = 0;
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    const Deferred& d = deferred_[i];
+    umlos_tensor* dy_full = full[n_x + i];
+    if (!d.x) {
+      umlos_tensor* dx = c_.temp(c_.dtype(dy_full), c_.shape(dy_full));
+      dispatch_grad(*d.node, {dy_full, d.bias, dy_full}, {dx, d.out});
+      continue;
+    }
+    Block bl;
+    bl.d = i;
+    bl.dtype = c_.dtype(d.out);
+    bl.K = c_.shape(d.out).at(0);
+    bl.N = c_.shape(d.out).at(1);
+    bl.block = (bl.K + world_ - 1) / world_;
+    bl.offset = total;
+    total += (static_cast<uint64_t>(bl.block * bl.N) * sdk::dtype_size(bl.dtype) + 7) / 8 * 8;
+    blocks.push_back(bl);
+  }
+  if (blocks.empty()) return;
+  const int64_t per_rank = static_cast<int64_t>(std::max<uint64_t>(total, 8));
+  umlos_tensor* pack = c_.temp(UMLOS_DTYPE_U8, {per_rank});
+  for (const Block& bl : blocks) {
+    const Deferred& d = deferred_[bl.d];
+    const int64_t k0 = std::min(bl.K, bl.block * rank_);
+    const int64_t kc = std::min(bl.K, k0 + bl.block) - k0;
+    if (kc <= 0) continue;
+    const uint64_t es = sdk::dtype_size(bl.dtype);
+    const umlos_tensor* x_full = gathered_.at(d.x_id);
+    std::vector<uint8_t> x(static_cast<size_t>(es * static_cast<uint64_t>(batch_ * bl.K)));
     c_.read_bytes(x_full, 0, x.data(), x.size());
     std::vector<uint8_t> cols(static_cast<size_t>(es * static_cast<uint64_t>(batch_ * kc)));
     for (int64_t p = 0; p < batch_; ++p)
-      std::memcpy(cols.data() + static_cast<size_t>(p * kc) * es, x.data() + static_cast<size_t>(p * K + k0) * es,
-                  static_cast<size_t>(kc) * es);
-    umlos_tensor* xc = c_.temp(dtype, {batch_, kc});
+      std::memcpy(cols.data() + static_cast<size_t>(p * kc) * es,
+                  x.data() + static_cast<size_t>(p * bl.K + k0) * es, static_cast<size_t>(kc) * es);
+    umlos_tensor* xc = c_.temp(bl.dtype, {batch_, kc});
     c_.write_bytes(xc, 0, cols.data(), cols.size());
-    umlos_tensor* rows = c_.view(part, 0, dtype, {kc, N});
-    c_.dispatch("matmul", {xc, dy_full}, {rows}, {sdk::Attr::integer("trans_a", 1)});
+    umlos_tensor* rows = c_.view(pack, bl.offset, bl.dtype, {kc, bl.N});
+    c_.dispatch("matmul", {xc, full[n_x + bl.d]}, {rows}, {sdk::Attr::integer("trans_a", 1)});
   }
-  umlos_tensor* all = c_.temp(dtype, {block * world_, N});
-  c_.all_gather(part, all);
-  c_.dispatch("copy", {c_.view(all, 0, dtype, {K, N})}, {dw});
+  // 3. Every rank's blocks, in one collective; dW = the blocks in rank order.
+  umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {per_rank * world_});
+  c_.all_gather(pack, all);
+  for (const Block& bl : blocks) {
+    const uint64_t es = sdk::dtype_size(bl.dtype);
+    for (int32_t r = 0; r < world_; ++r) {
+      const int64_t k0 = std::min(bl.K, bl.block * r);
+      const int64_t kc = std::min(bl.K, k0 + bl.block) - k0;
+      if (kc <= 0) continue;
+      umlos_tensor* from = c_.view(all, static_cast<uint64_t>(r) * static_cast<uint64_t>(per_rank) + bl.offset,
+                                   bl.dtype, {kc, bl.N});
+      umlos_tensor* to = c_.view(deferred_[bl.d].out, static_cast<uint64_t>(k0 * bl.N) * es, bl.dtype, {kc, bl.N});
+      c_.dispatch("copy", {from}, {to});
+    }
+  }
+  deferred_.clear();
 }
 
 void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const umlos_tensor*>& ins,
@@ -235,17 +325,25 @@ void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const u
     return;
   }
   const int64_t tb = int_attr(n, "trans_b", 0);
-  if (k == Kind::RowLocal && n.instr == "matmul" && tb == 0 && slots.size() == 2) {
-    // da = dy b^T on this rank's rows: matmul_grad's da, element for element.
-    if (needed[0]) c_.dispatch("matmul", {dy, ins[1]}, {grads[0]}, {sdk::Attr::integer("trans_b", 1)});
-    matmul_weight_grad(gather(n.inputs[0], ins[0]), gather(dy), grads[1]);
-    return;
-  }
-  if (k == Kind::RowLocal && n.instr == "bias_add" && slots.size() == 2) {
-    if (needed[0]) c_.dispatch("copy", {dy}, {grads[0]});  // bias_add_grad's dx is dy
-    umlos_tensor* dy_full = gather(dy);
-    umlos_tensor* dx_full = c_.temp(c_.dtype(dy_full), c_.shape(dy_full));
-    dispatch_grad(n, {dy_full, ins[1], dy_full}, {dx_full, grads[1]});
+  const bool weight = slots.size() == 2 && slots[0] == 0 && slots[1] == 1 && !sharded_.count(n.inputs[1]);
+  if (k == Kind::RowLocal && weight && ((n.instr == "matmul" && tb == 0) || n.instr == "bias_add")) {
+    // dx on this rank's rows (matmul_grad's da is dy b^T element for
+    // element; bias_add_grad's dx is dy); the weight's batch sum waits.
+    if (needed[0] && n.instr == "matmul")
+      c_.dispatch("matmul", {dy, ins[1]}, {grads[0]}, {sdk::Attr::integer("trans_b", 1)});
+    if (needed[0] && n.instr == "bias_add") c_.dispatch("copy", {dy}, {grads[0]});
+    Deferred d;
+    d.node = &n;
+    if (n.instr == "matmul") {
+      d.x_id = n.inputs[0];
+      d.x = ins[0];
+    } else {
+      d.bias = ins[1];
+    }
+    d.dy = c_.temp(c_.dtype(dy), c_.shape(dy));
+    c_.dispatch("copy", {dy}, {d.dy});
+    d.out = grads[1];
+    deferred_.push_back(d);
     return;
   }
   // Gathering nodes, and row-local nodes whose batch-free input needs its

@@ -62,6 +62,10 @@ class Sharder {
 
   bool sharded(const std::string& id) const { return sharded_.count(id) != 0; }
   Kind kind(size_t pos) const { return kinds_.at(pos); }
+  // Whether node `pos` reads nothing of the whole batch (row-local, or
+  // replicated over batch-free tensors): forward() runs these first, so one
+  // collective gathers what every gathering node of the run reads.
+  bool early(size_t pos) const;
   // The shape of this rank's rows of a [B, ...] tensor.
   sdk::Shape local_shape(sdk::Shape full) const;
 
@@ -70,6 +74,12 @@ class Sharder {
   // tensor is gathered once however many nodes read it.
   umlos_tensor* gather(const umlos_tensor* local);
   umlos_tensor* gather(const std::string& id, const umlos_tensor* local);
+  // Several at once, in one collective (each collective costs a round of
+  // messages between every pair of ranks, whatever its size).
+  std::vector<umlos_tensor*> gather(const std::vector<const umlos_tensor*>& locals);
+  // Gathers, in one collective, the bound sharded inputs that the
+  // gathering nodes among `select`ed ones (all when empty) will read.
+  void prefetch(const Graph& g, const Binding& b, const NodeFilter& select);
   // This rank's rows of the [B, ...] tensor `full` written into `local`.
   void take_rows(const umlos_tensor* full, umlos_tensor* local);
   // A temp of this rank's rows of `full`.
@@ -83,17 +93,29 @@ class Sharder {
   // rank's rows), `dy` the output's gradient (rows, or whole batch for a
   // gathering node), `grads` the buffers of inputs `slots` (shaped like the
   // bound inputs), `needed[k]`: grads[k] flows on (else it is dropped).
+  // The gradients of batch-free inputs of matmul and bias_add nodes are
+  // left to finish_backward(), which computes them all with three
+  // collectives in total; backward() calls it before it sums a parameter's
+  // contributions (nothing reads them earlier).
   void backward_node(const Node& n, size_t pos, const std::vector<const umlos_tensor*>& ins, const umlos_tensor* dy,
                      const std::vector<umlos_tensor*>& grads, const std::vector<size_t>& slots,
                      const std::vector<bool>& needed);
+  void finish_backward();
 
  private:
   void classify(const Graph& g);
   bool row_local(const Node& n, const Graph& g) const;
   bool batch_free(const std::string& id) const;
-  // db of y = x W for a sharded x: the K rows of dW split over the ranks,
-  // each block summed over the whole batch, then all-gathered.
-  void matmul_weight_grad(const umlos_tensor* x_full, const umlos_tensor* dy_full, umlos_tensor* dw);
+  // A weight gradient whose batch sum waits for finish_backward(): dW of
+  // matmul (x, dy) or dbias of bias_add (dy), into `out`.
+  struct Deferred {
+    const Node* node = nullptr;
+    std::string x_id;                 // matmul: the sharded input
+    const umlos_tensor* x = nullptr;  // matmul: its rows (bound for the whole call)
+    const umlos_tensor* bias = nullptr;
+    umlos_tensor* dy = nullptr;  // a copy of this rank's rows (the original buffer may be reused)
+    umlos_tensor* out = nullptr;
+  };
   void dispatch_grad(const Node& n, const std::vector<const umlos_tensor*>& ins, const std::vector<umlos_tensor*>& outs);
 
   sdk::Context& c_;
@@ -104,7 +126,9 @@ class Sharder {
   std::set<std::string> whole_;    // replicated ids that carry the batch axis (gathering outputs)
   std::map<std::string, sdk::Shape> shapes_;  // every id's whole-batch shape
   std::vector<Kind> kinds_;
+  std::vector<std::string> outputs_;  // node outputs by position
   std::map<std::string, umlos_tensor*> gathered_;
+  std::vector<Deferred> deferred_;
 };
 
 }  // namespace umlos::modelir
