@@ -918,17 +918,21 @@ class Parser {
     }
   }
 
-  // Refuses settings of distributed training (spec 004 0.R): this kernel
-  // runs one process, so world_size other than 1, rank other than 0 or a
-  // distributed_mode other than none would be silently wrong (a rank trains
-  // on its slice of the data while the trace says world_size 1).
+  // Refuses settings of distributed training (spec 004 0.R) in the
+  // manifest: a job's world size and ranks come from its launch (umlos run
+  // --nproc N, or RANK / WORLD_SIZE; docs/distributed.md), and the same
+  // manifest runs on any world size with the same bits, so a world_size
+  // other than 1, a rank other than 0 or a distributed_mode other than none
+  // here would be silently ignored (or, read by a module, silently wrong).
   void single_process_only(const Value& map, const std::string& prefix) const {
     if (map.kind() != Value::Kind::Map) return;
     auto refuse = [&](const std::string& key, const std::string& expected, const Value& v) {
       const std::string path = join(prefix, key);
-      throw Failure(UMLOS_UNIMPLEMENTED, m_.where(path) + ": key '" + path +
-                                             "': multi-process (distributed) runs are not implemented: " + "expected " +
-                                             expected + ", found " + cbor::diagnostic(v));
+      throw Failure(UMLOS_MANIFEST_INVALID,
+                    m_.where(path) + ": key '" + path +
+                        "': the world size and rank come from the launch (umlos run --nproc N, or RANK and "
+                        "WORLD_SIZE in the environment; docs/distributed.md), not from the manifest: expected " +
+                        expected + " or no key, found " + cbor::diagnostic(v));
     };
     if (const Value* w = map.find("world_size"); w && !(w->kind() == Value::Kind::UInt && w->as_uint() == 1))
       refuse("world_size", "1", *w);

@@ -234,6 +234,7 @@ struct RunState {
   RunFolder folder;
   bool fresh_folder = false;  // created (or found empty) by this run
   bool loop_started = false;
+  bool replica = false;  // a rank other than 0 restored from rank 0's checkpoint
   std::string current_operator = "UML_OS.OS.Bootstrap_v1";
   std::optional<Digest> state_fp;
   std::optional<Digest> functional_fp;
@@ -716,6 +717,7 @@ void restore_or_open_tape(RunState& rs, const Manifest& manifest, const RunOptio
     rs.current_operator = "UML_OS.OS.Bootstrap_v1";
     const CheckpointData ck = read_checkpoint(options.replica_from);
     restore_into(rs.host, ck, manifest);
+    rs.replica = true;
     rs.state_fp = ck.state_fp;
     rs.functional_fp = ck.functional_fp;
   }
@@ -872,7 +874,9 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   ev.state = scalar_int(rs.host, "state").value_or(0) == 1 ? 1 : 0;
   ev.loss_total = loss;
   ev.state_fp = *rs.state_fp;
-  tape.append(ev);
+  // A rank restored from rank 0's checkpoint keeps no tape: rank 0's is the
+  // job's, and this rank's private one would start in the middle.
+  if (!rs.replica) tape.append(ev);
   call_role(rs, roles, "log_op");
 
   write_iter_record(rs, action, fp_now);

@@ -31,17 +31,32 @@ std::string note_name(const WorldOptions& world, int32_t rank) {
   return world.prefix + ".failed." + std::to_string(rank);
 }
 
+umlos_shape bytes_shape(int64_t n) {
+  umlos_shape s{};
+  s.rank = 1;
+  s.dims[0] = n;
+  return s;
+}
+
+// Every rank must run rank 0's manifest: rank 0 broadcasts its manifest
+// hash, and a rank holding another stops before the first iteration.
+void agree_on_manifest(Host& host, const Manifest& manifest, const WorldOptions& world) {
+  TensorPtr t = host.make_tensor(UMLOS_DTYPE_U8, bytes_shape(32), false);
+  host.write(*t, manifest.manifest_hash.data(), 32);
+  host.device().broadcast(*t, 0);
+  Digest root{};
+  host.read(*t, root.data(), 32);
+  if (root != manifest.manifest_hash) {
+    throw Failure(UMLOS_RANK_DIVERGENCE, "rank " + std::to_string(world.rank) + " runs manifest " + manifest.file +
+                                             " with manifest_hash " + to_hex(manifest.manifest_hash) +
+                                             " but rank 0's manifest_hash is " + to_hex(root) +
+                                             " (every rank of a job runs the same manifest)");
+  }
+}
+
 }  // namespace
 
 void join_world(Host& host, const Manifest& manifest, const WorldOptions& world) {
-  for (const char* key : {"world_size", "rank"}) {
-    if (manifest.config.find(key)) {
-      throw Failure(UMLOS_MANIFEST_INVALID,
-                    manifest.where(std::string("config.") + key) + ": key 'config." + key +
-                        "': the world size and rank come from the launch (umlos run --nproc N, or RANK and "
-                        "WORLD_SIZE in the environment; docs/distributed.md), not from the manifest");
-    }
-  }
   if (world.size < 1 || world.rank < 0 || world.rank >= world.size) {
     throw Failure(UMLOS_INVALID_ARGUMENT, "rank " + std::to_string(world.rank) + " of world size " +
                                               std::to_string(world.size) + ": expected 0 <= rank < world size");
@@ -56,6 +71,7 @@ void join_world(Host& host, const Manifest& manifest, const WorldOptions& world)
     c.listen_host = world.listen_host.c_str();
     c.timeout_ms = world.timeout_ms;
     host.device().join(c);
+    agree_on_manifest(host, manifest, world);
   }
   host.set_world(world.rank, world.size);
 }
@@ -63,13 +79,8 @@ void join_world(Host& host, const Manifest& manifest, const WorldOptions& world)
 void check_ranks_agree(Host& host, const Digest& state_fp, int64_t t) {
   const int32_t w = host.world_size();
   if (w <= 1) return;
-  umlos_shape one{};
-  one.rank = 1;
-  one.dims[0] = 32;
-  umlos_shape all = one;
-  all.dims[0] = 32 * static_cast<int64_t>(w);
-  TensorPtr mine = host.make_tensor(UMLOS_DTYPE_U8, one, false);
-  TensorPtr every = host.make_tensor(UMLOS_DTYPE_U8, all, false);
+  TensorPtr mine = host.make_tensor(UMLOS_DTYPE_U8, bytes_shape(32), false);
+  TensorPtr every = host.make_tensor(UMLOS_DTYPE_U8, bytes_shape(32 * static_cast<int64_t>(w)), false);
   host.write(*mine, state_fp.data(), 32);
   host.device().all_gather(*mine, *every);
   std::vector<uint8_t> bytes(32 * static_cast<size_t>(w));

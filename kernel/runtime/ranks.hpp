@@ -25,9 +25,9 @@ struct WorldOptions {
   int64_t timeout_ms = 60000;
 };
 
-// Joins the job (size > 1) through the active driver and records rank and
-// size in the host. MANIFEST_INVALID when the manifest's config sets
-// world_size or rank (they come from the launch, not the manifest).
+// Joins the job (size > 1) through the active driver, checks that every
+// rank runs rank 0's manifest (RANK_DIVERGENCE naming both hashes), and
+// records rank and size in the host.
 void join_world(Host& host, const Manifest& manifest, const WorldOptions& world);
 
 // The barrier after action dispatch: every rank's state_fp, gathered; a

@@ -256,22 +256,22 @@ TEST_CASE("A YAML alias bomb in config is refused quickly naming the key", "[man
   CHECK_THAT(r.output, Catch::Contains("more than 1000000 YAML nodes"));
 }
 
-TEST_CASE("Multi-process settings are refused naming the key", "[manifest][security]") {
+TEST_CASE("Multi-process settings in a manifest are refused naming the key and the launch", "[manifest][security]") {
   const std::string dir = temp_dir("ranks");
   for (const std::string& extra :
        {std::string("config: {world_size: 2, rank: 1}\n"), std::string("config: {rank: 1}\n"),
         std::string("config: {distributed_mode: ring}\n"), std::string("config: {world_size: 1.0}\n")}) {
     INFO(extra);
     const CommandResult r = hash_manifest_text(dir, manifest_with(extra));
-    CHECK(r.exit_status == exit_code_for(UMLOS_UNIMPLEMENTED));
+    CHECK(r.exit_status == exit_code_for(UMLOS_MANIFEST_INVALID));
     CHECK_THAT(r.output, Catch::Contains("m.yaml:8:"));
-    CHECK_THAT(r.output, Catch::Contains("multi-process (distributed) runs are not implemented"));
+    CHECK_THAT(r.output, Catch::Contains("come from the launch (umlos run --nproc N"));
   }
   CommandResult r = hash_manifest_text(dir, manifest_with("config: {world_size: 2}\n"));
   CHECK_THAT(r.output, Catch::Contains("key 'config.world_size'"));
   r = hash_manifest_text(dir, "umlos_manifest: 1\nname: hostile\nmodules:\n  - {path: core.so, sha256: " + kDigest +
                                   "}\ndriver: {name: cpu_driver, config: {world_size: 4}}\noperators: {}\n");
-  CHECK(r.exit_status == exit_code_for(UMLOS_UNIMPLEMENTED));
+  CHECK(r.exit_status == exit_code_for(UMLOS_MANIFEST_INVALID));
   CHECK_THAT(r.output, Catch::Contains("key 'driver.config.world_size'"));
   // What a single process does is still accepted.
   r = hash_manifest_text(dir, manifest_with("config: {world_size: 1, rank: 0, distributed_mode: none}\n"));

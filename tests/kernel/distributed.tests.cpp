@@ -1,0 +1,259 @@
+// distributed.tests.cpp — multi-rank jobs as real processes over Gloo
+// (docs/distributed.md): `umlos run --nproc W` on 1..4 local ranks gives
+// the single-process bits; a rank killed with SIGKILL stops the job within
+// the timeout with a failure record naming it; a job whose ranks were all
+// killed resumes (on the same or another world size) to the uninterrupted
+// result; ranks with different manifests and malformed worlds are refused.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "error.hpp"
+#include "run_support.hpp"
+#include "test_support.hpp"
+
+using namespace umlos_test;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// The state_fp of every iter record, in order.
+std::vector<std::string> state_fps(const std::string& trace) {
+  std::vector<std::string> out;
+  for (const json& r : records(trace))
+    if (r.value("record", "") == "iter") out.push_back(r.at("state_fp").get<std::string>());
+  return out;
+}
+
+json last_record(const std::string& trace) { return records(trace).back(); }
+
+// A shortened digits with a probe inside the run (clustering on every rank).
+std::string short_digits(const std::string& tag, int steps) {
+  return variant("digits", tag,
+                 {{"max_steps: 1500", "max_steps: " + std::to_string(steps)},
+                  {"cond: \"t mod 250 == 0\"", "cond: \"t mod 25 == 0\""}});
+}
+
+pid_t spawn_job(const std::vector<std::string>& args, const std::string& root) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("UML_OS_ROOT", root.c_str(), 1);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(UMLOS_EXE));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(UMLOS_EXE, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+size_t iter_count(const std::string& trace) {
+  std::error_code ec;
+  if (!fs::exists(trace, ec)) return 0;
+  size_t n = 0;
+  const std::string text = read_text(trace);
+  for (size_t at = text.find("\"record\":\"iter\""); at != std::string::npos;
+       at = text.find("\"record\":\"iter\"", at + 1))
+    ++n;
+  return n;
+}
+
+// The launcher's children: pid of each RANK (read from /proc/PID/environ).
+std::map<int, pid_t> ranks_of(pid_t launcher) {
+  std::map<int, pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != launcher) continue;
+    std::ifstream env(e.path() / "environ");
+    std::string var;
+    while (std::getline(env, var, '\0'))
+      if (var.rfind("RANK=", 0) == 0) out[std::stoi(var.substr(5))] = static_cast<pid_t>(std::stol(name));
+  }
+  return out;
+}
+
+// Waits for `pid` up to `limit`; its exit status (128 + signal), or -1.
+int wait_for(pid_t pid, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("Digits on 1, 2, 3 and 4 local ranks gives the same state_fp sequence, final parameters and accuracy",
+          "[distributed][gloo]") {
+  const std::string m = short_digits("ranks", 60);
+  const Run one = run_ok(m, "ranks-1");
+  const std::vector<std::string> expected = state_fps(one.trace());
+  REQUIRE(expected.size() == 60);
+  const json end1 = last_record(one.trace());
+  CHECK(end1.at("world_size") == 1);
+  for (int w : {2, 3, 4}) {
+    INFO("world size " << w);
+    const Run many = run_ok(m, "ranks-" + std::to_string(w), "--nproc " + std::to_string(w));
+    CHECK(state_fps(many.trace()) == expected);
+    const std::vector<json> recs = records(many.trace());
+    CHECK(recs.front().at("world_size") == w);
+    const json end = recs.back();
+    CHECK(end.at("world_size") == w);
+    CHECK(end.at("state_fp") == end1.at("state_fp"));
+    CHECK(end.at("functional_fp") == end1.at("functional_fp"));
+    CHECK(end.at("val_accuracy") == end1.at("val_accuracy"));
+    CHECK(end.at("tape_digest") == end1.at("tape_digest"));
+    // theta_final: the final checkpoint holds the same bytes.
+    CHECK(read_text(many.dir + "/checkpoints/latest") == read_text(one.dir + "/checkpoints/latest"));
+  }
+}
+
+TEST_CASE("The symbolic augment path (prototypes, equations) gives the single-process bits on 2 ranks",
+          "[distributed][gloo][symbolic]") {
+  const std::string m = variant("digits_augment", "ranks",
+                                {{"t == 300 and state == S_P", "t == 40 and state == S_P"},
+                                 {"\"t mod 100 == 0\"", "\"t mod 20 == 0\""},
+                                 {"max_steps: 600", "max_steps: 70"}});
+  const Run one = run_ok(m, "aug-1");
+  const Run two = run_ok(m, "aug-2", "--nproc 2");
+  const std::vector<std::string> a = state_fps(one.trace());
+  REQUIRE(a.size() == 70);
+  CHECK(state_fps(two.trace()) == a);
+  CHECK(last_record(two.trace()).at("functional_fp") == last_record(one.trace()).at("functional_fp"));
+  CHECK(read_text(two.trace()).find("S_PROTO") != std::string::npos);
+}
+
+TEST_CASE("A rank killed with SIGKILL stops the job within the timeout, with a failure record naming the rank",
+          "[distributed][gloo][failure]") {
+  const std::string m = short_digits("kill", 1500);
+  const std::string root = temp_dir("dist-kill");
+  const std::string dir = root + "/run";
+  const pid_t launcher = spawn_job({"run", "-q", "--nproc", "3", "--comm-timeout", "20", "--run-dir", dir, m}, root);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (iter_count(dir + "/trace.jsonl") < 10 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(iter_count(dir + "/trace.jsonl") >= 10);
+  const std::map<int, pid_t> ranks = ranks_of(launcher);
+  REQUIRE(ranks.size() == 3);
+  const auto killed_at = std::chrono::steady_clock::now();
+  REQUIRE(::kill(ranks.at(1), SIGKILL) == 0);
+  // Bound: the collective timeout (20 s) plus the launcher's grace (10 s).
+  const int status = wait_for(launcher, std::chrono::seconds(40));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  if (status < 0) {
+    for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
+    ::kill(launcher, SIGKILL);
+    ::waitpid(launcher, nullptr, 0);
+  }
+  REQUIRE(status >= 0);
+  WARN("the job stopped " << seconds << " s after rank 1 was killed");
+  CHECK(status == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
+  // No rank is left behind.
+  for (const auto& [r, pid] : ranks) CHECK((::kill(pid, 0) != 0 || r == 1));
+  REQUIRE(fs::exists(dir + "/failure.json"));
+  const json f = json::parse(read_text(dir + "/failure.json"));
+  CHECK(f.at("failure_code") == "COLLECTIVE_FAILURE");
+  const std::string msg = f.at("message").get<std::string>();
+  INFO(msg);
+  CHECK(msg.find("rank 1 died: killed by signal 9") != std::string::npos);
+  const json end = last_record(dir + "/trace.jsonl");
+  CHECK(end.at("record") == "run_end");
+  CHECK(end.at("status") == "failed");
+}
+
+TEST_CASE("A job whose ranks were all killed resumes, on the same or another world size, to the uninterrupted run",
+          "[distributed][gloo][checkpoint]") {
+  const std::string m = short_digits("resume", 90);
+  const Run whole = run_ok(m, "resume-whole", "--checkpoint-every 20");
+  const std::vector<std::string> expected = state_fps(whole.trace());
+  for (const char* again : {"2", "3"}) {
+    INFO("resumed on " << again << " ranks");
+    const std::string root = temp_dir(std::string("dist-resume-") + again);
+    const std::string dir = root + "/run";
+    const pid_t launcher =
+        spawn_job({"run", "-q", "--nproc", "2", "--checkpoint-every", "20", "--run-dir", dir, m}, root);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (iter_count(dir + "/trace.jsonl") < 45 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::map<int, pid_t> ranks = ranks_of(launcher);
+    ::kill(launcher, SIGKILL);
+    for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
+    ::waitpid(launcher, nullptr, 0);
+    REQUIRE(iter_count(dir + "/trace.jsonl") >= 40);
+    const CommandResult resumed = run_umlos_env("UML_OS_ROOT='" + root + "'",
+                                                std::string("run -q --nproc ") + again + " --resume '" + dir + "'");
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_status == 0);
+    CHECK(state_fps(dir + "/trace.jsonl") == expected);
+    CHECK(last_record(dir + "/trace.jsonl").at("state_fp") == last_record(whole.trace()).at("state_fp"));
+  }
+}
+
+TEST_CASE("Ranks started with different manifests stop with RANK_DIVERGENCE naming both manifest hashes",
+          "[distributed][gloo][failure]") {
+  const std::string a = short_digits("diverge-a", 30);
+  const std::string b = variant("digits", "diverge-b", {{"max_steps: 1500", "max_steps: 31"}});
+  const std::string root = temp_dir("dist-diverge");
+  const std::string rendezvous = temp_dir("dist-diverge-rv");
+  const std::string env = "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 UMLOS_RENDEZVOUS='file:" + rendezvous + "' ";
+  // Rank 1 in the background, rank 0 in the foreground.
+  const std::string cmd = env + "RANK=1 '" + UMLOS_EXE + "' run -q '" + b + "' > '" + root + "/rank1.txt' 2>&1 & " +
+                          env + "RANK=0 '" + UMLOS_EXE + "' run -q --run-dir '" + root + "/run' '" + a +
+                          "' > '" + root + "/rank0.txt' 2>&1; echo $? > '" + root + "/status0'; wait $!; echo $? > '" +
+                          root + "/status1'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string out1 = read_text(root + "/rank1.txt");
+  INFO(out1);
+  CHECK(std::stoi(read_text(root + "/status1")) == umlos::exit_code_for(UMLOS_RANK_DIVERGENCE));
+  CHECK(out1.find("RANK_DIVERGENCE") != std::string::npos);
+  CHECK(out1.find("but rank 0's manifest_hash is") != std::string::npos);
+  // Rank 0 loses its peer and names it.
+  CHECK(std::stoi(read_text(root + "/status0")) == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
+  const json f = json::parse(read_text(root + "/run/failure.json"));
+  CHECK(f.at("message").get<std::string>().find("rank 1 failed RANK_DIVERGENCE") != std::string::npos);
+}
+
+TEST_CASE("Malformed worlds and manifests that set the world are refused with their key named", "[distributed][cli]") {
+  const std::string m = short_digits("badworld", 5);
+  const CommandResult no_rv = run_umlos_env("WORLD_SIZE=2 RANK=0", "run -q '" + m + "'");
+  CHECK(no_rv.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(no_rv.output.find("needs a rendezvous") != std::string::npos);
+  const CommandResult bad_rank = run_umlos_env("WORLD_SIZE=2 RANK=2", "run -q '" + m + "'");
+  CHECK(bad_rank.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(bad_rank.output.find("rank 2 of world size 2") != std::string::npos);
+  const CommandResult junk = run_umlos_env("WORLD_SIZE=two", "run -q '" + m + "'");
+  CHECK(junk.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(junk.output.find("WORLD_SIZE is 'two'") != std::string::npos);
+  const CommandResult nproc_rank = run_umlos_env("", "run -q --nproc 2 --rank 1 '" + m + "'");
+  CHECK(nproc_rank.exit_status == 2);
+  const std::string pinned = variant("digits", "world-in-config", {{"  batch_size: 64", "  world_size: 2\n  batch_size: 64"}});
+  const Run refused = run(pinned, "world-in-config");
+  CHECK(refused.result.exit_status == umlos::exit_code_for(UMLOS_MANIFEST_INVALID));
+  CHECK(refused.result.output.find("config.world_size") != std::string::npos);
+}
