@@ -121,17 +121,27 @@ std::string failed_ranks(const WorldOptions& world, int64_t wait_ms) {
   if (dir.empty()) return "";
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   for (;;) {
-    std::string out;
+    std::string out, silent;
     bool cause = false;  // a note that is not just another lost peer
     for (int32_t r = 0; r < world.size; ++r) {
       if (r == world.rank) continue;
       std::ifstream in(fs::path(dir) / note_name(world, r));
       std::string line;
-      if (!in || !std::getline(in, line) || line.empty()) continue;
+      if (!in || !std::getline(in, line) || line.empty()) {
+        silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+        continue;
+      }
       out += (out.empty() ? "" : "; ") + line;
       if (line.find("COLLECTIVE_FAILURE") == std::string::npos) cause = true;
     }
-    if (cause || std::chrono::steady_clock::now() >= until) return out;
+    if (cause) return out;
+    if (std::chrono::steady_clock::now() >= until) {
+      // Every rank that stops says why; one that says nothing is hung or
+      // cut off (a stopped process, a lost host).
+      if (!silent.empty()) out += (out.empty() ? "" : "; ") + std::string("no word from rank ") + silent +
+                                  " (hung, or unreachable)";
+      return out;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }

@@ -22,7 +22,7 @@ struct WorldOptions {
   std::string rendezvous;   // "file:/DIR"
   std::string prefix;       // keys of this job in the rendezvous
   std::string listen_host;  // "" the host name's address
-  int64_t timeout_ms = 60000;
+  int64_t timeout_ms = 30000;
 };
 
 // Joins the job (size > 1) through the active driver, checks that every

@@ -210,8 +210,13 @@ int launch_local(int nproc, const std::vector<std::string>& run_args, int64_t gr
     }
     const clock::time_point now = clock::now();
     if (failed && !terminated && now >= stop_at) {
+      // SIGCONT first: a stopped rank must run to take its SIGTERM (and
+      // leave its failure record).
       for (int r = 0; r < nproc; ++r)
-        if (running[r]) kill(pids[r], SIGTERM);
+        if (running[r]) {
+          kill(pids[r], SIGTERM);
+          kill(pids[r], SIGCONT);
+        }
       terminated = true;
       kill_at = now + std::chrono::seconds(10);
     }

@@ -161,7 +161,7 @@ int cmd_run(const std::vector<std::string>& args) {
   RunOptions options;
   int nproc = 0;
   int32_t rank = -1, world_size = 0;
-  double comm_timeout_s = 60;
+  double comm_timeout_s = 30;
   desc.add_options()("manifest", po::value<std::string>(&manifest), "the manifest (YAML)")(
       "run-dir", po::value<std::string>(&options.run_dir),
       "write trace.jsonl / failure.json here instead of the job's namespace folder under UML_OS_ROOT")(
@@ -183,7 +183,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "rendezvous", po::value<std::string>(&rendezvous),
       "file:/DIR where the ranks meet, fresh for the job (default: $UMLOS_RENDEZVOUS)")(
       "comm-timeout", po::value<double>(&comm_timeout_s),
-      "seconds a collective may wait for the other ranks before the job fails with COLLECTIVE_FAILURE (default 60)");
+      "seconds a collective may wait for the other ranks before the job fails with COLLECTIVE_FAILURE (default 30)");
   po::positional_options_description pos;
   pos.add("manifest", 1);
   po::variables_map vm;

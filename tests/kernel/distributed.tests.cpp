@@ -187,6 +187,39 @@ TEST_CASE("A rank killed with SIGKILL stops the job within the timeout, with a f
   CHECK(end.at("status") == "failed");
 }
 
+TEST_CASE("A rank that hangs stops the job within the collective timeout plus the launcher's grace, named as silent",
+          "[distributed][gloo][failure]") {
+  const std::string m = short_digits("hang", 1500);
+  const std::string root = temp_dir("dist-hang");
+  const std::string dir = root + "/run";
+  const pid_t launcher = spawn_job({"run", "-q", "--nproc", "3", "--comm-timeout", "5", "--run-dir", dir, m}, root);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (iter_count(dir + "/trace.jsonl") < 10 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::map<int, pid_t> ranks = ranks_of(launcher);
+  REQUIRE(ranks.size() == 3);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  REQUIRE(::kill(ranks.at(2), SIGSTOP) == 0);
+  // 5 s timeout + up to 5 s for the other ranks' notes + 10 s grace.
+  const int status = wait_for(launcher, std::chrono::seconds(45));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  if (status < 0) {
+    for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
+    ::kill(launcher, SIGKILL);
+    ::waitpid(launcher, nullptr, 0);
+  }
+  REQUIRE(status >= 0);
+  WARN("the job stopped " << seconds << " s after rank 2 was stopped");
+  CHECK(status == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
+  for (const auto& [r, pid] : ranks) CHECK(::kill(pid, 0) != 0);
+  const json f = json::parse(read_text(dir + "/failure.json"));
+  CHECK(f.at("failure_code") == "COLLECTIVE_FAILURE");
+  const std::string msg = f.at("message").get<std::string>();
+  INFO(msg);
+  CHECK(msg.find("Timed out waiting 5000ms") != std::string::npos);
+  CHECK(msg.find("no word from rank 2 (hung, or unreachable)") != std::string::npos);
+}
+
 TEST_CASE("A job whose ranks were all killed resumes, on the same or another world size, to the uninterrupted run",
           "[distributed][gloo][checkpoint]") {
   const std::string m = short_digits("resume", 90);
