@@ -1,6 +1,8 @@
 // device.cpp — the active driver and tensors on it (device.hpp).
 #include "device.hpp"
 
+#include <chrono>
+
 #include <cstring>
 
 #include "call_context.hpp"
@@ -135,13 +137,25 @@ void Device::join(const umlos_comm_config& config) {
 void Device::all_gather(const Tensor& in, Tensor& out) {
   const umlos_driver_desc& d = with_collectives(driver_, "all_gather");
   const umlos_tensor_view i = view_of(in), o = view_of(out);
-  driver_status(*driver_, d.all_gather(driver_->instance, driver_->ctx, &i, &o), "all_gather");
+  const auto start = std::chrono::steady_clock::now();
+  const umlos_status s = d.all_gather(driver_->instance, driver_->ctx, &i, &o);
+  collectives_.ns += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  collectives_.calls += 1;
+  collectives_.bytes_in += in.bytes;
+  driver_status(*driver_, s, "all_gather");
 }
 
 void Device::broadcast(Tensor& t, int32_t root) {
   const umlos_driver_desc& d = with_collectives(driver_, "broadcast");
   const umlos_tensor_view v = view_of(t);
-  driver_status(*driver_, d.broadcast(driver_->instance, driver_->ctx, &v, root), "broadcast");
+  const auto start = std::chrono::steady_clock::now();
+  const umlos_status s = d.broadcast(driver_->instance, driver_->ctx, &v, root);
+  collectives_.ns += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  collectives_.calls += 1;
+  collectives_.bytes_in += t.bytes;
+  driver_status(*driver_, s, "broadcast");
 }
 
 void Device::read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset) const {

@@ -60,6 +60,13 @@ class Device {
   void join(const umlos_comm_config& config);
   void all_gather(const Tensor& in, Tensor& out);
   void broadcast(Tensor& t, int32_t root);
+  // What the collectives cost so far (umlos run --profile): calls, bytes
+  // this rank contributed (all_gather's input; broadcast's tensor) and wall
+  // time inside the driver.
+  struct CollectiveStats {
+    uint64_t calls = 0, bytes_in = 0, ns = 0;
+  };
+  const CollectiveStats& collective_stats() const { return collectives_; }
 
   // budgets.memory_bytes (0: none); `is_default`: the manifest gave none
   // (for messages).
@@ -75,6 +82,7 @@ class Device {
   // The active driver's primitive names (its descriptor's static strings):
   // every dispatch and value allocation asks, so a lookup, not a scan.
   std::unordered_set<std::string_view> primitives_;
+  CollectiveStats collectives_;
   uint64_t memory_budget_ = 0;
   bool memory_budget_is_default_ = false;
   // Driver bytes held by live tensors; each tensor gives its bytes back when

@@ -130,6 +130,14 @@ void total_loss(sdk::Context& c) {
   Step bound = bind_step(c, true, {"encode", "decode", "head"});
   const ir::Binding& b = bound.b;
   run_segment(c, bound.g(), bound.b, "loss", bound.sharder());
+  // The whole-batch tensors the loss gathered, for Update_v1's backward
+  // (model.act.whole.<id>): gathered once per iteration.
+  if (ir::Sharder* shard = bound.sharder()) {
+    for (const auto& [id, whole] : shard->gathered()) {
+      umlos_tensor* keep = c.output(("model.act.whole." + id).c_str(), c.dtype(whole), c.shape(whole));
+      c.dispatch("copy", {whole}, {keep});
+    }
+  }
   // III.C: L_tot = alpha L_sup + L_aux in binary64, terms in the fixed order.
   double aux = 0.0, total = 0.0;
   for (const Term& term : loss_terms()) {

@@ -62,6 +62,11 @@ void update(sdk::Context& c) {
   } else if (placement != "temps") {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'placement' is '", placement, "', expected temps or tmmu");
   }
+  if (ir::Sharder* shard = bound.sharder()) {
+    for (const auto& [id, t] : b)
+      if (umlos_tensor* whole = const_cast<umlos_tensor*>(c.optional_input(("model.act.whole." + id).c_str())))
+        shard->preload(id, whole);
+  }
   const std::map<std::string, umlos_tensor*> grads =
       ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc, bound.sharder());
 

@@ -228,6 +228,24 @@ void Sharder::dispatch_grad(const Node& n, const std::vector<const umlos_tensor*
   c_.dispatch(grad.c_str(), ins, outs, attrs_of(n));
 }
 
+size_t Sharder::find_same_dy(const umlos_tensor* dy) const {
+  const sdk::Shape shape = c_.shape(dy);
+  const int32_t dtype = c_.dtype(dy);
+  std::vector<uint8_t> mine;
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    const Deferred& e = deferred_[i];
+    if (e.same_dy_as != SIZE_MAX || c_.dtype(e.dy) != dtype || c_.shape(e.dy) != shape) continue;
+    if (mine.empty()) {
+      mine.resize(sdk::element_count(shape) * sdk::dtype_size(dtype));
+      c_.read_bytes(dy, 0, mine.data(), mine.size());
+    }
+    std::vector<uint8_t> theirs(mine.size());
+    c_.read_bytes(e.dy, 0, theirs.data(), theirs.size());
+    if (theirs == mine) return i;
+  }
+  return SIZE_MAX;
+}
+
 void Sharder::finish_backward() {
   if (deferred_.empty()) return;
   // 1. The whole batch's rows of every x and dy, in one collective.
@@ -240,7 +258,15 @@ void Sharder::finish_backward() {
     }
   }
   const size_t n_x = locals.size();
-  for (const Deferred& d : deferred_) locals.push_back(d.dy);
+  // dy_at[i]: position of entry i's dy among the gathered tensors.
+  std::vector<size_t> dy_at(deferred_.size());
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    if (deferred_[i].same_dy_as != SIZE_MAX) continue;
+    dy_at[i] = locals.size();
+    locals.push_back(deferred_[i].dy);
+  }
+  for (size_t i = 0; i < deferred_.size(); ++i)
+    if (deferred_[i].same_dy_as != SIZE_MAX) dy_at[i] = dy_at[deferred_[i].same_dy_as];
   const std::vector<umlos_tensor*> full = gather(locals);
   for (size_t i = 0; i < n_x; ++i) gathered_[x_ids[i]] = full[i];
   // 2. This rank's block of each dW (rows k0 .. k0+kc of K), summed over
@@ -256,7 +282,7 @@ void Sharder::finish_backward() {
   uint64_t total = 0;
   for (size_t i = 0; i < deferred_.size(); ++i) {
     const Deferred& d = deferred_[i];
-    umlos_tensor* dy_full = full[n_x + i];
+    umlos_tensor* dy_full = full[dy_at[i]];
     if (!d.x) {
       umlos_tensor* dx = c_.temp(c_.dtype(dy_full), c_.shape(dy_full));
       dispatch_grad(*d.node, {dy_full, d.bias, dy_full}, {dx, d.out});
@@ -291,7 +317,7 @@ void Sharder::finish_backward() {
     umlos_tensor* xc = c_.temp(bl.dtype, {batch_, kc});
     c_.write_bytes(xc, 0, cols.data(), cols.size());
     umlos_tensor* rows = c_.view(pack, bl.offset, bl.dtype, {kc, bl.N});
-    c_.dispatch("matmul", {xc, full[n_x + bl.d]}, {rows}, {sdk::Attr::integer("trans_a", 1)});
+    c_.dispatch("matmul", {xc, full[dy_at[bl.d]]}, {rows}, {sdk::Attr::integer("trans_a", 1)});
   }
   // 3. Every rank's blocks, in one collective; dW = the blocks in rank order.
   umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {per_rank * world_});
@@ -340,8 +366,13 @@ void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const u
     } else {
       d.bias = ins[1];
     }
-    d.dy = c_.temp(c_.dtype(dy), c_.shape(dy));
-    c_.dispatch("copy", {dy}, {d.dy});
+    d.same_dy_as = find_same_dy(dy);
+    if (d.same_dy_as == SIZE_MAX) {
+      d.dy = c_.temp(c_.dtype(dy), c_.shape(dy));
+      c_.dispatch("copy", {dy}, {d.dy});
+    } else {
+      d.dy = deferred_[d.same_dy_as].dy;
+    }
     d.out = grads[1];
     deferred_.push_back(d);
     return;

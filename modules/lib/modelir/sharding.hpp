@@ -30,6 +30,7 @@
 // on the gathered operands.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -80,6 +81,11 @@ class Sharder {
   // Gathers, in one collective, the bound sharded inputs that the
   // gathering nodes among `select`ed ones (all when empty) will read.
   void prefetch(const Graph& g, const Binding& b, const NodeFilter& select);
+  // The whole-batch tensors gathered so far, by id; and one gathered by an
+  // earlier operator of this iteration (its saved copy), so that it is not
+  // gathered again.
+  const std::map<std::string, umlos_tensor*>& gathered() const { return gathered_; }
+  void preload(const std::string& id, umlos_tensor* whole) { gathered_[id] = whole; }
   // This rank's rows of the [B, ...] tensor `full` written into `local`.
   void take_rows(const umlos_tensor* full, umlos_tensor* local);
   // A temp of this rank's rows of `full`.
@@ -115,7 +121,12 @@ class Sharder {
     const umlos_tensor* bias = nullptr;
     umlos_tensor* dy = nullptr;  // a copy of this rank's rows (the original buffer may be reused)
     umlos_tensor* out = nullptr;
+    // Index of an earlier entry whose dy holds the same bytes (bias_add's
+    // dy is its matmul's dy when the bias is the product's only consumer):
+    // gathered once.
+    size_t same_dy_as = SIZE_MAX;
   };
+  size_t find_same_dy(const umlos_tensor* dy) const;
   void dispatch_grad(const Node& n, const std::vector<const umlos_tensor*>& ins, const std::vector<umlos_tensor*>& outs);
 
   sdk::Context& c_;
