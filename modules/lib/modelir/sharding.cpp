@@ -34,6 +34,7 @@ Sharder::Sharder(sdk::Context& c, const Graph& g, int64_t batch, std::set<std::s
   const sdk::Context::World w = c.world();
   rank_ = w.rank;
   world_ = w.size;
+  layout_ = RowLayout(batch_, world_);
   if (active()) classify(g);
 }
 
@@ -125,7 +126,8 @@ umlos_tensor* Sharder::gather(const umlos_tensor* local) { return gather(std::ve
 std::vector<umlos_tensor*> Sharder::gather(const std::vector<const umlos_tensor*>& locals) {
   // One byte buffer per rank: each tensor's rows, padded to the most rows
   // any rank holds, at 8-byte aligned offsets.
-  const int64_t most = rows_of(0);
+  int64_t most = 0;
+  for (int32_t r = 0; r < world_; ++r) most = std::max(most, rows_of(r));
   std::vector<uint64_t> row(locals.size()), offset(locals.size());
   uint64_t total = 0;
   for (size_t i = 0; i < locals.size(); ++i) {
@@ -148,11 +150,10 @@ std::vector<umlos_tensor*> Sharder::gather(const std::vector<const umlos_tensor*
   c_.read_bytes(all, 0, blocks.data(), blocks.size());
   std::vector<umlos_tensor*> out;
   for (size_t i = 0; i < locals.size(); ++i) {
-    // Global row p lives on rank p % W as that rank's row p / W.
     std::vector<uint8_t> ordered(static_cast<size_t>(row[i] * static_cast<uint64_t>(batch_)));
     for (int64_t p = 0; p < batch_; ++p) {
-      const uint64_t from = static_cast<uint64_t>(p % world_) * static_cast<uint64_t>(per_rank) + offset[i] +
-                            static_cast<uint64_t>(p / world_) * row[i];
+      const uint64_t from = static_cast<uint64_t>(layout_.owner(p)) * static_cast<uint64_t>(per_rank) + offset[i] +
+                            static_cast<uint64_t>(layout_.local_index(p)) * row[i];
       std::memcpy(ordered.data() + static_cast<size_t>(p) * row[i], blocks.data() + from, row[i]);
     }
     sdk::Shape fs = c_.shape(locals[i]);
@@ -199,9 +200,10 @@ void Sharder::take_rows(const umlos_tensor* full, umlos_tensor* local) {
   std::vector<uint8_t> all(static_cast<size_t>(row * static_cast<uint64_t>(batch_)));
   c_.read_bytes(full, 0, all.data(), all.size());
   std::vector<uint8_t> mine(static_cast<size_t>(row * static_cast<uint64_t>(rows())));
-  for (int64_t k = 0; k < rows(); ++k) {
-    const int64_t p = rank_ + k * world_;
-    std::memcpy(mine.data() + static_cast<size_t>(k) * row, all.data() + static_cast<size_t>(p) * row, row);
+  for (int64_t p = 0; p < batch_; ++p) {
+    if (layout_.owner(p) != rank_) continue;
+    std::memcpy(mine.data() + static_cast<size_t>(layout_.local_index(p)) * row,
+                all.data() + static_cast<size_t>(p) * row, row);
   }
   if (!mine.empty()) c_.write_bytes(local, 0, mine.data(), mine.size());
 }
@@ -228,6 +230,96 @@ void Sharder::dispatch_grad(const Node& n, const std::vector<const umlos_tensor*
   c_.dispatch(grad.c_str(), ins, outs, attrs_of(n));
 }
 
+void Sharder::finish_chunks() {
+  // This rank's chunks: c = rank, rank + W, ...; chunk c's rows are local
+  // rows (c / W) * 256 onwards.
+  std::vector<int64_t> mine;
+  for (int64_t c = rank_; c < layout_.chunks(); c += world_) mine.push_back(c);
+  const int64_t slots = (layout_.chunks() + world_ - 1) / world_;  // chunks per rank, at most
+  auto local_start = [&](int64_t c) { return (c / world_) * RowLayout::kChunk; };
+  // 1. Every chunk partial of this rank into one buffer: for dW (matmul)
+  // the chunk's x^T dy in the dtype (each element one FMA chain over the
+  // chunk's rows, as matmul_grad's chunk partial in one process); for
+  // dbias the chunk's column sums in binary64 (the canonical sum's chunk
+  // sums, a left fold from +0.0 down the rows).
+  struct Part {
+    uint64_t offset = 0, bytes_each = 0;
+    int64_t K = 0, N = 0;
+    int32_t dtype = UMLOS_DTYPE_F32;
+  };
+  std::vector<Part> parts(deferred_.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    Part& pt = parts[i];
+    const Deferred& d = deferred_[i];
+    const sdk::Shape os = c_.shape(d.out);
+    pt.dtype = c_.dtype(d.out);
+    pt.K = d.x ? os.at(0) : 1;
+    pt.N = d.x ? os.at(1) : static_cast<int64_t>(sdk::element_count(os));
+    pt.bytes_each = static_cast<uint64_t>(pt.K * pt.N) * (d.x ? sdk::dtype_size(pt.dtype) : 8);
+    pt.offset = total;
+    total += (pt.bytes_each * static_cast<uint64_t>(slots) + 7) / 8 * 8;
+  }
+  const int64_t per_rank = static_cast<int64_t>(std::max<uint64_t>(total, 8));
+  umlos_tensor* pack = c_.temp(UMLOS_DTYPE_U8, {per_rank});
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    const Deferred& d = deferred_[i];
+    const Part& pt = parts[i];
+    if (d.x) {
+      const uint64_t xrow = row_bytes_of(c_.shape(d.x), c_.dtype(d.x));
+      const uint64_t yrow = row_bytes_of(c_.shape(d.dy), c_.dtype(d.dy));
+      const int64_t kx = c_.shape(d.x).at(1);
+      for (size_t j = 0; j < mine.size(); ++j) {
+        const int64_t n = layout_.chunk_rows(mine[j]), at = local_start(mine[j]);
+        umlos_tensor* xc = c_.view(const_cast<umlos_tensor*>(d.x), static_cast<uint64_t>(at) * xrow, c_.dtype(d.x),
+                                   {n, kx});
+        umlos_tensor* yc = c_.view(d.dy, static_cast<uint64_t>(at) * yrow, c_.dtype(d.dy), {n, pt.N});
+        umlos_tensor* into = c_.view(pack, pt.offset + j * pt.bytes_each, pt.dtype, {pt.K, pt.N});
+        c_.dispatch("matmul", {xc, yc}, {into}, {sdk::Attr::integer("trans_a", 1)});
+      }
+    } else {
+      const std::vector<double> dy = c_.read_f64(d.dy);
+      std::vector<double> sums(static_cast<size_t>(pt.N) * mine.size(), 0.0);
+      // Row by row: each column's sum is still a left fold down the rows.
+      for (size_t j = 0; j < mine.size(); ++j) {
+        const int64_t n = layout_.chunk_rows(mine[j]), at = local_start(mine[j]);
+        double* acc = sums.data() + j * static_cast<size_t>(pt.N);
+        for (int64_t r = 0; r < n; ++r) {
+          const double* row = dy.data() + static_cast<size_t>((at + r) * pt.N);
+          for (int64_t col = 0; col < pt.N; ++col) acc[col] += row[col];
+        }
+      }
+      if (!sums.empty()) c_.write_bytes(pack, pt.offset, sums.data(), sums.size() * 8);
+    }
+  }
+  // 2. Every rank's partials, in one collective.
+  umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {per_rank * world_});
+  c_.all_gather(pack, all);
+  // 3. Each gradient: its chunk partials added in ascending chunk order,
+  // from +0.0 (matmul: in the dtype, as matmul_grad adds each chunk's
+  // partial to its total; dbias: in binary64, rounded once at the end).
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    const Deferred& d = deferred_[i];
+    const Part& pt = parts[i];
+    auto at = [&](int64_t c) {
+      return static_cast<uint64_t>(c % world_) * static_cast<uint64_t>(per_rank) + pt.offset +
+             static_cast<uint64_t>(c / world_) * pt.bytes_each;
+    };
+    if (d.x) {
+      c_.dispatch("fill", {}, {d.out}, {sdk::Attr::real("value", 0.0)});
+      for (int64_t c = 0; c < layout_.chunks(); ++c)
+        c_.dispatch("accumulate", {c_.view(all, at(c), pt.dtype, {pt.K, pt.N})}, {d.out});
+    } else {
+      std::vector<double> total(static_cast<size_t>(pt.N), 0.0), part(static_cast<size_t>(pt.N));
+      for (int64_t c = 0; c < layout_.chunks(); ++c) {
+        c_.read_bytes(all, at(c), part.data(), part.size() * 8);
+        for (size_t col = 0; col < part.size(); ++col) total[col] += part[col];
+      }
+      c_.write_f64(d.out, total);
+    }
+  }
+}
+
 size_t Sharder::find_same_dy(const umlos_tensor* dy) const {
   const sdk::Shape shape = c_.shape(dy);
   const int32_t dtype = c_.dtype(dy);
@@ -248,6 +340,15 @@ size_t Sharder::find_same_dy(const umlos_tensor* dy) const {
 
 void Sharder::finish_backward() {
   if (deferred_.empty()) return;
+  if (layout_.chunked) {
+    finish_chunks();
+  } else {
+    finish_rows();
+  }
+  deferred_.clear();
+}
+
+void Sharder::finish_rows() {
   // 1. The whole batch's rows of every x and dy, in one collective.
   std::vector<const umlos_tensor*> locals;
   std::vector<std::string> x_ids;
@@ -334,7 +435,6 @@ void Sharder::finish_backward() {
       c_.dispatch("copy", {from}, {to});
     }
   }
-  deferred_.clear();
 }
 
 void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const umlos_tensor*>& ins,
@@ -366,7 +466,7 @@ void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const u
     } else {
       d.bias = ins[1];
     }
-    d.same_dy_as = find_same_dy(dy);
+    d.same_dy_as = layout_.chunked ? SIZE_MAX : find_same_dy(dy);
     if (d.same_dy_as == SIZE_MAX) {
       d.dy = c_.temp(c_.dtype(dy), c_.shape(dy));
       c_.dispatch("copy", {dy}, {d.dy});

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -39,6 +40,38 @@
 #include "engine.hpp"
 
 namespace umlos::modelir {
+
+// Which global batch rows each rank holds. With at least as many 256-row
+// chunks of the batch (the canonical sum's chunks, docs/primitives.md) as
+// ranks, whole chunks go round-robin (chunk c to rank c % W): each rank
+// computes the chunk partial sums of every batch reduction exactly as one
+// process does, and only those partials travel (a weight gradient costs
+// one copy per chunk). With fewer chunks than ranks, single rows go
+// round-robin (row p to rank p % W) so that every rank has work, and a
+// weight gradient's batch sum runs on the gathered rows (see above).
+struct RowLayout {
+  static constexpr int64_t kChunk = 256;
+  RowLayout(int64_t batch, int32_t world)
+      : batch(batch), world(world < 1 ? 1 : world), chunked((batch + kChunk - 1) / kChunk >= world) {}
+  int64_t batch;
+  int32_t world;
+  bool chunked;
+  int64_t chunks() const { return (batch + kChunk - 1) / kChunk; }
+  int64_t chunk_rows(int64_t c) const { return std::min(kChunk, batch - c * kChunk); }
+  int32_t owner(int64_t p) const {
+    return static_cast<int32_t>(chunked ? (p / kChunk) % world : p % world);
+  }
+  // Position of global row p among its owner's rows (ascending p).
+  int64_t local_index(int64_t p) const {
+    return chunked ? (p / kChunk / world) * kChunk + p % kChunk : p / world;
+  }
+  int64_t rows_of(int32_t r) const {
+    if (!chunked) return r < batch ? (batch - r + world - 1) / world : 0;
+    int64_t n = 0;
+    for (int64_t c = r; c < chunks(); c += world) n += chunk_rows(c);
+    return n;
+  }
+};
 
 class Sharder {
  public:
@@ -56,10 +89,9 @@ class Sharder {
   int64_t batch() const { return batch_; }
   // Rows this rank holds: global rows rank, rank + W, ...
   int64_t rows() const { return rows_of(rank_); }
-  int64_t rows_of(int32_t r) const { return rows_for(batch_, r, world_); }
-  static int64_t rows_for(int64_t batch, int32_t rank, int32_t world) {
-    return rank < batch ? (batch - rank + world - 1) / world : 0;
-  }
+  int64_t rows_of(int32_t r) const { return layout_.rows_of(r); }
+  static int64_t rows_for(int64_t batch, int32_t rank, int32_t world) { return RowLayout(batch, world).rows_of(rank); }
+  const RowLayout& layout() const { return layout_; }
 
   bool sharded(const std::string& id) const { return sharded_.count(id) != 0; }
   Kind kind(size_t pos) const { return kinds_.at(pos); }
@@ -127,12 +159,16 @@ class Sharder {
     size_t same_dy_as = SIZE_MAX;
   };
   size_t find_same_dy(const umlos_tensor* dy) const;
+  // finish_backward() for each layout.
+  void finish_rows();
+  void finish_chunks();
   void dispatch_grad(const Node& n, const std::vector<const umlos_tensor*>& ins, const std::vector<umlos_tensor*>& outs);
 
   sdk::Context& c_;
   int32_t rank_ = 0;
   int32_t world_ = 1;
   int64_t batch_ = 0;
+  RowLayout layout_{0, 1};
   std::set<std::string> sharded_;  // ids bound or computed as this rank's rows
   std::set<std::string> whole_;    // replicated ids that carry the batch axis (gathering outputs)
   std::map<std::string, sdk::Shape> shapes_;  // every id's whole-batch shape

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""bench/distributed: steps per second of `umlos run` on 1 and on W local
+ranks (`umlos run --nproc W`), measured alternately in the same run, with
+the bytes each rank sends per step next to those a ring all-reduce of the
+same gradients would send, and a check that every world size gave the same
+state_fp sequence.
+
+usage (from the repository root, after the build):
+  /usr/bin/python3 bench/distributed/bench_distributed.py [--repeat 3] [--ranks 2]
+      [--manifest build/manifests/digits_wide.yaml]
+prints markdown table rows for bench/distributed/README.md.
+
+Bytes: each rank's collectives are all-gathers (Gloo's ring algorithm
+sends every contributed block to the W - 1 other ranks, so a rank sends
+(W - 1) x the bytes it contributes) and one broadcast at the start. A ring
+all-reduce of G gradient bytes sends 2 (W - 1) / W x G per rank. G is the
+parameters' bytes in the compute dtype, read from the run's exported
+safetensors (`umlos export`).
+"""
+import argparse, json, os, statistics, struct, subprocess, sys, tempfile, time
+
+
+def umlos_run(umlos, manifest, ranks):
+    with tempfile.TemporaryDirectory() as root:
+        env = dict(os.environ, UML_OS_ROOT=root)
+        run_dir = os.path.join(root, "run")
+        cmd = [umlos, "run", "-q", "--profile", "--run-dir", run_dir, manifest]
+        if ranks > 1:
+            cmd[2:2] = ["--nproc", str(ranks)]
+        start = time.monotonic()
+        subprocess.run(cmd, check=True, env=env, stderr=subprocess.DEVNULL)
+        wall = time.monotonic() - start
+        prof = json.load(open(os.path.join(run_dir, "profile.json")))
+        fps = [json.loads(line)["state_fp"] for line in open(os.path.join(run_dir, "trace.jsonl"))
+               if '"record":"iter"' in line]
+        out = os.path.join(root, "theta.safetensors")
+        subprocess.run([umlos, "export", run_dir, "-o", out], check=True, env=env, capture_output=True)
+        with open(out, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+        grad_bytes = sum(v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items() if k != "__metadata__")
+        return {"wall": wall, "steps": len(fps), "fps": fps, "prof": prof, "grad_bytes": grad_bytes}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--umlos", default="build/umlos")
+    ap.add_argument("--manifest", default="build/manifests/digits_wide.yaml")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    one, many = [], []
+    for _ in range(a.repeat):  # alternating, so a slow spell of the machine hits both
+        one.append(umlos_run(a.umlos, a.manifest, 1))
+        many.append(umlos_run(a.umlos, a.manifest, a.ranks))
+    same = all(r["fps"] == one[0]["fps"] for r in one + many)
+    w = a.ranks
+    s1 = statistics.median(r["steps"] / r["wall"] for r in one)
+    sw = statistics.median(r["steps"] / r["wall"] for r in many)
+    steps = many[0]["steps"]
+    coll = many[0]["prof"]["collectives"]
+    sent = (w - 1) * coll["bytes_in"] / steps
+    g = many[0]["grad_bytes"]
+    ring = 2 * (w - 1) / w * g
+    print("manifest %s, %d steps, runs alternating, median of %d; state_fp sequences identical across runs: %s"
+          % (a.manifest, steps, a.repeat, "yes" if same else "NO"))
+    print("| W | steps/s (median) | speed-up | collectives/step | bytes sent/step/rank | ring all-reduce of %d B | sent / ring | time in collectives |"
+          % g)
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| 1 | %.1f | 1.00 | 0 | 0 | - | - | - |" % s1)
+    print("| %d | %.1f | %.2f | %.1f | %.0f | %.0f | %.2f | %.0f %% |"
+          % (w, sw, sw / s1, coll["calls"] / steps, sent, ring, sent / ring,
+             100 * coll["s"] / many[0]["prof"]["wall_s"]))
+    if not same:
+        sys.exit("bench_distributed: the state_fp sequences differ between runs")
+
+
+if __name__ == "__main__":
+    main()
