@@ -343,6 +343,10 @@ typedef struct umlos_services {
   umlos_status (*all_gather)(umlos_ctx *ctx, const umlos_tensor *in, umlos_tensor *out);
   /* `t` (writable by the call) takes rank `root`'s bytes on every rank. */
   umlos_status (*broadcast)(umlos_ctx *ctx, umlos_tensor *t, int32_t root);
+  /* `in` and `out` (writable) hold world_size equal blocks of the same
+   * bytes on every rank: block k of `in` goes to rank k, block j of `out`
+   * comes from rank j (a reduce-scatter's exchange). */
+  umlos_status (*all_to_all)(umlos_ctx *ctx, const umlos_tensor *in, umlos_tensor *out);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
@@ -350,7 +354,7 @@ typedef struct umlos_services {
 #define UMLOS_SERVICES_SIZE_V1_2 UMLOS_STRUCT_SIZE(umlos_services, config_cbor)
 #define UMLOS_SERVICES_SIZE_V1_3 UMLOS_STRUCT_SIZE(umlos_services, rng_state)
 #define UMLOS_SERVICES_SIZE_V1_4 UMLOS_STRUCT_SIZE(umlos_services, driver_primitives)
-#define UMLOS_SERVICES_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_services, broadcast)
+#define UMLOS_SERVICES_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_services, all_to_all)
 
 /* ------------------------------------------------------------- operators */
 

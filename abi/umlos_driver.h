@@ -139,10 +139,14 @@ typedef struct umlos_driver_desc {
                              const umlos_tensor_view *out);
   /* `t` takes rank `root`'s bytes on every rank. */
   umlos_status (*broadcast)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *t, int32_t root);
+  /* `in` and `out` hold world_size equal blocks: block k of `in` goes to
+   * rank k; block j of `out` comes from rank j. */
+  umlos_status (*all_to_all)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *in,
+                             const umlos_tensor_view *out);
 } umlos_driver_desc;
 
 #define UMLOS_DRIVER_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_driver_desc, synchronize)
-#define UMLOS_DRIVER_DESC_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_driver_desc, broadcast)
+#define UMLOS_DRIVER_DESC_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_driver_desc, all_to_all)
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -10,11 +10,11 @@ usage (from the repository root, after the build):
       [--manifest build/manifests/digits_wide.yaml]
 prints markdown table rows for bench/distributed/README.md.
 
-Bytes: each rank's collectives are all-gathers (Gloo's ring algorithm
-sends every contributed block to the W - 1 other ranks, so a rank sends
-(W - 1) x the bytes it contributes) and one broadcast at the start. A ring
-all-reduce of G gradient bytes sends 2 (W - 1) / W x G per rank. G is the
-parameters' bytes in the compute dtype, read from the run's exported
+Bytes: rank 0's profile counts the bytes it sent (`collectives.bytes_sent`
+in profile.json, as the usual algorithms send them: a ring all-gather sends
+its input to the W - 1 other ranks, an all-to-all W - 1 of its W blocks).
+A ring all-reduce of G gradient bytes sends 2 (W - 1) / W x G per rank. G
+is the parameters' bytes in the compute dtype, read from the run's exported
 safetensors (`umlos export`).
 """
 import argparse, json, os, statistics, struct, subprocess, sys, tempfile, time
@@ -59,7 +59,7 @@ def main():
     sw = statistics.median(r["steps"] / r["wall"] for r in many)
     steps = many[0]["steps"]
     coll = many[0]["prof"]["collectives"]
-    sent = (w - 1) * coll["bytes_in"] / steps
+    sent = coll["bytes_sent"] / steps
     g = many[0]["grad_bytes"]
     ring = 2 * (w - 1) / w * g
     print("manifest %s, %d steps, runs alternating, median of %d; state_fp sequences identical across runs: %s"

@@ -121,9 +121,9 @@ void Device::write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset) 
 static const umlos_driver_desc& with_collectives(const std::shared_ptr<DriverInstance>& d, const char* what) {
   if (!d) throw Failure(UMLOS_FAILED_PRECONDITION, std::string(what) + ": no driver is active");
   if (d->desc->struct_size < UMLOS_DRIVER_DESC_SIZE_V1_7 || !d->desc->comm_init || !d->desc->all_gather ||
-      !d->desc->broadcast) {
+      !d->desc->broadcast || !d->desc->all_to_all) {
     throw Failure(UMLOS_UNAVAILABLE, std::string("driver '") + d->desc->name +
-                                         "' has no collectives (ABI 1.7 comm_init, all_gather, broadcast): it runs "
+                                         "' has no collectives (ABI 1.7 comm_init, all_gather, broadcast, all_to_all): it runs "
                                          "single-process jobs only");
   }
   return *d->desc;
@@ -132,6 +132,8 @@ static const umlos_driver_desc& with_collectives(const std::shared_ptr<DriverIns
 void Device::join(const umlos_comm_config& config) {
   const umlos_driver_desc& d = with_collectives(driver_, "comm_init");
   driver_status(*driver_, d.comm_init(driver_->instance, driver_->ctx, &config), "comm_init");
+  rank_ = config.rank;
+  world_size_ = config.world_size;
 }
 
 void Device::all_gather(const Tensor& in, Tensor& out) {
@@ -142,8 +144,20 @@ void Device::all_gather(const Tensor& in, Tensor& out) {
   collectives_.ns += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   collectives_.calls += 1;
-  collectives_.bytes_in += in.bytes;
+  collectives_.bytes_sent += in.bytes * static_cast<uint64_t>(world_size_ - 1);
   driver_status(*driver_, s, "all_gather");
+}
+
+void Device::all_to_all(const Tensor& in, Tensor& out) {
+  const umlos_driver_desc& d = with_collectives(driver_, "all_to_all");
+  const umlos_tensor_view i = view_of(in), o = view_of(out);
+  const auto start = std::chrono::steady_clock::now();
+  const umlos_status s = d.all_to_all(driver_->instance, driver_->ctx, &i, &o);
+  collectives_.ns += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  collectives_.calls += 1;
+  collectives_.bytes_sent += in.bytes / static_cast<uint64_t>(world_size_) * static_cast<uint64_t>(world_size_ - 1);
+  driver_status(*driver_, s, "all_to_all");
 }
 
 void Device::broadcast(Tensor& t, int32_t root) {
@@ -154,7 +168,7 @@ void Device::broadcast(Tensor& t, int32_t root) {
   collectives_.ns += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   collectives_.calls += 1;
-  collectives_.bytes_in += t.bytes;
+  if (root == rank_) collectives_.bytes_sent += t.bytes * static_cast<uint64_t>(world_size_ - 1);
   driver_status(*driver_, s, "broadcast");
 }
 

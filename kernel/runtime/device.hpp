@@ -60,11 +60,13 @@ class Device {
   void join(const umlos_comm_config& config);
   void all_gather(const Tensor& in, Tensor& out);
   void broadcast(Tensor& t, int32_t root);
+  void all_to_all(const Tensor& in, Tensor& out);
   // What the collectives cost so far (umlos run --profile): calls, bytes
-  // this rank contributed (all_gather's input; broadcast's tensor) and wall
-  // time inside the driver.
+  // this rank sent, as the usual algorithms send them (a ring all-gather:
+  // its input to W - 1 ranks; all-to-all: W - 1 of its W blocks; broadcast:
+  // the root, its tensor to W - 1 ranks), and wall time inside the driver.
   struct CollectiveStats {
-    uint64_t calls = 0, bytes_in = 0, ns = 0;
+    uint64_t calls = 0, bytes_sent = 0, ns = 0;
   };
   const CollectiveStats& collective_stats() const { return collectives_; }
 
@@ -83,6 +85,7 @@ class Device {
   // every dispatch and value allocation asks, so a lookup, not a scan.
   std::unordered_set<std::string_view> primitives_;
   CollectiveStats collectives_;
+  int32_t rank_ = 0, world_size_ = 1;  // set by join()
   uint64_t memory_budget_ = 0;
   bool memory_budget_is_default_ = false;
   // Driver bytes held by live tensors; each tensor gives its bytes back when

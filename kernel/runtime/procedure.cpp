@@ -331,12 +331,13 @@ void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
     primitives.push_back({{"primitive", name}, {"dispatches", e.calls}, {"driver_s", e.ns * 1e-9}});
   const Device::CollectiveStats& cs = rs.host.device().collective_stats();
   if (rs.host.world_size() > 1) {
-    std::fprintf(stderr, "collectives: %llu calls, %llu bytes contributed by this rank, %.3f s waiting\n",
-                 static_cast<unsigned long long>(cs.calls), static_cast<unsigned long long>(cs.bytes_in), cs.ns * 1e-9);
+    std::fprintf(stderr, "collectives: %llu calls, %llu bytes sent by this rank, %.3f s in them\n",
+                 static_cast<unsigned long long>(cs.calls), static_cast<unsigned long long>(cs.bytes_sent),
+                 cs.ns * 1e-9);
   }
   json doc = {{"wall_s", wall_s},
               {"world_size", rs.host.world_size()},
-              {"collectives", {{"calls", cs.calls}, {"bytes_in", cs.bytes_in}, {"s", cs.ns * 1e-9}}},
+              {"collectives", {{"calls", cs.calls}, {"bytes_sent", cs.bytes_sent}, {"s", cs.ns * 1e-9}}},
               {"kernel_outside_operators_s", wall_s - in_ops},
               {"dispatches", p.dispatches},
               {"operators", ops},

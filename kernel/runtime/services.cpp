@@ -528,6 +528,32 @@ umlos_status svc_broadcast(umlos_ctx* ctx, umlos_tensor* t, int32_t root) {
   });
 }
 
+umlos_status svc_all_to_all(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor* out) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (umlos_status s = check_known(ctx, in, "all_to_all")) return s;
+    if (umlos_status s = check_known(ctx, out, "all_to_all")) return s;
+    if (!ctx->is_writable(as_tensor(out)))
+      return set_error(ctx, UMLOS_CONTRACT_VIOLATION, "all_to_all: out is not writable by this call");
+    Host& host = host_of(ctx);
+    const Tensor& i = *as_tensor(in);
+    Tensor& o = *as_tensor(out);
+    const uint64_t w = static_cast<uint64_t>(host.world_size());
+    if (o.bytes != i.bytes || i.bytes % w != 0) {
+      return set_error(ctx, UMLOS_SHAPE_MISMATCH,
+                       "all_to_all: in holds " + std::to_string(i.bytes) + " bytes and out " + std::to_string(o.bytes) +
+                           ", expected equal multiples of the world size " + std::to_string(w));
+    }
+    if (w == 1) {
+      std::vector<uint8_t> bytes(i.bytes);
+      host.read(i, bytes.data(), bytes.size());
+      host.write(o, bytes.data(), bytes.size());
+    } else {
+      host.device().all_to_all(i, o);
+    }
+    return UMLOS_OK;
+  });
+}
+
 const umlos_services kServices = {
     sizeof(umlos_services),
     UMLOS_ABI_MAJOR,
@@ -556,6 +582,7 @@ const umlos_services kServices = {
     svc_world,
     svc_all_gather,
     svc_broadcast,
+    svc_all_to_all,
 };
 
 }  // namespace

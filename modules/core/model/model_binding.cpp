@@ -236,6 +236,15 @@ Step bind_step(sdk::Context& c, bool prototypes, const std::set<std::string>& ea
     s.shard = std::make_unique<ir::Sharder>(c, s.g(), s.d.batch, rows);
   }
   bind_batch(c, s.b, s.sharder());
+  if (ir::Sharder* shard = s.sharder()) {
+    // Every rank holds the whole batch and the whole eps draw: a gathering
+    // node reads them without a collective.
+    shard->preload("x", const_cast<umlos_tensor*>(c.input("batch.x")));
+    shard->preload("y", const_cast<umlos_tensor*>(c.input("batch.y")));
+    if (!earlier.empty())  // after Encode_v1, which keeps the whole draw
+      if (umlos_tensor* eps = const_cast<umlos_tensor*>(c.optional_input("model.act.whole.eps")))
+        shard->preload("eps", eps);
+  }
   bind_parameters(c, s.d, s.b);
   bind_constants(c, s.d, s.b);
   if (prototypes) bind_prototypes(c, s.d, s.b);

@@ -72,8 +72,8 @@ void encode(sdk::Context& c) {
   ir::Binding& b = bound.b;
   ir::Sharder* shard = bound.sharder();
   umlos_tensor* eps_t = c.output("model.act.eps", d.dtype, {shard ? shard->rows() : d.batch, d.latent});
-  if (shard) {  // this rank's rows of the whole batch's draw
-    umlos_tensor* all = c.temp(d.dtype, {d.batch, d.latent});
+  if (shard) {  // this rank's rows of the whole batch's draw, which is kept
+    umlos_tensor* all = c.output("model.act.whole.eps", d.dtype, {d.batch, d.latent});
     c.write_f64(all, eps);
     shard->take_rows(all, eps_t);
   } else {
@@ -134,6 +134,7 @@ void total_loss(sdk::Context& c) {
   // (model.act.whole.<id>): gathered once per iteration.
   if (ir::Sharder* shard = bound.sharder()) {
     for (const auto& [id, whole] : shard->gathered()) {
+      if (id == "x" || id == "y" || id == "eps") continue;  // whole on every rank already
       umlos_tensor* keep = c.output(("model.act.whole." + id).c_str(), c.dtype(whole), c.shape(whole));
       c.dispatch("copy", {whole}, {keep});
     }

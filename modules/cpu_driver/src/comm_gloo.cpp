@@ -2,6 +2,7 @@
 #include "comm_gloo.hpp"
 
 #include <gloo/allgather.h>
+#include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
@@ -90,6 +91,17 @@ void Comm::broadcast(void* data, uint64_t bytes, int root) {
     opts.setTag(impl_->tag++);
     opts.setTimeout(impl_->timeout);
     gloo::broadcast(opts);
+  });
+}
+
+void Comm::all_to_all(const void* in, void* out, uint64_t block) {
+  collective("all_to_all", rank_, [&] {
+    gloo::AlltoallOptions opts(impl_->context);
+    opts.setInput(static_cast<uint8_t*>(const_cast<void*>(in)), block * static_cast<uint64_t>(world_));
+    opts.setOutput(static_cast<uint8_t*>(out), block * static_cast<uint64_t>(world_));
+    opts.setTag(impl_->tag++);
+    opts.setTimeout(impl_->timeout);
+    gloo::alltoall(opts);
   });
 }
 

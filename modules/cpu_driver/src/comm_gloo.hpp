@@ -25,6 +25,9 @@ class Comm {
   // `out` (world_size * bytes) gets every rank's `in` in rank order.
   void all_gather(const void* in, void* out, uint64_t bytes);
   void broadcast(void* data, uint64_t bytes, int root);
+  // `in` and `out` hold world_size blocks of `block` bytes: block k of in
+  // goes to rank k, block j of out comes from rank j.
+  void all_to_all(const void* in, void* out, uint64_t block);
 
  private:
   struct Impl;

@@ -389,6 +389,23 @@ static umlos_status driver_broadcast(void* instance, umlos_ctx* ctx, const umlos
   });
 }
 
+static umlos_status driver_all_to_all(void* instance, umlos_ctx* ctx, const umlos_tensor_view* in,
+                                      const umlos_tensor_view* out) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst->svc, ctx, [&] {
+    Comm& comm = joined(inst, "all_to_all");
+    if (!in || !out) fail(UMLOS_INVALID_ARGUMENT, "all_to_all: NULL view");
+    Operand i = to_operand("all_to_all", "in", *in);
+    Operand o = to_operand("all_to_all", "out", *out);
+    const uint64_t w = static_cast<uint64_t>(comm.world_size());
+    if (i.bytes() != o.bytes() || i.bytes() % w != 0)
+      fail(UMLOS_SHAPE_MISMATCH, "all_to_all: in holds " + std::to_string(i.bytes()) + " bytes and out " +
+                                     std::to_string(o.bytes()) + ", expected equal multiples of the world size " +
+                                     std::to_string(w));
+    comm.all_to_all(i.data, o.data, i.bytes() / w);
+  });
+}
+
 static umlos_driver_desc make_driver_desc() {
   umlos_driver_desc d{};
   d.struct_size = sizeof(umlos_driver_desc);
@@ -411,6 +428,7 @@ static umlos_driver_desc make_driver_desc() {
   d.comm_init = driver_comm_init;
   d.all_gather = driver_all_gather;
   d.broadcast = driver_broadcast;
+  d.all_to_all = driver_all_to_all;
   return d;
 }
 

@@ -237,85 +237,127 @@ void Sharder::finish_chunks() {
   for (int64_t c = rank_; c < layout_.chunks(); c += world_) mine.push_back(c);
   const int64_t slots = (layout_.chunks() + world_ - 1) / world_;  // chunks per rank, at most
   auto local_start = [&](int64_t c) { return (c / world_) * RowLayout::kChunk; };
-  // 1. Every chunk partial of this rank into one buffer: for dW (matmul)
-  // the chunk's x^T dy in the dtype (each element one FMA chain over the
-  // chunk's rows, as matmul_grad's chunk partial in one process); for
-  // dbias the chunk's column sums in binary64 (the canonical sum's chunk
-  // sums, a left fold from +0.0 down the rows).
-  struct Part {
-    uint64_t offset = 0, bytes_each = 0;
-    int64_t K = 0, N = 0;
+  // Each gradient's elements are cut into W slices; rank s folds slice s
+  // (a reduce-scatter), then the folded slices are all-gathered. A rank
+  // sends (W-1)/W of a gradient per chunk it holds, plus (W-1)/W of it
+  // folded: with one chunk per rank, exactly a ring all-reduce's bytes.
+  struct Entry {
+    int64_t E = 0;        // elements
+    int64_t most = 0;     // elements of the longest slice
+    uint64_t part_es = 0;  // bytes of a partial's element (dtype; 8 for binary64 bias sums)
+    uint64_t out_es = 0;   // bytes of the gradient's element
     int32_t dtype = UMLOS_DTYPE_F32;
+    uint64_t send_off = 0, fold_off = 0;
+    int64_t lo(int64_t s, int32_t w) const { return E * s / w; }
   };
-  std::vector<Part> parts(deferred_.size());
-  uint64_t total = 0;
+  std::vector<Entry> es(deferred_.size());
+  uint64_t block = 0, folded = 0;
   for (size_t i = 0; i < deferred_.size(); ++i) {
-    Part& pt = parts[i];
+    Entry& e = es[i];
     const Deferred& d = deferred_[i];
-    const sdk::Shape os = c_.shape(d.out);
-    pt.dtype = c_.dtype(d.out);
-    pt.K = d.x ? os.at(0) : 1;
-    pt.N = d.x ? os.at(1) : static_cast<int64_t>(sdk::element_count(os));
-    pt.bytes_each = static_cast<uint64_t>(pt.K * pt.N) * (d.x ? sdk::dtype_size(pt.dtype) : 8);
-    pt.offset = total;
-    total += (pt.bytes_each * static_cast<uint64_t>(slots) + 7) / 8 * 8;
+    e.dtype = c_.dtype(d.out);
+    e.E = static_cast<int64_t>(sdk::element_count(c_.shape(d.out)));
+    e.most = (e.E + world_ - 1) / world_;
+    e.out_es = sdk::dtype_size(e.dtype);
+    e.part_es = d.x ? e.out_es : 8;
+    e.send_off = block;
+    block += (static_cast<uint64_t>(slots * e.most) * e.part_es + 7) / 8 * 8;
+    e.fold_off = folded;
+    folded += (static_cast<uint64_t>(e.most) * e.out_es + 7) / 8 * 8;
   }
-  const int64_t per_rank = static_cast<int64_t>(std::max<uint64_t>(total, 8));
-  umlos_tensor* pack = c_.temp(UMLOS_DTYPE_U8, {per_rank});
+  block = std::max<uint64_t>(block, 8);
+  folded = std::max<uint64_t>(folded, 8);
+  const int64_t W = world_;
+  // 1. This rank's chunk partials, sliced into the blocks of the exchange:
+  // for dW (matmul) the chunk's x^T dy in the dtype (each element one FMA
+  // chain over the chunk's rows, as matmul_grad's chunk partial in one
+  // process); for dbias the chunk's column sums in binary64 (the canonical
+  // sum's chunk sums, a left fold from +0.0 down the rows).
+  umlos_tensor* send = c_.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(block) * W});
   for (size_t i = 0; i < deferred_.size(); ++i) {
     const Deferred& d = deferred_[i];
-    const Part& pt = parts[i];
+    const Entry& e = es[i];
+    auto slot_at = [&](int64_t s, size_t j) {
+      return static_cast<uint64_t>(s) * block + e.send_off + j * static_cast<uint64_t>(e.most) * e.part_es;
+    };
     if (d.x) {
+      const sdk::Shape os = c_.shape(d.out);
       const uint64_t xrow = row_bytes_of(c_.shape(d.x), c_.dtype(d.x));
       const uint64_t yrow = row_bytes_of(c_.shape(d.dy), c_.dtype(d.dy));
-      const int64_t kx = c_.shape(d.x).at(1);
+      umlos_tensor* partial = c_.temp(e.dtype, os);
       for (size_t j = 0; j < mine.size(); ++j) {
         const int64_t n = layout_.chunk_rows(mine[j]), at = local_start(mine[j]);
         umlos_tensor* xc = c_.view(const_cast<umlos_tensor*>(d.x), static_cast<uint64_t>(at) * xrow, c_.dtype(d.x),
-                                   {n, kx});
-        umlos_tensor* yc = c_.view(d.dy, static_cast<uint64_t>(at) * yrow, c_.dtype(d.dy), {n, pt.N});
-        umlos_tensor* into = c_.view(pack, pt.offset + j * pt.bytes_each, pt.dtype, {pt.K, pt.N});
-        c_.dispatch("matmul", {xc, yc}, {into}, {sdk::Attr::integer("trans_a", 1)});
+                                   {n, c_.shape(d.x).at(1)});
+        umlos_tensor* yc = c_.view(d.dy, static_cast<uint64_t>(at) * yrow, c_.dtype(d.dy), {n, os.at(1)});
+        c_.dispatch("matmul", {xc, yc}, {partial}, {sdk::Attr::integer("trans_a", 1)});
+        for (int64_t s = 0; s < W; ++s) {
+          const int64_t lo = e.lo(s, world_), len = e.lo(s + 1, world_) - lo;
+          if (len == 0) continue;
+          c_.dispatch("copy", {c_.view(partial, static_cast<uint64_t>(lo) * e.out_es, e.dtype, {len})},
+                      {c_.view(send, slot_at(s, j), e.dtype, {len})});
+        }
       }
     } else {
       const std::vector<double> dy = c_.read_f64(d.dy);
-      std::vector<double> sums(static_cast<size_t>(pt.N) * mine.size(), 0.0);
-      // Row by row: each column's sum is still a left fold down the rows.
+      const int64_t N = e.E;
+      std::vector<double> sums(static_cast<size_t>(N));
       for (size_t j = 0; j < mine.size(); ++j) {
         const int64_t n = layout_.chunk_rows(mine[j]), at = local_start(mine[j]);
-        double* acc = sums.data() + j * static_cast<size_t>(pt.N);
+        std::fill(sums.begin(), sums.end(), 0.0);
+        // Row by row: each column's sum is still a left fold down the rows.
         for (int64_t r = 0; r < n; ++r) {
-          const double* row = dy.data() + static_cast<size_t>((at + r) * pt.N);
-          for (int64_t col = 0; col < pt.N; ++col) acc[col] += row[col];
+          const double* row = dy.data() + static_cast<size_t>((at + r) * N);
+          for (int64_t col = 0; col < N; ++col) sums[static_cast<size_t>(col)] += row[col];
+        }
+        for (int64_t s = 0; s < W; ++s) {
+          const int64_t lo = e.lo(s, world_), len = e.lo(s + 1, world_) - lo;
+          if (len > 0) c_.write_bytes(send, slot_at(s, j), sums.data() + lo, static_cast<uint64_t>(len) * 8);
         }
       }
-      if (!sums.empty()) c_.write_bytes(pack, pt.offset, sums.data(), sums.size() * 8);
     }
   }
-  // 2. Every rank's partials, in one collective.
-  umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {per_rank * world_});
-  c_.all_gather(pack, all);
-  // 3. Each gradient: its chunk partials added in ascending chunk order,
+  // 2. The exchange: block r of `got` holds rank r's partials of this
+  // rank's slices.
+  umlos_tensor* got = c_.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(block) * W});
+  c_.all_to_all(send, got);
+  // 3. Fold this rank's slices: chunk partials in ascending chunk order,
   // from +0.0 (matmul: in the dtype, as matmul_grad adds each chunk's
   // partial to its total; dbias: in binary64, rounded once at the end).
+  umlos_tensor* fold = c_.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(folded)});
   for (size_t i = 0; i < deferred_.size(); ++i) {
     const Deferred& d = deferred_[i];
-    const Part& pt = parts[i];
-    auto at = [&](int64_t c) {
-      return static_cast<uint64_t>(c % world_) * static_cast<uint64_t>(per_rank) + pt.offset +
-             static_cast<uint64_t>(c / world_) * pt.bytes_each;
+    const Entry& e = es[i];
+    const int64_t lo = e.lo(rank_, world_), len = e.lo(rank_ + 1, world_) - lo;
+    if (len == 0) continue;
+    auto part_at = [&](int64_t c) {
+      return static_cast<uint64_t>(c % W) * block + e.send_off +
+             static_cast<uint64_t>(c / W) * static_cast<uint64_t>(e.most) * e.part_es;
     };
     if (d.x) {
-      c_.dispatch("fill", {}, {d.out}, {sdk::Attr::real("value", 0.0)});
+      umlos_tensor* total = c_.view(fold, e.fold_off, e.dtype, {len});
+      c_.dispatch("fill", {}, {total}, {sdk::Attr::real("value", 0.0)});
       for (int64_t c = 0; c < layout_.chunks(); ++c)
-        c_.dispatch("accumulate", {c_.view(all, at(c), pt.dtype, {pt.K, pt.N})}, {d.out});
+        c_.dispatch("accumulate", {c_.view(got, part_at(c), e.dtype, {len})}, {total});
     } else {
-      std::vector<double> total(static_cast<size_t>(pt.N), 0.0), part(static_cast<size_t>(pt.N));
+      std::vector<double> total(static_cast<size_t>(len), 0.0), part(static_cast<size_t>(len));
       for (int64_t c = 0; c < layout_.chunks(); ++c) {
-        c_.read_bytes(all, at(c), part.data(), part.size() * 8);
-        for (size_t col = 0; col < part.size(); ++col) total[col] += part[col];
+        c_.read_bytes(got, part_at(c), part.data(), part.size() * 8);
+        for (size_t k = 0; k < part.size(); ++k) total[k] += part[k];
       }
-      c_.write_f64(d.out, total);
+      c_.write_f64(c_.view(fold, e.fold_off, e.dtype, {len}), total);
+    }
+  }
+  // 4. Every rank's folded slices, in one collective: the gradients whole.
+  umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(folded) * W});
+  c_.all_gather(fold, all);
+  for (size_t i = 0; i < deferred_.size(); ++i) {
+    const Entry& e = es[i];
+    for (int64_t s = 0; s < W; ++s) {
+      const int64_t lo = e.lo(s, world_), len = e.lo(s + 1, world_) - lo;
+      if (len == 0) continue;
+      c_.dispatch("copy", {c_.view(all, static_cast<uint64_t>(s) * folded + e.fold_off, e.dtype, {len})},
+                  {c_.view(deferred_[i].out, static_cast<uint64_t>(lo) * e.out_es, e.dtype, {len})});
     }
   }
 }

@@ -360,6 +360,13 @@ class Context {
           "broadcast");
   }
 
+  // ABI 1.7: `in` and `out` hold world-size equal blocks; block k of in
+  // goes to rank k, block j of out comes from rank j.
+  void all_to_all(const umlos_tensor* in, umlos_tensor* out) const {
+    check(svc(&umlos_services::all_to_all, UMLOS_STRUCT_SIZE(umlos_services, all_to_all), "all_to_all")(ctx_, in, out),
+          "all_to_all");
+  }
+
   // ---- ABI 1.1: placement (UNIMPLEMENTED against a 1.0 kernel)
 
   // A typed tensor at `byte_offset` inside `base` (e.g. a U8 temp used as an
