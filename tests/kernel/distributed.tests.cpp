@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -275,6 +276,50 @@ TEST_CASE("Ranks started with different manifests stop with RANK_DIVERGENCE nami
   CHECK(std::stoi(read_text(root + "/status0")) == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
   const json f = json::parse(read_text(root + "/run/failure.json"));
   CHECK(f.at("message").get<std::string>().find("rank 1 failed RANK_DIVERGENCE") != std::string::npos);
+}
+
+TEST_CASE("A FIFO planted as a rank's note in the rendezvous folder neither blocks nor misleads the failure record",
+          "[distributed][gloo][failure][security]") {
+  const std::string m = short_digits("fifo", 1500);
+  const std::string root = temp_dir("dist-fifo");
+  const std::string rendezvous = temp_dir("dist-fifo-rv");
+  REQUIRE(::mkfifo((rendezvous + "/umlos.failed.1").c_str(), 0600) == 0);
+  const pid_t r0 = ::fork();
+  REQUIRE(r0 >= 0);
+  if (r0 == 0) {
+    ::setenv("UML_OS_ROOT", root.c_str(), 1);
+    ::setenv("RANK", "0", 1);
+    ::setenv("WORLD_SIZE", "2", 1);
+    ::setenv("UMLOS_RENDEZVOUS", ("file:" + rendezvous).c_str(), 1);
+    ::execl(UMLOS_EXE, UMLOS_EXE, "run", "-q", "--comm-timeout", "10", "--run-dir", (root + "/run").c_str(), m.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const pid_t r1 = ::fork();
+  REQUIRE(r1 >= 0);
+  if (r1 == 0) {
+    ::setenv("UML_OS_ROOT", root.c_str(), 1);
+    ::setenv("RANK", "1", 1);
+    ::setenv("WORLD_SIZE", "2", 1);
+    ::setenv("UMLOS_RENDEZVOUS", ("file:" + rendezvous).c_str(), 1);
+    ::execl(UMLOS_EXE, UMLOS_EXE, "run", "-q", "--comm-timeout", "10", m.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::string trace = root + "/run/trace.jsonl";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (iter_count(trace) < 5 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(::kill(r1, SIGKILL) == 0);
+  ::waitpid(r1, nullptr, 0);
+  const int status = wait_for(r0, std::chrono::seconds(30));
+  if (status < 0) {
+    ::kill(r0, SIGKILL);
+    ::waitpid(r0, nullptr, 0);
+  }
+  REQUIRE(status == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
+  const std::string msg = json::parse(read_text(root + "/run/failure.json")).at("message").get<std::string>();
+  INFO(msg);
+  CHECK(msg.find("no word from rank 1 (hung, or unreachable)") != std::string::npos);
 }
 
 TEST_CASE("Malformed worlds and manifests that set the world are refused with their key named", "[distributed][cli]") {
