@@ -99,7 +99,7 @@ enum umlos_status_code {
   UMLOS_TAPE_OVERFLOW = 209,
   UMLOS_EQUATION_INVALID = 210,
   /* multi-rank training (spec 004 0.R, VI), from ABI 1.7 */
-  UMLOS_RANK_DIVERGENCE = 211,  /* a rank's state_fp differs from rank 0's */
+  UMLOS_RANK_DIVERGENCE = 211,    /* a rank's state_fp differs from rank 0's */
   UMLOS_COLLECTIVE_FAILURE = 212, /* a rank died, hung past the timeout, or the rendezvous failed */
 
   /* spec 002 (ModelIR executor), 300..399 */

@@ -135,14 +135,12 @@ typedef struct umlos_driver_desc {
   umlos_status (*comm_init)(void *instance, umlos_ctx *ctx, const umlos_comm_config *config);
   /* `out` (world_size times in's bytes) receives every rank's `in`,
    * concatenated in ascending rank order. */
-  umlos_status (*all_gather)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *in,
-                             const umlos_tensor_view *out);
+  umlos_status (*all_gather)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *in, const umlos_tensor_view *out);
   /* `t` takes rank `root`'s bytes on every rank. */
   umlos_status (*broadcast)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *t, int32_t root);
   /* `in` and `out` hold world_size equal blocks: block k of `in` goes to
    * rank k; block j of `out` comes from rank j. */
-  umlos_status (*all_to_all)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *in,
-                             const umlos_tensor_view *out);
+  umlos_status (*all_to_all)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *in, const umlos_tensor_view *out);
 } umlos_driver_desc;
 
 #define UMLOS_DRIVER_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_driver_desc, synchronize)

@@ -122,9 +122,10 @@ static const umlos_driver_desc& with_collectives(const std::shared_ptr<DriverIns
   if (!d) throw Failure(UMLOS_FAILED_PRECONDITION, std::string(what) + ": no driver is active");
   if (d->desc->struct_size < UMLOS_DRIVER_DESC_SIZE_V1_7 || !d->desc->comm_init || !d->desc->all_gather ||
       !d->desc->broadcast || !d->desc->all_to_all) {
-    throw Failure(UMLOS_UNAVAILABLE, std::string("driver '") + d->desc->name +
-                                         "' has no collectives (ABI 1.7 comm_init, all_gather, broadcast, all_to_all): it runs "
-                                         "single-process jobs only");
+    throw Failure(UMLOS_UNAVAILABLE,
+                  std::string("driver '") + d->desc->name +
+                      "' has no collectives (ABI 1.7 comm_init, all_gather, broadcast, all_to_all): it runs "
+                      "single-process jobs only");
   }
   return *d->desc;
 }

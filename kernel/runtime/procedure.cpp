@@ -1011,9 +1011,9 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     if (options.world.size <= 1) return record_run_failure(rs, f);
     // Multi-rank: say why this rank stops, and a rank that lost a peer
     // names the rank that caused it (docs/distributed.md, "Failures").
-    note_rank_failure(options.world, options.world.rank,
-                      "rank " + std::to_string(options.world.rank) + " failed " + status_name(f.code()) + ": " +
-                          f.what());
+    note_rank_failure(
+        options.world, options.world.rank,
+        "rank " + std::to_string(options.world.rank) + " failed " + status_name(f.code()) + ": " + f.what());
     if (f.code() != UMLOS_COLLECTIVE_FAILURE) return record_run_failure(rs, f);
     const std::string cause = failed_ranks(options.world, 5000);
     return record_run_failure(

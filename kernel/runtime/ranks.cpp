@@ -154,8 +154,8 @@ std::string failed_ranks(const WorldOptions& world, int64_t wait_ms) {
     if (std::chrono::steady_clock::now() >= until) {
       // Every rank that stops says why; one that says nothing is hung or
       // cut off (a stopped process, a lost host).
-      if (!silent.empty()) out += (out.empty() ? "" : "; ") + std::string("no word from rank ") + silent +
-                                  " (hung, or unreachable)";
+      if (!silent.empty())
+        out += (out.empty() ? "" : "; ") + std::string("no word from rank ") + silent + " (hung, or unreachable)";
       return out;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

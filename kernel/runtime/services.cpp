@@ -499,8 +499,8 @@ umlos_status svc_all_gather(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor
     const uint64_t need = i.bytes * static_cast<uint64_t>(host.world_size());
     if (o.bytes != need) {
       return set_error(ctx, UMLOS_SHAPE_MISMATCH,
-                       "all_gather: out holds " + std::to_string(o.bytes) + " bytes, expected " +
-                           std::to_string(need) + " (world size " + std::to_string(host.world_size()) + " times in)");
+                       "all_gather: out holds " + std::to_string(o.bytes) + " bytes, expected " + std::to_string(need) +
+                           " (world size " + std::to_string(host.world_size()) + " times in)");
     }
     if (host.world_size() == 1) {
       std::vector<uint8_t> bytes(i.bytes);
@@ -520,8 +520,9 @@ umlos_status svc_broadcast(umlos_ctx* ctx, umlos_tensor* t, int32_t root) {
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION, "broadcast: the tensor is not writable by this call");
     Host& host = host_of(ctx);
     if (root < 0 || root >= host.world_size()) {
-      return set_error(ctx, UMLOS_INVALID_ARGUMENT,
-                       "broadcast: root " + std::to_string(root) + " outside 0.." + std::to_string(host.world_size() - 1));
+      return set_error(
+          ctx, UMLOS_INVALID_ARGUMENT,
+          "broadcast: root " + std::to_string(root) + " outside 0.." + std::to_string(host.world_size() - 1));
     }
     if (host.world_size() > 1) host.device().broadcast(*as_tensor(t), root);
     return UMLOS_OK;

@@ -78,8 +78,9 @@ pid_t start_rank(int rank, int nproc, const std::string& rendezvous, const std::
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   const pid_t pid = fork();
-  if (pid < 0) throw Failure(UMLOS_RESOURCE_EXHAUSTED, std::string("fork for rank ") + std::to_string(rank) +
-                                                           ": " + std::strerror(errno));
+  if (pid < 0)
+    throw Failure(UMLOS_RESOURCE_EXHAUSTED,
+                  std::string("fork for rank ") + std::to_string(rank) + ": " + std::strerror(errno));
   if (pid == 0) {
     execve("/proc/self/exe", argv.data(), envp.data());
     std::fprintf(stderr, "umlos: rank %d: exec /proc/self/exe: %s\n", rank, std::strerror(errno));
@@ -93,8 +94,8 @@ pid_t start_rank(int rank, int nproc, const std::string& rendezvous, const std::
 WorldOptions resolve_world(int32_t rank, int32_t size, const std::string& rendezvous, int64_t timeout_ms) {
   WorldOptions w;
   const std::string env_rank = env_or("RANK"), env_size = env_or("WORLD_SIZE");
-  w.size = size >= 1 ? size
-                     : (env_size.empty() ? 1 : static_cast<int32_t>(parse_int(env_size, "WORLD_SIZE", 1, 65536)));
+  w.size =
+      size >= 1 ? size : (env_size.empty() ? 1 : static_cast<int32_t>(parse_int(env_size, "WORLD_SIZE", 1, 65536)));
   w.rank = rank >= 0 ? rank : (env_rank.empty() ? 0 : static_cast<int32_t>(parse_int(env_rank, "RANK", 0, 65535)));
   if (w.rank >= w.size) {
     throw Failure(UMLOS_INVALID_ARGUMENT, "rank " + std::to_string(w.rank) + " of world size " +
@@ -142,8 +143,8 @@ int launch_local(int nproc, const std::vector<std::string>& run_args, int64_t gr
   if (ec) base = "/tmp";
   std::string dir = (base / "umlos-job-XXXXXX").string();
   if (!mkdtemp(dir.data()))
-    throw Failure(UMLOS_IO_ERROR, "could not create the rendezvous folder in " + base.string() + ": " +
-                                      std::strerror(errno));
+    throw Failure(UMLOS_IO_ERROR,
+                  "could not create the rendezvous folder in " + base.string() + ": " + std::strerror(errno));
   struct RemoveDir {
     std::string dir;
     ~RemoveDir() {
@@ -159,7 +160,8 @@ int launch_local(int nproc, const std::vector<std::string>& run_args, int64_t gr
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "cli_parse.hpp"
 #include "conformance.hpp"
 #include "dataset.hpp"
@@ -36,7 +37,6 @@
 #include "fsutil.hpp"
 #include "launch.hpp"
 #include "loader.hpp"
-#include "checkpoint.hpp"
 #include "manifest.hpp"
 #include "procedure.hpp"
 #include "replay.hpp"

@@ -15,8 +15,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "error.hpp"
@@ -245,8 +245,8 @@ TEST_CASE("A job whose ranks were all killed resumes, on the same or another wor
     for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
     ::waitpid(launcher, nullptr, 0);
     REQUIRE(iter_count(dir + "/trace.jsonl") >= 40);
-    const CommandResult resumed = run_umlos_env("UML_OS_ROOT='" + root + "'",
-                                                std::string("run -q --nproc ") + again + " --resume '" + dir + "'");
+    const CommandResult resumed =
+        run_umlos_env("UML_OS_ROOT='" + root + "'", std::string("run -q --nproc ") + again + " --resume '" + dir + "'");
     INFO(resumed.output);
     REQUIRE(resumed.exit_status == 0);
     CHECK(state_fps(dir + "/trace.jsonl") == expected);
@@ -263,9 +263,9 @@ TEST_CASE("Ranks started with different manifests stop with RANK_DIVERGENCE nami
   const std::string env = "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 UMLOS_RENDEZVOUS='file:" + rendezvous + "' ";
   // Rank 1 in the background, rank 0 in the foreground.
   const std::string cmd = env + "RANK=1 '" + UMLOS_EXE + "' run -q '" + b + "' > '" + root + "/rank1.txt' 2>&1 & " +
-                          env + "RANK=0 '" + UMLOS_EXE + "' run -q --run-dir '" + root + "/run' '" + a +
-                          "' > '" + root + "/rank0.txt' 2>&1; echo $? > '" + root + "/status0'; wait $!; echo $? > '" +
-                          root + "/status1'";
+                          env + "RANK=0 '" + UMLOS_EXE + "' run -q --run-dir '" + root + "/run' '" + a + "' > '" +
+                          root + "/rank0.txt' 2>&1; echo $? > '" + root + "/status0'; wait $!; echo $? > '" + root +
+                          "/status1'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   const std::string out1 = read_text(root + "/rank1.txt");
   INFO(out1);
@@ -335,7 +335,8 @@ TEST_CASE("Malformed worlds and manifests that set the world are refused with th
   CHECK(junk.output.find("WORLD_SIZE is 'two'") != std::string::npos);
   const CommandResult nproc_rank = run_umlos_env("", "run -q --nproc 2 --rank 1 '" + m + "'");
   CHECK(nproc_rank.exit_status == 2);
-  const std::string pinned = variant("digits", "world-in-config", {{"  batch_size: 64", "  world_size: 2\n  batch_size: 64"}});
+  const std::string pinned =
+      variant("digits", "world-in-config", {{"  batch_size: 64", "  world_size: 2\n  batch_size: 64"}});
   const Run refused = run(pinned, "world-in-config");
   CHECK(refused.result.exit_status == umlos::exit_code_for(UMLOS_MANIFEST_INVALID));
   CHECK(refused.result.output.find("config.world_size") != std::string::npos);

@@ -191,8 +191,7 @@ void bind_activations(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const
 }
 
 // Runs one segment; its outputs become model.act.<id> values.
-void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment,
-                 ir::Sharder* shard) {
+void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment, ir::Sharder* shard) {
   ir::forward(
       c, g, b, [&](const ir::Node& n) { return c.output(("model.act." + n.output).c_str(), n.dtype, n.output_shape); },
       [&](const ir::Node& n) { return n.segment == segment; }, ir::TraceHook{}, shard);

@@ -68,8 +68,7 @@ void bind_prototypes(sdk::Context& c, const Dims& d, ir::Binding& b);
 void bind_parameters(sdk::Context& c, const Dims& d, ir::Binding& b);
 void bind_batch(sdk::Context& c, ir::Binding& b, ir::Sharder* shard);
 void bind_activations(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::set<std::string>& segments);
-void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment,
-                 ir::Sharder* shard);
+void run_segment(sdk::Context& c, const ir::Graph& g, ir::Binding& b, const std::string& segment, ir::Sharder* shard);
 
 // The graph of one operator's step and its binding: the batch, parameters
 // and constants, the prototypes when `prototypes` (S_PROTO; Encode and

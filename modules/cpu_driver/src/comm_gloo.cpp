@@ -35,9 +35,9 @@ void collective(const char* what, int rank, F&& body) {
   } catch (const DriverError&) {
     throw;
   } catch (const std::exception& e) {
-    fail(UMLOS_COLLECTIVE_FAILURE, std::string(what) + " on rank " + std::to_string(rank) +
-                                       " failed (a peer died, hung past the timeout or closed its connection): " +
-                                       e.what());
+    fail(UMLOS_COLLECTIVE_FAILURE,
+         std::string(what) + " on rank " + std::to_string(rank) +
+             " failed (a peer died, hung past the timeout or closed its connection): " + e.what());
   }
 }
 
@@ -47,11 +47,12 @@ Comm::Comm(const umlos_comm_config& config) : impl_(std::make_unique<Impl>()) {
   if (config.struct_size < UMLOS_COMM_CONFIG_SIZE_V1_7)
     fail(UMLOS_INVALID_ARGUMENT, "comm_init: umlos_comm_config of " + std::to_string(config.struct_size) + " bytes");
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size)
-    fail(UMLOS_INVALID_ARGUMENT, "comm_init: rank " + std::to_string(config.rank) + " of world size " +
-                                     std::to_string(config.world_size));
+    fail(UMLOS_INVALID_ARGUMENT,
+         "comm_init: rank " + std::to_string(config.rank) + " of world size " + std::to_string(config.world_size));
   const std::string rv = config.rendezvous ? config.rendezvous : "";
   if (rv.rfind("file:", 0) != 0 || rv.size() <= 5)
-    fail(UMLOS_INVALID_ARGUMENT, "comm_init: rendezvous '" + rv + "', expected file:/DIR (a folder every rank reaches)");
+    fail(UMLOS_INVALID_ARGUMENT,
+         "comm_init: rendezvous '" + rv + "', expected file:/DIR (a folder every rank reaches)");
   rank_ = config.rank;
   world_ = config.world_size;
   if (config.timeout_ms > 0) impl_->timeout = std::chrono::milliseconds(config.timeout_ms);
@@ -83,7 +84,8 @@ void Comm::all_gather(const void* in, void* out, uint64_t bytes) {
 
 void Comm::broadcast(void* data, uint64_t bytes, int root) {
   if (root < 0 || root >= world_)
-    fail(UMLOS_INVALID_ARGUMENT, "broadcast: root " + std::to_string(root) + " outside 0.." + std::to_string(world_ - 1));
+    fail(UMLOS_INVALID_ARGUMENT,
+         "broadcast: root " + std::to_string(root) + " outside 0.." + std::to_string(world_ - 1));
   collective("broadcast", rank_, [&] {
     gloo::BroadcastOptions opts(impl_->context);
     opts.setOutput(static_cast<uint8_t*>(data), bytes);

@@ -121,7 +121,9 @@ void Sharder::classify(const Graph& g) {
   }
 }
 
-umlos_tensor* Sharder::gather(const umlos_tensor* local) { return gather(std::vector<const umlos_tensor*>{local}).at(0); }
+umlos_tensor* Sharder::gather(const umlos_tensor* local) {
+  return gather(std::vector<const umlos_tensor*>{local}).at(0);
+}
 
 std::vector<umlos_tensor*> Sharder::gather(const std::vector<const umlos_tensor*>& locals) {
   // One byte buffer per rank: each tensor's rows, padded to the most rows
@@ -214,8 +216,7 @@ umlos_tensor* Sharder::local_rows(const umlos_tensor* full) {
   return t;
 }
 
-void Sharder::forward_node(const Node& n, size_t pos, const std::vector<const umlos_tensor*>& ins,
-                           umlos_tensor* out) {
+void Sharder::forward_node(const Node& n, size_t pos, const std::vector<const umlos_tensor*>& ins, umlos_tensor* out) {
   std::vector<const umlos_tensor*> args = ins;
   if (kind(pos) == Kind::Gathering) {
     for (size_t k = 0; k < args.size(); ++k)
@@ -242,8 +243,8 @@ void Sharder::finish_chunks() {
   // sends (W-1)/W of a gradient per chunk it holds, plus (W-1)/W of it
   // folded: with one chunk per rank, exactly a ring all-reduce's bytes.
   struct Entry {
-    int64_t E = 0;        // elements
-    int64_t most = 0;     // elements of the longest slice
+    int64_t E = 0;         // elements
+    int64_t most = 0;      // elements of the longest slice
     uint64_t part_es = 0;  // bytes of a partial's element (dtype; 8 for binary64 bias sums)
     uint64_t out_es = 0;   // bytes of the gradient's element
     int32_t dtype = UMLOS_DTYPE_F32;
@@ -455,8 +456,8 @@ void Sharder::finish_rows() {
     c_.read_bytes(x_full, 0, x.data(), x.size());
     std::vector<uint8_t> cols(static_cast<size_t>(es * static_cast<uint64_t>(batch_ * kc)));
     for (int64_t p = 0; p < batch_; ++p)
-      std::memcpy(cols.data() + static_cast<size_t>(p * kc) * es,
-                  x.data() + static_cast<size_t>(p * bl.K + k0) * es, static_cast<size_t>(kc) * es);
+      std::memcpy(cols.data() + static_cast<size_t>(p * kc) * es, x.data() + static_cast<size_t>(p * bl.K + k0) * es,
+                  static_cast<size_t>(kc) * es);
     umlos_tensor* xc = c_.temp(bl.dtype, {batch_, kc});
     c_.write_bytes(xc, 0, cols.data(), cols.size());
     umlos_tensor* rows = c_.view(pack, bl.offset, bl.dtype, {kc, bl.N});
@@ -471,8 +472,8 @@ void Sharder::finish_rows() {
       const int64_t k0 = std::min(bl.K, bl.block * r);
       const int64_t kc = std::min(bl.K, k0 + bl.block) - k0;
       if (kc <= 0) continue;
-      umlos_tensor* from = c_.view(all, static_cast<uint64_t>(r) * static_cast<uint64_t>(per_rank) + bl.offset,
-                                   bl.dtype, {kc, bl.N});
+      umlos_tensor* from =
+          c_.view(all, static_cast<uint64_t>(r) * static_cast<uint64_t>(per_rank) + bl.offset, bl.dtype, {kc, bl.N});
       umlos_tensor* to = c_.view(deferred_[bl.d].out, static_cast<uint64_t>(k0 * bl.N) * es, bl.dtype, {kc, bl.N});
       c_.dispatch("copy", {from}, {to});
     }

@@ -30,8 +30,8 @@
 // on the gathered operands.
 #pragma once
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -58,13 +58,9 @@ struct RowLayout {
   bool chunked;
   int64_t chunks() const { return (batch + kChunk - 1) / kChunk; }
   int64_t chunk_rows(int64_t c) const { return std::min(kChunk, batch - c * kChunk); }
-  int32_t owner(int64_t p) const {
-    return static_cast<int32_t>(chunked ? (p / kChunk) % world : p % world);
-  }
+  int32_t owner(int64_t p) const { return static_cast<int32_t>(chunked ? (p / kChunk) % world : p % world); }
   // Position of global row p among its owner's rows (ascending p).
-  int64_t local_index(int64_t p) const {
-    return chunked ? (p / kChunk / world) * kChunk + p % kChunk : p / world;
-  }
+  int64_t local_index(int64_t p) const { return chunked ? (p / kChunk / world) * kChunk + p % kChunk : p / world; }
   int64_t rows_of(int32_t r) const {
     if (!chunked) return r < batch ? (batch - r + world - 1) / world : 0;
     int64_t n = 0;
@@ -162,15 +158,16 @@ class Sharder {
   // finish_backward() for each layout.
   void finish_rows();
   void finish_chunks();
-  void dispatch_grad(const Node& n, const std::vector<const umlos_tensor*>& ins, const std::vector<umlos_tensor*>& outs);
+  void dispatch_grad(const Node& n, const std::vector<const umlos_tensor*>& ins,
+                     const std::vector<umlos_tensor*>& outs);
 
   sdk::Context& c_;
   int32_t rank_ = 0;
   int32_t world_ = 1;
   int64_t batch_ = 0;
   RowLayout layout_{0, 1};
-  std::set<std::string> sharded_;  // ids bound or computed as this rank's rows
-  std::set<std::string> whole_;    // replicated ids that carry the batch axis (gathering outputs)
+  std::set<std::string> sharded_;             // ids bound or computed as this rank's rows
+  std::set<std::string> whole_;               // replicated ids that carry the batch axis (gathering outputs)
   std::map<std::string, sdk::Shape> shapes_;  // every id's whole-batch shape
   std::vector<Kind> kinds_;
   std::vector<std::string> outputs_;  // node outputs by position
