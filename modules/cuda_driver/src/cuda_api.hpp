@@ -52,6 +52,7 @@ constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", void*, CUdeviceptr, size_t)                                              \
   X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", CUdeviceptr, CUdeviceptr, size_t)                                        \
   X(cuMemsetD8, "cuMemsetD8_v2", CUdeviceptr, unsigned char, size_t)                                          \
+  X(cuStreamQuery, "cuStreamQuery", CUstream)                                                                 \
   X(cuGetErrorName, "cuGetErrorName", CUresult, const char**)                                                 \
   X(cuGetErrorString, "cuGetErrorString", CUresult, const char**)
 

@@ -29,6 +29,7 @@
 #include <umlos/sha256.hpp>
 #include <vector>
 
+#include "comm_nccl.hpp"
 #include "cpu_reference.hpp"  // modules/lib/cpu_reference: Call, Operand, registries
 #include "cuda_api.hpp"
 #include "plan.hpp"
@@ -118,6 +119,7 @@ struct Instance {
   CUdeviceptr scratch = 0;
   uint64_t scratch_bytes = 0;
   uint64_t native_calls = 0, staged_calls = 0;
+  NcclComm* comm = nullptr;  // owned; set by comm_init in a multi-rank job
 };
 
 static const umlos_services* g_services = nullptr;
@@ -160,6 +162,7 @@ static void destroy_instance(Instance* inst) {
   if (inst->cu && inst->context) {
     inst->cu->cuCtxSetCurrent(inst->context);
     inst->cu->cuCtxSynchronize();
+    delete inst->comm;  // before the context goes
     if (inst->scratch) inst->cu->cuMemFree(inst->scratch);
     if (inst->module) inst->cu->cuModuleUnload(inst->module);
     inst->cu->cuDevicePrimaryCtxRelease(inst->device);
@@ -882,6 +885,70 @@ static umlos_status driver_synchronize(void* instance, umlos_ctx* ctx) {
   return guarded(inst, ctx, [&] { check_cu(inst, inst->cu->cuCtxSynchronize(), "cuCtxSynchronize"); });
 }
 
+// ---------------------------------------------------------------- collectives (comm_nccl.hpp)
+
+static umlos_status driver_comm_init(void* instance, umlos_ctx* ctx, const umlos_comm_config* config) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst, ctx, [&] {
+    if (!config) fail(UMLOS_INVALID_ARGUMENT, "comm_init: config is NULL");
+    if (inst->comm) fail(UMLOS_FAILED_PRECONDITION, "comm_init: this instance already joined a job");
+    inst->comm = new NcclComm(inst->cu, *config);
+  });
+}
+
+// The device address of a view, its bytes checked against the buffer.
+static CUdeviceptr device_span(const char* what, const umlos_tensor_view* v, uint64_t* bytes) {
+  if (!v) fail(UMLOS_INVALID_ARGUMENT, std::string(what) + ": NULL view");
+  Operand o = cpu_driver::view_operand_shape(what, "tensor", *v);
+  auto* b = reinterpret_cast<const Buffer*>(v->buffer);
+  check_range(what, b, v->byte_offset, o.bytes());
+  *bytes = o.bytes();
+  return b->ptr + v->byte_offset;
+}
+
+static NcclComm& joined(Instance* inst, const char* what) {
+  if (!inst->comm) fail(UMLOS_FAILED_PRECONDITION, std::string(what) + ": comm_init has not run");
+  return *inst->comm;
+}
+
+static umlos_status driver_all_gather(void* instance, umlos_ctx* ctx, const umlos_tensor_view* in,
+                                      const umlos_tensor_view* out) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst, ctx, [&] {
+    NcclComm& comm = joined(inst, "all_gather");
+    uint64_t ib = 0, ob = 0;
+    const CUdeviceptr i = device_span("all_gather", in, &ib), o = device_span("all_gather", out, &ob);
+    if (ob != ib * static_cast<uint64_t>(comm.world_size()))
+      fail(UMLOS_SHAPE_MISMATCH,
+           "all_gather: out holds " + std::to_string(ob) + " bytes, expected world size times " + std::to_string(ib));
+    comm.all_gather(i, o, ib);
+  });
+}
+
+static umlos_status driver_broadcast(void* instance, umlos_ctx* ctx, const umlos_tensor_view* t, int32_t root) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst, ctx, [&] {
+    NcclComm& comm = joined(inst, "broadcast");
+    uint64_t bytes = 0;
+    const CUdeviceptr p = device_span("broadcast", t, &bytes);
+    comm.broadcast(p, bytes, root);
+  });
+}
+
+static umlos_status driver_all_to_all(void* instance, umlos_ctx* ctx, const umlos_tensor_view* in,
+                                      const umlos_tensor_view* out) {
+  auto* inst = static_cast<Instance*>(instance);
+  return guarded(inst, ctx, [&] {
+    NcclComm& comm = joined(inst, "all_to_all");
+    uint64_t ib = 0, ob = 0;
+    const CUdeviceptr i = device_span("all_to_all", in, &ib), o = device_span("all_to_all", out, &ob);
+    const uint64_t w = static_cast<uint64_t>(comm.world_size());
+    if (ib != ob || ib % w != 0)
+      fail(UMLOS_SHAPE_MISMATCH, "all_to_all: in and out must hold equal multiples of the world size in bytes");
+    comm.all_to_all(i, o, ib / w);
+  });
+}
+
 static umlos_driver_desc make_driver_desc() {
   umlos_driver_desc d{};
   d.struct_size = sizeof(umlos_driver_desc);
@@ -901,6 +968,10 @@ static umlos_driver_desc make_driver_desc() {
   d.dispatch = driver_dispatch;
   d.rng_fill = driver_rng_fill;
   d.synchronize = driver_synchronize;
+  d.comm_init = driver_comm_init;
+  d.all_gather = driver_all_gather;
+  d.broadcast = driver_broadcast;
+  d.all_to_all = driver_all_to_all;
   return d;
 }
 
