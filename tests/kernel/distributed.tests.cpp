@@ -226,6 +226,32 @@ TEST_CASE("A rank that hangs stops the job within the collective timeout plus th
   CHECK(msg.find("no word from rank 2 (hung, or unreachable)") != std::string::npos);
 }
 
+TEST_CASE("SIGINT to the launcher (Ctrl-C) stops every rank, and the run folder stays resumable",
+          "[distributed][gloo][failure]") {
+  const std::string m = short_digits("sigint", 200);
+  const std::string root = temp_dir("dist-sigint");
+  const std::string dir = root + "/run";
+  const pid_t launcher = spawn_job({"run", "-q", "--nproc", "2", "--checkpoint-every", "5", "--run-dir", dir, m}, root);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (iter_count(dir + "/trace.jsonl") < 12 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::map<int, pid_t> ranks = ranks_of(launcher);
+  REQUIRE(ranks.size() == 2);
+  REQUIRE(::kill(launcher, SIGINT) == 0);
+  const int status = wait_for(launcher, std::chrono::seconds(40));
+  if (status < 0) {
+    for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
+    ::kill(launcher, SIGKILL);
+    ::waitpid(launcher, nullptr, 0);
+  }
+  CHECK(status == 128 + SIGINT);
+  for (const auto& [r, pid] : ranks) CHECK(::kill(pid, 0) != 0);
+  // What was checkpointed continues: the run folder is whole.
+  const CommandResult resumed = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q --nproc 2 --resume '" + dir + "'");
+  INFO(resumed.output);
+  CHECK(resumed.exit_status == 0);
+}
+
 TEST_CASE("A job whose ranks were all killed resumes, on the same or another world size, to the uninterrupted run",
           "[distributed][gloo][checkpoint]") {
   const std::string m = short_digits("resume", 90);

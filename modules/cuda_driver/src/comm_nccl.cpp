@@ -119,7 +119,8 @@ struct NcclComm::Impl {
 
   void check(NcclResult r, const char* what) {
     if (r == kNcclSuccess || r == kNcclInProgress) return;
-    fail(UMLOS_COLLECTIVE_FAILURE, std::string(what) + " failed: " + (nccl->GetErrorString ? nccl->GetErrorString(r) : "?"));
+    fail(UMLOS_COLLECTIVE_FAILURE,
+         std::string(what) + " failed: " + (nccl->GetErrorString ? nccl->GetErrorString(r) : "?"));
   }
   // Waits for the stream with a deadline; a peer error or the deadline
   // aborts the communicator (NCCL would otherwise wait forever).
@@ -136,10 +137,10 @@ struct NcclComm::Impl {
       if ((async != kNcclSuccess && async != kNcclInProgress) || late) {
         nccl->CommAbort(comm);
         aborted = true;
-        fail(UMLOS_COLLECTIVE_FAILURE,
-             std::string(what) + (late ? " timed out after " + std::to_string(timeout.count()) + " ms"
-                                       : std::string(" failed: ") + nccl->GetErrorString(async)) +
-                 " (a peer died, hung past the timeout or lost its connection)");
+        fail(UMLOS_COLLECTIVE_FAILURE, std::string(what) +
+                                           (late ? " timed out after " + std::to_string(timeout.count()) + " ms"
+                                                 : std::string(" failed: ") + nccl->GetErrorString(async)) +
+                                           " (a peer died, hung past the timeout or lost its connection)");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -178,8 +179,8 @@ NcclComm::~NcclComm() {
 }
 
 void NcclComm::all_gather(CUdeviceptr in, CUdeviceptr out, uint64_t bytes) {
-  impl_->check(impl_->nccl->AllGather(reinterpret_cast<const void*>(in), reinterpret_cast<void*>(out), bytes, kNcclUint8,
-                                      impl_->comm, nullptr),
+  impl_->check(impl_->nccl->AllGather(reinterpret_cast<const void*>(in), reinterpret_cast<void*>(out), bytes,
+                                      kNcclUint8, impl_->comm, nullptr),
                "ncclAllGather");
   impl_->wait("ncclAllGather");
 }
