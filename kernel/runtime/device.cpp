@@ -140,36 +140,24 @@ void Device::join(const umlos_comm_config& config) {
 void Device::all_gather(const Tensor& in, Tensor& out) {
   const umlos_driver_desc& d = with_collectives(driver_, "all_gather");
   const umlos_tensor_view i = view_of(in), o = view_of(out);
-  const auto start = std::chrono::steady_clock::now();
-  const umlos_status s = d.all_gather(driver_->instance, driver_->ctx, &i, &o);
-  collectives_.ns += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  collectives_.calls += 1;
-  collectives_.bytes_sent += in.bytes * static_cast<uint64_t>(world_size_ - 1);
+  const umlos_status s = timed([&] { return d.all_gather(driver_->instance, driver_->ctx, &i, &o); },
+                               in.bytes * static_cast<uint64_t>(world_size_ - 1));
   driver_status(*driver_, s, "all_gather");
 }
 
 void Device::all_to_all(const Tensor& in, Tensor& out) {
   const umlos_driver_desc& d = with_collectives(driver_, "all_to_all");
   const umlos_tensor_view i = view_of(in), o = view_of(out);
-  const auto start = std::chrono::steady_clock::now();
-  const umlos_status s = d.all_to_all(driver_->instance, driver_->ctx, &i, &o);
-  collectives_.ns += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  collectives_.calls += 1;
-  collectives_.bytes_sent += in.bytes / static_cast<uint64_t>(world_size_) * static_cast<uint64_t>(world_size_ - 1);
+  const umlos_status s = timed([&] { return d.all_to_all(driver_->instance, driver_->ctx, &i, &o); },
+                               in.bytes / static_cast<uint64_t>(world_size_) * static_cast<uint64_t>(world_size_ - 1));
   driver_status(*driver_, s, "all_to_all");
 }
 
 void Device::broadcast(Tensor& t, int32_t root) {
   const umlos_driver_desc& d = with_collectives(driver_, "broadcast");
   const umlos_tensor_view v = view_of(t);
-  const auto start = std::chrono::steady_clock::now();
-  const umlos_status s = d.broadcast(driver_->instance, driver_->ctx, &v, root);
-  collectives_.ns += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  collectives_.calls += 1;
-  if (root == rank_) collectives_.bytes_sent += t.bytes * static_cast<uint64_t>(world_size_ - 1);
+  const umlos_status s = timed([&] { return d.broadcast(driver_->instance, driver_->ctx, &v, root); },
+                               root == rank_ ? t.bytes * static_cast<uint64_t>(world_size_ - 1) : 0);
   driver_status(*driver_, s, "broadcast");
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -84,6 +85,17 @@ class Device {
   // The active driver's primitive names (its descriptor's static strings):
   // every dispatch and value allocation asks, so a lookup, not a scan.
   std::unordered_set<std::string_view> primitives_;
+  // Runs one collective call, adding its time and `sent` bytes to the stats.
+  template <class Call>
+  umlos_status timed(Call&& call, uint64_t sent) {
+    const auto start = std::chrono::steady_clock::now();
+    const umlos_status s = call();
+    collectives_.ns += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    collectives_.calls += 1;
+    collectives_.bytes_sent += sent;
+    return s;
+  }
   CollectiveStats collectives_;
   int32_t rank_ = 0, world_size_ = 1;  // set by join()
   uint64_t memory_budget_ = 0;

@@ -29,14 +29,6 @@ using json = nlohmann::json;
 
 namespace {
 
-// The state_fp of every iter record, in order.
-std::vector<std::string> state_fps(const std::string& trace) {
-  std::vector<std::string> out;
-  for (const json& r : records(trace))
-    if (r.value("record", "") == "iter") out.push_back(r.at("state_fp").get<std::string>());
-  return out;
-}
-
 json last_record(const std::string& trace) { return records(trace).back(); }
 
 // A shortened digits with a probe inside the run (clustering on every rank).
@@ -44,21 +36,6 @@ std::string short_digits(const std::string& tag, int steps) {
   return variant("digits", tag,
                  {{"max_steps: 1500", "max_steps: " + std::to_string(steps)},
                   {"cond: \"t mod 250 == 0\"", "cond: \"t mod 25 == 0\""}});
-}
-
-pid_t spawn_job(const std::vector<std::string>& args, const std::string& root) {
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setenv("UML_OS_ROOT", root.c_str(), 1);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(UMLOS_EXE));
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(UMLOS_EXE, argv.data());
-    ::_exit(127);
-  }
-  return pid;
 }
 
 size_t iter_count(const std::string& trace) {
@@ -96,8 +73,9 @@ std::map<int, pid_t> ranks_of(pid_t launcher) {
   return out;
 }
 
-// Waits for `pid` up to `limit`; its exit status (128 + signal), or -1.
-int wait_for(pid_t pid, std::chrono::seconds limit) {
+// Waits for `pid` up to `limit`; its exit status (128 + signal), or -1
+// after killing it and `others` (a job that outlived its bound).
+int wait_for(pid_t pid, std::chrono::seconds limit, const std::map<int, pid_t>& others = {}) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until) {
     int status = 0;
@@ -105,6 +83,9 @@ int wait_for(pid_t pid, std::chrono::seconds limit) {
       return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  for (const auto& [r, other] : others) ::kill(other, SIGKILL);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
   return -1;
 }
 
@@ -160,7 +141,7 @@ TEST_CASE("A rank killed with SIGKILL stops the job within the timeout, with a f
   const std::string m = short_digits("kill", 1500);
   const std::string root = temp_dir("dist-kill");
   const std::string dir = root + "/run";
-  const pid_t launcher = spawn_job({"run", "-q", "--nproc", "3", "--comm-timeout", "20", "--run-dir", dir, m}, root);
+  const pid_t launcher = spawn_umlos({"run", "-q", "--nproc", "3", "--comm-timeout", "20", "--run-dir", dir, m}, root);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (iter_count(dir + "/trace.jsonl") < 10 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -170,13 +151,8 @@ TEST_CASE("A rank killed with SIGKILL stops the job within the timeout, with a f
   const auto killed_at = std::chrono::steady_clock::now();
   REQUIRE(::kill(ranks.at(1), SIGKILL) == 0);
   // Bound: the collective timeout (20 s) plus the launcher's grace (10 s).
-  const int status = wait_for(launcher, std::chrono::seconds(40));
+  const int status = wait_for(launcher, std::chrono::seconds(40), ranks);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
-  if (status < 0) {
-    for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
-    ::kill(launcher, SIGKILL);
-    ::waitpid(launcher, nullptr, 0);
-  }
   REQUIRE(status >= 0);
   WARN("the job stopped " << seconds << " s after rank 1 was killed");
   CHECK(status == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
@@ -198,7 +174,7 @@ TEST_CASE("A rank that hangs stops the job within the collective timeout plus th
   const std::string m = short_digits("hang", 1500);
   const std::string root = temp_dir("dist-hang");
   const std::string dir = root + "/run";
-  const pid_t launcher = spawn_job({"run", "-q", "--nproc", "3", "--comm-timeout", "5", "--run-dir", dir, m}, root);
+  const pid_t launcher = spawn_umlos({"run", "-q", "--nproc", "3", "--comm-timeout", "5", "--run-dir", dir, m}, root);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (iter_count(dir + "/trace.jsonl") < 10 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -207,13 +183,8 @@ TEST_CASE("A rank that hangs stops the job within the collective timeout plus th
   const auto stopped_at = std::chrono::steady_clock::now();
   REQUIRE(::kill(ranks.at(2), SIGSTOP) == 0);
   // 5 s timeout + up to 5 s for the other ranks' notes + 10 s grace.
-  const int status = wait_for(launcher, std::chrono::seconds(45));
+  const int status = wait_for(launcher, std::chrono::seconds(45), ranks);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
-  if (status < 0) {
-    for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
-    ::kill(launcher, SIGKILL);
-    ::waitpid(launcher, nullptr, 0);
-  }
   REQUIRE(status >= 0);
   WARN("the job stopped " << seconds << " s after rank 2 was stopped");
   CHECK(status == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
@@ -231,19 +202,15 @@ TEST_CASE("SIGINT to the launcher (Ctrl-C) stops every rank, and the run folder 
   const std::string m = short_digits("sigint", 200);
   const std::string root = temp_dir("dist-sigint");
   const std::string dir = root + "/run";
-  const pid_t launcher = spawn_job({"run", "-q", "--nproc", "2", "--checkpoint-every", "5", "--run-dir", dir, m}, root);
+  const pid_t launcher =
+      spawn_umlos({"run", "-q", "--nproc", "2", "--checkpoint-every", "5", "--run-dir", dir, m}, root);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (iter_count(dir + "/trace.jsonl") < 12 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const std::map<int, pid_t> ranks = ranks_of(launcher);
   REQUIRE(ranks.size() == 2);
   REQUIRE(::kill(launcher, SIGINT) == 0);
-  const int status = wait_for(launcher, std::chrono::seconds(40));
-  if (status < 0) {
-    for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
-    ::kill(launcher, SIGKILL);
-    ::waitpid(launcher, nullptr, 0);
-  }
+  const int status = wait_for(launcher, std::chrono::seconds(40), ranks);
   CHECK(status == 128 + SIGINT);
   for (const auto& [r, pid] : ranks) CHECK(::kill(pid, 0) != 0);
   // What was checkpointed continues: the run folder is whole.
@@ -262,7 +229,7 @@ TEST_CASE("A job whose ranks were all killed resumes, on the same or another wor
     const std::string root = temp_dir(std::string("dist-resume-") + again);
     const std::string dir = root + "/run";
     const pid_t launcher =
-        spawn_job({"run", "-q", "--nproc", "2", "--checkpoint-every", "20", "--run-dir", dir, m}, root);
+        spawn_umlos({"run", "-q", "--nproc", "2", "--checkpoint-every", "20", "--run-dir", dir, m}, root);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (iter_count(dir + "/trace.jsonl") < 45 && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -338,10 +305,6 @@ TEST_CASE("A FIFO planted as a rank's note in the rendezvous folder neither bloc
   REQUIRE(::kill(r1, SIGKILL) == 0);
   ::waitpid(r1, nullptr, 0);
   const int status = wait_for(r0, std::chrono::seconds(30));
-  if (status < 0) {
-    ::kill(r0, SIGKILL);
-    ::waitpid(r0, nullptr, 0);
-  }
   REQUIRE(status == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
   const std::string msg = json::parse(read_text(root + "/run/failure.json")).at("message").get<std::string>();
   INFO(msg);

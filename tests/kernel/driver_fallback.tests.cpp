@@ -28,13 +28,6 @@ std::string with_template_driver(const std::string& tag, const std::string& driv
        {"max_steps: 1500", "max_steps: 120"}});
 }
 
-std::vector<std::string> state_fps(const Run& r) {
-  std::vector<std::string> out;
-  for (const json& rec : records(r.trace()))
-    if (rec["record"] == "iter") out.push_back(rec["state_fp"]);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("a driver with eight primitives trains digits through its cpu_driver fallback, bit for bit as cpu_driver",
@@ -45,7 +38,7 @@ TEST_CASE("a driver with eight primitives trains digits through its cpu_driver f
                                                     "  fallback_config: {threads: 1}\n  #");
   Run ref = run_ok(reference, "fallback-ref");
   Run fb = run_ok(fallback, "fallback");
-  const std::vector<std::string> a = state_fps(ref), b = state_fps(fb);
+  const std::vector<std::string> a = state_fps(ref.trace()), b = state_fps(fb.trace());
   CHECK(a.size() == 120);
   CHECK(a == b);  // every iteration's state fingerprint equal
   const json end_ref = records(ref.trace()).back(), end_fb = records(fb.trace()).back();

@@ -37,21 +37,6 @@ long env_long(const char* name, long fallback) {
   return (v && *v) ? std::strtol(v, nullptr, 10) : fallback;
 }
 
-pid_t spawn(const std::vector<std::string>& args, const std::string& root) {
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setenv("UML_OS_ROOT", root.c_str(), 1);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(UMLOS_EXE));
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(UMLOS_EXE, argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
 size_t iter_records(const std::string& trace) {
   std::error_code ec;
   if (!fs::exists(trace, ec)) return 0;
@@ -114,7 +99,7 @@ TEST_CASE(
     const bool target_write = k % 4 == 3;
     const int64_t ck_t = every * static_cast<int64_t>(1 + rng() % static_cast<uint64_t>(steps / every));
     const double moment = std::uniform_real_distribution<double>(0.0, whole_s)(rng);
-    const pid_t pid = spawn({"run", "-q", "--run-dir", dir, m}, root);
+    const pid_t pid = spawn_umlos({"run", "-q", "--run-dir", dir, m}, root);
     const auto start = std::chrono::steady_clock::now();
     bool exited = false;
     if (target_write) {

@@ -347,13 +347,6 @@ TEST_CASE("manifest pin writes the model IR file's digest and its path relative 
 
 namespace {
 
-std::vector<std::string> state_fps(const std::string& trace) {
-  std::vector<std::string> out;
-  for (const nlohmann::json& r : records(trace))
-    if (r["record"] == "iter") out.push_back(r["state_fp"]);
-  return out;
-}
-
 // The pinned digits manifest for `steps` steps with `body` (IR text) inline
 // and `extra_module` (pinned) loaded first.
 std::string digits_with_body(const std::string& tag, const std::string& body, int steps,

@@ -68,6 +68,30 @@ inline pid_t spawn_run(const std::string& manifest, const std::string& root, con
   return pid;
 }
 
+// Starts `umlos ARGS...` with UML_OS_ROOT=ROOT as a child process.
+inline pid_t spawn_umlos(const std::vector<std::string>& args, const std::string& root) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("UML_OS_ROOT", root.c_str(), 1);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(UMLOS_EXE));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(UMLOS_EXE, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The state_fp of every iter record of a trace, in order.
+inline std::vector<std::string> state_fps(const std::string& trace) {
+  std::vector<std::string> out;
+  for (const nlohmann::json& r : records(trace))
+    if (r.value("record", "") == "iter") out.push_back(r.at("state_fp").get<std::string>());
+  return out;
+}
+
 // Runs MANIFEST into a fresh run folder with its own UML_OS_ROOT.
 struct Run {
   CommandResult result;

@@ -26,13 +26,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::vector<std::string> state_fps(const std::string& trace) {
-  std::vector<std::string> out;
-  for (const json& r : records(trace))
-    if (r["record"] == "iter") out.push_back(r["state_fp"]);
-  return out;
-}
-
 // Runs `manifest` with UML_OS_ROOT=root; it must fail naming `code`.
 CommandResult run_expecting_failure(const std::string& manifest, const std::string& root, const char* code) {
   CommandResult r = run_umlos_env("UML_OS_ROOT='" + root + "'", "run -q '" + manifest + "'");
