@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../skip.hpp"
 #include "error.hpp"
 #include "run_support.hpp"
 #include "test_support.hpp"
@@ -309,6 +310,49 @@ TEST_CASE("A FIFO planted as a rank's note in the rendezvous folder neither bloc
   const std::string msg = json::parse(read_text(root + "/run/failure.json")).at("message").get<std::string>();
   INFO(msg);
   CHECK(msg.find("no word from rank 1 (hung, or unreachable)") != std::string::npos);
+}
+
+namespace {
+
+// The SHA-256 `umlos hash FILE` prints first.
+std::string digest_of(const std::string& file) {
+  const CommandResult r = run_umlos_env("", "hash '" + file + "'");
+  REQUIRE(r.exit_status == 0);
+  return r.output.substr(0, 64);
+}
+
+// GPUs nvidia-smi lists here (0 without an NVIDIA driver).
+int gpu_count() {
+  FILE* p = ::popen("nvidia-smi -L 2>/dev/null | grep -c '^GPU'", "r");
+  if (!p) return 0;
+  int n = 0;
+  if (std::fscanf(p, "%d", &n) != 1) n = 0;
+  ::pclose(p);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("Digits on 2 ranks of cuda_driver over NCCL, one GPU each, gives the bits of one cuda_driver process",
+          "[distributed][nccl][gpu]") {
+  const std::string cuda = std::string(UMLOS_MODULE_DIR) + "/libumlos_cuda_driver.so";
+  if (!fs::exists(cuda)) {
+    UMLOS_SKIP("cuda_driver was not built (no CUDA toolkit)");
+  }
+  if (const int n = gpu_count(); n < 2) {
+    UMLOS_SKIP("needs 2 GPUs (NCCL refuses two ranks on one GPU); nvidia-smi lists " << n);
+  }
+  const std::string cpu = std::string(UMLOS_MODULE_DIR) + "/libumlos_cpu_driver.so";
+  const std::string m = variant("digits", "nccl",
+                                {{"max_steps: 1500", "max_steps: 40"},
+                                 {"libumlos_cpu_driver.so", "libumlos_cuda_driver.so"},
+                                 {digest_of(cpu), digest_of(cuda)},
+                                 {"name: cpu_driver", "name: cuda_driver"}});
+  const Run one = run_ok(m, "nccl-1");
+  const Run two = run_ok(m, "nccl-2", "--nproc 2");  // LOCAL_RANK picks each rank's GPU
+  const std::vector<std::string> expected = state_fps(one.trace());
+  REQUIRE(expected.size() == 40);
+  CHECK(state_fps(two.trace()) == expected);
 }
 
 TEST_CASE("Malformed worlds and manifests that set the world are refused with their key named", "[distributed][cli]") {

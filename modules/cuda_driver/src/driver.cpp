@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -172,12 +173,23 @@ static void destroy_instance(Instance* inst) {
 }
 
 // driver.config.device, 0 when absent.
+// Without driver.config.device, a rank of a multi-rank job on one host
+// takes the GPU of its LOCAL_RANK (set by `umlos run --nproc`, torchrun and
+// Slurm launch scripts; docs/distributed.md): NCCL needs one GPU per rank.
+static int64_t local_rank_device() {
+  const char* v = std::getenv("LOCAL_RANK");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return (end && *end == '\0' && n >= 0 && n < 65536) ? n : 0;
+}
+
 static umlos_status read_device_ordinal(const umlos_services* svc, umlos_ctx* ctx, int64_t* ordinal) {
-  *ordinal = 0;
+  *ordinal = local_rank_device();
   if (!svc || !svc->config_i64) return UMLOS_OK;
   umlos_status s = svc->config_i64(ctx, "device", ordinal);
   if (s == UMLOS_NOT_FOUND) {
-    *ordinal = 0;
+    *ordinal = local_rank_device();
     return UMLOS_OK;
   }
   if (s != UMLOS_OK)
