@@ -90,6 +90,21 @@ int wait_for(pid_t pid, std::chrono::seconds limit, const std::map<int, pid_t>& 
   return -1;
 }
 
+// Waits until `pid` has exited (gone, or a zombie nobody reaps): a process
+// killed with SIGKILL still holds its files, the run folder's lock
+// included, until the kernel has torn it down.
+void wait_gone(pid_t pid) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return;
+    const size_t close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("Digits on 1, 2, 3 and 4 local ranks gives the same state_fp sequence, final parameters and accuracy",
@@ -238,6 +253,7 @@ TEST_CASE("A job whose ranks were all killed resumes, on the same or another wor
     ::kill(launcher, SIGKILL);
     for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
     ::waitpid(launcher, nullptr, 0);
+    for (const auto& [r, pid] : ranks) wait_gone(pid);
     REQUIRE(iter_count(dir + "/trace.jsonl") >= 40);
     const CommandResult resumed =
         run_umlos_env("UML_OS_ROOT='" + root + "'", std::string("run -q --nproc ") + again + " --resume '" + dir + "'");
