@@ -481,6 +481,22 @@ umlos_status svc_driver_primitives(umlos_ctx* ctx, const char** driver_name, con
 
 // ---- 1.7: multi-rank (spec 004 0.R)
 
+// A collective's `in` and `out`: tensors of this call, `out` writable by it.
+umlos_status check_collective(umlos_ctx* ctx, const umlos_tensor* in, const umlos_tensor* out, const char* what) {
+  if (umlos_status s = check_known(ctx, in, what)) return s;
+  if (umlos_status s = check_known(ctx, out, what)) return s;
+  if (!ctx->is_writable(as_tensor(out)))
+    return set_error(ctx, UMLOS_CONTRACT_VIOLATION, std::string(what) + ": out is not writable by this call");
+  return UMLOS_OK;
+}
+
+// A single process's collective: `in`'s bytes into `out`.
+void copy_bytes(Host& host, const Tensor& in, Tensor& out) {
+  std::vector<uint8_t> bytes(in.bytes);
+  host.read(in, bytes.data(), bytes.size());
+  host.write(out, bytes.data(), bytes.size());
+}
+
 void svc_world(umlos_ctx* ctx, int32_t* rank, int32_t* world_size) {
   const bool known = ctx && ctx->host;
   if (rank) *rank = known ? host_of(ctx).rank() : 0;
@@ -489,10 +505,7 @@ void svc_world(umlos_ctx* ctx, int32_t* rank, int32_t* world_size) {
 
 umlos_status svc_all_gather(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor* out) {
   return guarded(ctx, [&]() -> umlos_status {
-    if (umlos_status s = check_known(ctx, in, "all_gather")) return s;
-    if (umlos_status s = check_known(ctx, out, "all_gather")) return s;
-    if (!ctx->is_writable(as_tensor(out)))
-      return set_error(ctx, UMLOS_CONTRACT_VIOLATION, "all_gather: out is not writable by this call");
+    if (umlos_status s = check_collective(ctx, in, out, "all_gather")) return s;
     Host& host = host_of(ctx);
     const Tensor& i = *as_tensor(in);
     Tensor& o = *as_tensor(out);
@@ -502,13 +515,10 @@ umlos_status svc_all_gather(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor
                        "all_gather: out holds " + std::to_string(o.bytes) + " bytes, expected " + std::to_string(need) +
                            " (world size " + std::to_string(host.world_size()) + " times in)");
     }
-    if (host.world_size() == 1) {
-      std::vector<uint8_t> bytes(i.bytes);
-      host.read(i, bytes.data(), bytes.size());
-      host.write(o, bytes.data(), bytes.size());
-    } else {
+    if (host.world_size() == 1)
+      copy_bytes(host, i, o);
+    else
       host.device().all_gather(i, o);
-    }
     return UMLOS_OK;
   });
 }
@@ -531,10 +541,7 @@ umlos_status svc_broadcast(umlos_ctx* ctx, umlos_tensor* t, int32_t root) {
 
 umlos_status svc_all_to_all(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor* out) {
   return guarded(ctx, [&]() -> umlos_status {
-    if (umlos_status s = check_known(ctx, in, "all_to_all")) return s;
-    if (umlos_status s = check_known(ctx, out, "all_to_all")) return s;
-    if (!ctx->is_writable(as_tensor(out)))
-      return set_error(ctx, UMLOS_CONTRACT_VIOLATION, "all_to_all: out is not writable by this call");
+    if (umlos_status s = check_collective(ctx, in, out, "all_to_all")) return s;
     Host& host = host_of(ctx);
     const Tensor& i = *as_tensor(in);
     Tensor& o = *as_tensor(out);
@@ -544,13 +551,10 @@ umlos_status svc_all_to_all(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor
                        "all_to_all: in holds " + std::to_string(i.bytes) + " bytes and out " + std::to_string(o.bytes) +
                            ", expected equal multiples of the world size " + std::to_string(w));
     }
-    if (w == 1) {
-      std::vector<uint8_t> bytes(i.bytes);
-      host.read(i, bytes.data(), bytes.size());
-      host.write(o, bytes.data(), bytes.size());
-    } else {
+    if (w == 1)
+      copy_bytes(host, i, o);
+    else
       host.device().all_to_all(i, o);
-    }
     return UMLOS_OK;
   });
 }
