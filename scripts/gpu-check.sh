@@ -9,7 +9,9 @@
 #   4. the digits manifest with its driver line swapped to cuda_driver
 #      (scripts/gpu-manifest.sh): two GPU runs and one CPU run compared;
 #   5. umlos_bench_cuda_driver (matmul vs cuBLAS, the GPT block step);
-#   6. the PyTorch peer on the GPU, when torch with CUDA is installed.
+#   6. the PyTorch peer on the GPU, when torch with CUDA is installed;
+#   7. the multi-rank bench (Gloo over loopback) on 1, 2 and 4 local ranks,
+#      which the machine's cores make meaningful.
 # Every step's output goes to $OUT/<step>.txt (OUT defaults to ./gpu-check)
 # so a step that fails or runs out of time still leaves what came before.
 #
@@ -40,6 +42,12 @@ if [ -z "${PREBUILT:-}" ]; then
   step configure 300 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUMLOS_BUILD_TESTS=ON
   step build 900 cmake --build "$build" -j"$jobs"
 fi
+# NCCL for the one-rank communicator test: the system's, else the one a
+# CUDA Python stack ships (the nvidia-nccl wheel).
+if ! ldconfig -p | grep -q 'libnccl.so.2 '; then
+  nccl_dir=$(env -u LD_LIBRARY_PATH python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib"))' 2>/dev/null) &&
+    export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$nccl_dir
+fi
 step device 30 sh -c "nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv &&
   $build/umlos modules inspect $build/modules/libumlos_cuda_driver.so"
 step tests 200 "$build/tests/umlos_tests" "[cuda_driver]" --durations yes
@@ -53,9 +61,15 @@ else
   echo "torch: no CUDA-enabled torch here, peer not run" | tee -a "$out/summary.txt"
 fi
 
+step distributed_w2 150 python3 bench/distributed/bench_distributed.py --umlos "$build/umlos" \
+  --manifest "$build/manifests/digits_wide.yaml" --ranks 2 --repeat 2
+step distributed_w4 90 python3 bench/distributed/bench_distributed.py --umlos "$build/umlos" \
+  --manifest "$build/manifests/digits_wide.yaml" --ranks 4 --repeat 1
+
 # The end of the output is what a device session's reply carries.
 tail -n 4 "$out/tests.txt"
 grep -E "FAIL|implemented|missing|conformance:" "$out/conformance.txt"
 cat "$out/manifest.txt"
 tail -n 30 "$out/bench.txt"
+tail -n 12 "$out/distributed_w2.txt" "$out/distributed_w4.txt"
 cat "$out/summary.txt"
