@@ -64,7 +64,7 @@ typedef struct umlos_rng_request {
 typedef struct umlos_comm_config {
   size_t struct_size;
   int32_t rank;       /* 0 .. world_size - 1 */
-  int32_t world_size; /* >= 2 (a single process never calls comm_init) */
+  int32_t world_size; /* >= 1 (a job of one rank joins too; a plain run never calls comm_init) */
   /* Where the ranks meet: "file:/DIR", a folder every rank can reach (a
    * shared filesystem across hosts), empty or fresh for each job. */
   const char *rendezvous;

@@ -135,6 +135,7 @@ void Device::join(const umlos_comm_config& config) {
   driver_status(*driver_, d.comm_init(driver_->instance, driver_->ctx, &config), "comm_init");
   rank_ = config.rank;
   world_size_ = config.world_size;
+  joined_ = true;
 }
 
 void Device::all_gather(const Tensor& in, Tensor& out) {

@@ -59,6 +59,9 @@ class Device {
   // collectives (UNAVAILABLE when the driver has none), then all_gather /
   // broadcast over its tensors (COLLECTIVE_FAILURE when a rank is gone).
   void join(const umlos_comm_config& config);
+  // Whether join() succeeded: this process is a rank of a job (of one rank,
+  // too) and the collectives below may be called.
+  bool joined() const { return joined_; }
   void all_gather(const Tensor& in, Tensor& out);
   void broadcast(Tensor& t, int32_t root);
   void all_to_all(const Tensor& in, Tensor& out);
@@ -98,6 +101,7 @@ class Device {
   }
   CollectiveStats collectives_;
   int32_t rank_ = 0, world_size_ = 1;  // set by join()
+  bool joined_ = false;
   uint64_t memory_budget_ = 0;
   bool memory_budget_is_default_ = false;
   // Driver bytes held by live tensors; each tensor gives its bytes back when

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string rendezvous_dir(const WorldOptions& world) {
-  if (world.size <= 1 || world.rendezvous.rfind("file:", 0) != 0) return "";
+  if (!world.joins() || world.rendezvous.rfind("file:", 0) != 0) return "";
   return world.rendezvous.substr(5);
 }
 
@@ -78,7 +78,7 @@ void join_world(Host& host, const Manifest& manifest, const WorldOptions& world)
     throw Failure(UMLOS_INVALID_ARGUMENT, "rank " + std::to_string(world.rank) + " of world size " +
                                               std::to_string(world.size) + ": expected 0 <= rank < world size");
   }
-  if (world.size > 1) {
+  if (world.joins()) {
     umlos_comm_config c{};
     c.struct_size = sizeof(c);
     c.rank = world.rank;
@@ -95,7 +95,7 @@ void join_world(Host& host, const Manifest& manifest, const WorldOptions& world)
 
 void check_ranks_agree(Host& host, const Digest& state_fp, int64_t t) {
   const int32_t w = host.world_size();
-  if (w <= 1) return;
+  if (!host.device().joined()) return;
   TensorPtr mine = host.make_tensor(UMLOS_DTYPE_U8, bytes_shape(32), false);
   TensorPtr every = host.make_tensor(UMLOS_DTYPE_U8, bytes_shape(32 * static_cast<int64_t>(w)), false);
   host.write(*mine, state_fp.data(), 32);

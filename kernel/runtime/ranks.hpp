@@ -23,9 +23,14 @@ struct WorldOptions {
   std::string prefix;       // keys of this job in the rendezvous
   std::string listen_host;  // "" the host name's address
   int64_t timeout_ms = 30000;
+  // Whether this process is a rank of a job and goes through the driver's
+  // collectives: more than one rank, or one rank given a rendezvous (a job
+  // started with --nproc 1, or by a launcher that sets UMLOS_RENDEZVOUS).
+  // A plain `umlos run` is no job and needs no collectives.
+  bool joins() const { return size > 1 || !rendezvous.empty(); }
 };
 
-// Joins the job (size > 1) through the active driver, checks that every
+// Joins the job (WorldOptions::joins) through the active driver, checks that every
 // rank runs rank 0's manifest (RANK_DIVERGENCE naming both hashes), and
 // records rank and size in the host.
 void join_world(Host& host, const Manifest& manifest, const WorldOptions& world);

@@ -105,7 +105,7 @@ WorldOptions resolve_world(int32_t rank, int32_t size, const std::string& rendez
   w.prefix = env_or("UMLOS_RENDEZVOUS_PREFIX", "umlos");
   w.listen_host = env_or("UMLOS_LISTEN_HOST");
   w.timeout_ms = timeout_ms;
-  if (w.size > 1) {
+  if (w.joins()) {
     if (w.rendezvous.empty()) {
       throw Failure(UMLOS_INVALID_ARGUMENT,
                     "world size " + std::to_string(w.size) +

@@ -75,6 +75,21 @@ int64_t block_cols(int nr) {
 // a[p][k][r] for rows [i0, i0+mc) of A and k in [k0, k0+kc), zero rows past M.
 template <class T>
 void pack_a(GemmMatrix<const T> A, int64_t M, int64_t i0, int64_t mc, int64_t k0, int64_t kc, int mr, T* out) {
+  if (A.rs == 1 && A.cs != 1) {
+    // A transposed (a weight gradient's X^T): a panel's mr rows are
+    // consecutive in memory for each k, so copy them as one run per k
+    // instead of walking each row down a column (one cache line per k).
+    for (int64_t p = 0; p < mc; p += mr) {
+      T* panel = out + p * kc;
+      const int64_t rows = std::max<int64_t>(0, std::min<int64_t>(mr, std::min(mc - p, M - (i0 + p))));
+      for (int64_t k = 0; k < kc; ++k) {
+        T* dst = panel + k * mr;
+        if (rows > 0) std::memcpy(dst, A.p + (i0 + p) + (k0 + k) * A.cs, sizeof(T) * static_cast<size_t>(rows));
+        for (int64_t r = rows; r < mr; ++r) dst[r] = T(0);
+      }
+    }
+    return;
+  }
   for (int64_t p = 0; p < mc; p += mr) {
     T* panel = out + p * kc;
     for (int r = 0; r < mr; ++r) {
