@@ -47,17 +47,30 @@ GemmKernel<T> scalar_kernel() {
   return make_gemm_kernel<ScalarOps<T>, 4, 8>();
 }
 
-GemmKernel<float> kernel_for(GemmIsa isa, float*) {
-  if (isa == GemmIsa::avx512) return gemm_kernel_avx512_f32();
-  if (isa == GemmIsa::avx2) return gemm_kernel_avx2_f32();
+GemmKernel<float> kernel_for(GemmIsa isa, float*, bool narrow) {
+  if (isa == GemmIsa::avx512) return gemm_kernel_avx512_f32(narrow);
+  if (isa == GemmIsa::avx2) return gemm_kernel_avx2_f32(narrow);
   return scalar_kernel<float>();
 }
 
-GemmKernel<double> kernel_for(GemmIsa isa, double*) {
-  if (isa == GemmIsa::avx512) return gemm_kernel_avx512_f64();
-  if (isa == GemmIsa::avx2) return gemm_kernel_avx2_f64();
+GemmKernel<double> kernel_for(GemmIsa isa, double*, bool narrow) {
+  if (isa == GemmIsa::avx512) return gemm_kernel_avx512_f64(narrow);
+  if (isa == GemmIsa::avx2) return gemm_kernel_avx2_f64(narrow);
   return scalar_kernel<double>();
 }
+
+// The kernel for an N-column product: one vector wide when N fits in one
+// vector (the wide kernel would compute padding columns), else the widest.
+template <class T>
+GemmKernel<T> kernel_for_columns(GemmIsa isa, int64_t N) {
+  const GemmKernel<T> narrow = kernel_for(isa, static_cast<T*>(nullptr), true);
+  return N <= narrow.nr ? narrow : kernel_for(isa, static_cast<T*>(nullptr), false);
+}
+
+// Products of at most this many column panels read A in place (when one of
+// its strides is 1) instead of packing it: packing costs one pass over A
+// per block of columns, which only pays back over many column panels.
+constexpr int64_t kDirectAMaxPanels = 4;
 
 constexpr int64_t kKc = kSumChunk;  // k block = the canonical chunk
 
@@ -129,10 +142,32 @@ void pack_b(GemmMatrix<const T> B, int64_t N, int64_t k0, int64_t kc, int64_t j0
   }
 }
 
-// One packed block: every tile of rows [i0, i0+mc) x columns [j0, j0+nc).
+// Where a micro-kernel reads the rows of A starting at row p of a block
+// (relative to the block's first row): a packed block, or A itself.
+template <class T>
+struct APanels {
+  const T* base;  // row 0 of the block at the block's first k
+  int64_t row_step, lda;
+  int layout;  // GemmKernel::rows' first index
+  const T* at(int64_t p) const { return base + p * row_step; }
+};
+
+template <class T>
+APanels<T> packed_panels(const T* apack, int64_t kc, int mr) {
+  return {apack, kc, mr, 0};
+}
+
+template <class T>
+APanels<T> direct_panels(GemmMatrix<const T> A, int64_t i0, int64_t k0) {
+  const T* base = A.p + i0 * A.rs + k0 * A.cs;
+  if (A.cs == 1) return {base, A.rs, A.rs, 2};
+  return {base, 1, A.cs, 1};
+}
+
+// One block: every tile of rows [i0, i0+mc) x columns [j0, j0+nc).
 template <class T>
 void macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
-                 int64_t kc, bool first, const T* a, const T* b, GemmMatrix<T> C) {
+                 int64_t kc, bool first, const APanels<T>& a, const T* b, GemmMatrix<T> C) {
   const int mr = kr.mr, nr = kr.nr;
   T tile[kGemmMaxMr * 64];  // mr * nr <= 12 * 32
   for (int64_t q = 0; q < nc; q += nr) {
@@ -141,16 +176,16 @@ void macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int6
     for (int64_t p = 0; p < mc; p += mr) {
       const int64_t i = i0 + p, rows = std::min<int64_t>(mr, std::min(mc - p, M - i));
       if (rows <= 0) break;
-      const T* ap = a + p * kc;
+      const typename GemmKernel<T>::Ukr ukr = kr.rows[a.layout][rows - 1];
       const T* bp = b + q * kc;
       if (cols == nr && C.cs == 1) {
-        (rows == mr ? kr.ukr : kr.rows[rows - 1])(kc, ap, bp, C.p + i * C.rs + j, C.rs, first);
+        ukr(kc, a.at(p), a.lda, bp, C.p + i * C.rs + j, C.rs, first);
         continue;
       }
-      for (int64_t r = 0; r < mr; ++r)
+      for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < nr; ++c)
-          tile[r * nr + c] = (!first && r < rows && c < cols) ? C.p[(i + r) * C.rs + (j + c) * C.cs] : T(0);
-      kr.ukr(kc, ap, bp, tile, nr, first);
+          tile[r * nr + c] = (!first && c < cols) ? C.p[(i + r) * C.rs + (j + c) * C.cs] : T(0);
+      ukr(kc, a.at(p), a.lda, bp, tile, nr, first);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) C.p[(i + r) * C.rs + (j + c) * C.cs] = tile[r * nr + c];
     }
@@ -168,8 +203,9 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
   const int64_t MC = block_rows<T>(kr.mr), NC = block_cols<T>(kr.nr);
   const int mr = kr.mr, nr = kr.nr;
   const bool one_row_block = r1 - r0 <= MC;
+  const bool direct_a = (A.rs == 1 || A.cs == 1) && (c1 - c0 + nr - 1) / nr <= kDirectAMaxPanels;
   thread_local std::vector<T> apack, bpack;
-  apack.resize(static_cast<size_t>(MC * kKc));
+  if (!direct_a) apack.resize(static_cast<size_t>(MC * kKc));
   bpack.resize(static_cast<size_t>((one_row_block ? nr : NC) * kKc));
   const int64_t Mp = std::min(M, r1), Np = std::min(N, c1);
   auto round_up = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
@@ -180,18 +216,20 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
       const bool first = pc == 0;
       if (one_row_block) {
         const int64_t mc = round_up(r1 - r0, mr);
-        pack_a(A, M, r0, mc, pc, kc, mr, apack.data());
+        if (!direct_a) pack_a(A, M, r0, mc, pc, kc, mr, apack.data());
+        const APanels<T> a = direct_a ? direct_panels(A, r0, pc) : packed_panels(apack.data(), kc, mr);
         for (int64_t q = 0; q < nc && jc + q < Np; q += nr) {
           pack_b(B, N, pc, kc, jc + q, int64_t(nr), nr, bpack.data());
-          macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, apack.data(), bpack.data(), C);
+          macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, a, bpack.data(), C);
         }
         continue;
       }
       pack_b(B, N, pc, kc, jc, nc, nr, bpack.data());
       for (int64_t ic = r0; ic < r1; ic += MC) {
         const int64_t mc = round_up(std::min(MC, r1 - ic), mr);
-        pack_a(A, M, ic, mc, pc, kc, mr, apack.data());
-        macro_block(kr, Mp, Np, ic, mc, jc, nc, kc, first, apack.data(), bpack.data(), C);
+        if (!direct_a) pack_a(A, M, ic, mc, pc, kc, mr, apack.data());
+        const APanels<T> a = direct_a ? direct_panels(A, ic, pc) : packed_panels(apack.data(), kc, mr);
+        macro_block(kr, Mp, Np, ic, mc, jc, nc, kc, first, a, bpack.data(), C);
       }
     }
   }
@@ -240,7 +278,7 @@ void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMa
       for (int64_t j = 0; j < N; ++j) C.p[i * C.rs + j * C.cs] = T(0);
     return;
   }
-  const GemmKernel<T> kr = kernel_for(isa, static_cast<T*>(nullptr));
+  const GemmKernel<T> kr = kernel_for_columns<T>(isa, N);
   const int64_t col_panels = (N + kr.nr - 1) / kr.nr, row_panels = (M + kr.mr - 1) / kr.mr;
   // Enough multiply-adds per range that a split pays for the wake-up.
   const int64_t min_fmas = int64_t(1) << 17;

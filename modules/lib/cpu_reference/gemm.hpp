@@ -46,26 +46,29 @@ void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMa
 
 // ---------------------------------------------------------------- kernels
 // Micro-kernels, one per (path, dtype), each in a file compiled for its
-// instruction set. ukr computes one MR x NR tile of C over kc (<= 256) k:
-// a is the packed A panel (a[k * MR + r]), b the packed B panel
-// (b[k * NR + c]), c the tile (row stride ldc). With first != 0 the tile
-// becomes 0 + acc, otherwise c + acc (elementwise, in the dtype).
-// rows[r - 1] does the same for the first r rows of a panel only (the last
-// panel of a block whose height is not a multiple of MR): no padded rows
-// computed, no copy through a scratch tile, and each element's arithmetic
-// is the full kernel's.
+// instruction set. A kernel computes the first R (1..MR) rows of one
+// MR x NR tile of C over kc (<= 256) k: b is the packed B panel
+// (b[k * NR + c]), c the tile (row stride ldc); with first != 0 the tile
+// becomes 0 + acc, otherwise c + acc (elementwise, in the dtype). A is read
+// through a and lda in one of three layouts: rows[0][R - 1] takes A's
+// element (r, k) at a[k * MR + r] (a packed panel; lda unused),
+// rows[1][R - 1] at a[k * lda + r] (a column-major A in place),
+// rows[2][R - 1] at a[r * lda + k] (a row-major A in place). No padded rows
+// are computed, and each element's arithmetic is the same whatever the
+// layout, R or tile.
 inline constexpr int kGemmMaxMr = 16;
 template <class T>
 struct GemmKernel {
-  using Ukr = void (*)(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int first);
+  using Ukr = void (*)(int64_t kc, const T* a, int64_t lda, const T* b, T* c, int64_t ldc, int first);
   int mr, nr;
-  Ukr ukr;
-  Ukr rows[kGemmMaxMr];
+  Ukr rows[3][kGemmMaxMr];
 };
 
-GemmKernel<float> gemm_kernel_avx512_f32();
-GemmKernel<double> gemm_kernel_avx512_f64();
-GemmKernel<float> gemm_kernel_avx2_f32();
-GemmKernel<double> gemm_kernel_avx2_f64();
+// `narrow`: the kernel one vector wide (for products of at most that many
+// columns), else the widest.
+GemmKernel<float> gemm_kernel_avx512_f32(bool narrow);
+GemmKernel<double> gemm_kernel_avx512_f64(bool narrow);
+GemmKernel<float> gemm_kernel_avx2_f32(bool narrow);
+GemmKernel<double> gemm_kernel_avx2_f64(bool narrow);
 
 }  // namespace cpu_driver

@@ -28,11 +28,14 @@ namespace {
     static V add(V a, V b) { return add_(a, b); }                                          \
     static void store(T* p, V v) { storeu(p, v); }                                         \
   };
-// MR rows of C from a panel packed AS rows wide (AS >= MR: the first MR
-// rows of a wider panel).
-template <class Ops, int MR, int NV, int AS = MR>
-void gemm_ukr(int64_t kc, const typename Ops::T* a, const typename Ops::T* b, typename Ops::T* c, int64_t ldc,
-              int first) {
+// MR rows of C. A's element (r, k) is, by Layout (GemmKernel::rows' first
+// index): 0, a[k * AS + r] (a packed panel AS rows wide; lda unused, so the
+// offsets are constants); 1, a[k * lda + r] (a column-major A read in
+// place); 2, a[r * lda + k] (a row-major A read in place). Either way each
+// output is the same fma chain over k in ascending order.
+template <class Ops, int MR, int NV, int Layout, int AS>
+void gemm_ukr(int64_t kc, const typename Ops::T* a, int64_t lda, const typename Ops::T* b, typename Ops::T* c,
+              int64_t ldc, int first) {
   using V = typename Ops::V;
   constexpr int W = Ops::W, NR = NV * Ops::W;
   V acc[MR][NV];
@@ -47,7 +50,7 @@ void gemm_ukr(int64_t kc, const typename Ops::T* a, const typename Ops::T* b, ty
     for (int v = 0; v < NV; ++v) bv[v] = Ops::load(b + k * NR + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const V ar = Ops::set1(a[k * AS + r]);
+      const V ar = Ops::set1(Layout == 0 ? a[k * AS + r] : Layout == 1 ? a[k * lda + r] : a[r * lda + k]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = Ops::fma(ar, bv[v], acc[r][v]);
     }
@@ -63,24 +66,26 @@ void gemm_ukr(int64_t kc, const typename Ops::T* a, const typename Ops::T* b, ty
 }
 
 // rows[R - 1] = the kernel of the first R rows, for R = Rows .. 1.
-template <class Ops, int NV, int AS, int Rows>
+template <class Ops, int NV, int Layout, int AS, int Rows>
 struct GemmRowKernels {
   static void fill(typename GemmKernel<typename Ops::T>::Ukr* rows) {
-    rows[Rows - 1] = gemm_ukr<Ops, Rows, NV, AS>;
-    GemmRowKernels<Ops, NV, AS, Rows - 1>::fill(rows);
+    rows[Rows - 1] = gemm_ukr<Ops, Rows, NV, Layout, AS>;
+    GemmRowKernels<Ops, NV, Layout, AS, Rows - 1>::fill(rows);
   }
 };
-template <class Ops, int NV, int AS>
-struct GemmRowKernels<Ops, NV, AS, 0> {
+template <class Ops, int NV, int Layout, int AS>
+struct GemmRowKernels<Ops, NV, Layout, AS, 0> {
   static void fill(typename GemmKernel<typename Ops::T>::Ukr*) {}
 };
 
-// The MR x (NV vectors) kernel and its row remainders.
+// The MR x (NV vectors) kernel and its row remainders, for each layout of A.
 template <class Ops, int MR, int NV>
 GemmKernel<typename Ops::T> make_gemm_kernel() {
   static_assert(MR <= kGemmMaxMr, "GemmKernel::rows holds kGemmMaxMr kernels");
-  GemmKernel<typename Ops::T> k{MR, NV * Ops::W, gemm_ukr<Ops, MR, NV>, {}};
-  GemmRowKernels<Ops, NV, MR, MR>::fill(k.rows);
+  GemmKernel<typename Ops::T> k{MR, NV * Ops::W, {}};
+  GemmRowKernels<Ops, NV, 0, MR, MR>::fill(k.rows[0]);
+  GemmRowKernels<Ops, NV, 1, MR, MR>::fill(k.rows[1]);
+  GemmRowKernels<Ops, NV, 2, MR, MR>::fill(k.rows[2]);
   return k;
 }
 
