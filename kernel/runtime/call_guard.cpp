@@ -214,23 +214,7 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op, const CallBind
                                               decl_shape_string(d));
     }
     if (!(d.flags & UMLOS_VALUE_NONFINITE_OK) && (t.dtype == UMLOS_DTYPE_F32 || t.dtype == UMLOS_DTYPE_F64)) {
-      // Every floating output of every call is read back: into one buffer
-      // kept between outputs and calls (up to 64 MiB), not a fresh
-      // zero-filled one each.
-      thread_local HostTensor kept;
-      HostTensor large;
-      HostTensor& h = t.bytes <= (uint64_t(64) << 20) ? kept : large;
-      h.dtype = t.dtype;
-      h.shape = t.shape;
-      if (h.data.size() < t.bytes) h.data.resize(t.bytes);
-      host_.read(t, h.data.data(), t.bytes);
-      int64_t bad = first_nonfinite(h);
-      if (bad >= 0) {
-        throw Failure(UMLOS_CONTRACT_VIOLATION,
-                      ctx.who() + ": output '" + name + "' is not finite: element " + std::to_string(bad) + " = " +
-                          std::to_string(element_as_double(h, static_cast<uint64_t>(bad))) +
-                          " (minimal counterexample: that element; declare NONFINITE_OK if intended)");
-      }
+      check_finite(host_, ctx.who(), name, t);
     }
   }
   // PURE: inputs untouched.

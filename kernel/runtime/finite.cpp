@@ -3,6 +3,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "error.hpp"
+#include "host.hpp"
 
 namespace umlos {
 
@@ -38,12 +43,42 @@ int64_t first_nonfinite_bits(const uint8_t* data, uint64_t n) {
 
 }  // namespace
 
-int64_t first_nonfinite(const HostTensor& h) {
-  const uint64_t n = element_count(h.shape);
-  if (h.dtype == UMLOS_DTYPE_F64)
-    return first_nonfinite_bits<uint64_t, 0x7ff0000000000000ull, 0x0010000000000000ull>(h.data.data(), n);
-  if (h.dtype == UMLOS_DTYPE_F32) return first_nonfinite_bits<uint32_t, 0x7f800000u, 0x00800000u>(h.data.data(), n);
+int64_t first_nonfinite(int32_t dtype, const uint8_t* data, uint64_t count) {
+  if (dtype == UMLOS_DTYPE_F64)
+    return first_nonfinite_bits<uint64_t, 0x7ff0000000000000ull, 0x0010000000000000ull>(data, count);
+  if (dtype == UMLOS_DTYPE_F32) return first_nonfinite_bits<uint32_t, 0x7f800000u, 0x00800000u>(data, count);
   return -1;
+}
+
+int64_t first_nonfinite(const HostTensor& h) {
+  return first_nonfinite(h.dtype, h.data.data(), element_count(h.shape));
+}
+
+// Every floating output of every call is read back and scanned for NaN and
+// infinities (spec 004 0.A, 0.K), in pieces that stay in the cache: the
+// output is read from driver memory once, not copied whole and read again.
+void check_finite(const Host& host, const std::string& who, const std::string& name, const Tensor& t) {
+  constexpr uint64_t kPiece = uint64_t(256) << 10;  // a multiple of every element width
+  thread_local std::vector<uint8_t> piece(kPiece);
+  const uint64_t width = t.dtype == UMLOS_DTYPE_F64 ? 8 : 4;
+  for (uint64_t off = 0; off < t.bytes; off += kPiece) {
+    const uint64_t n = std::min(kPiece, t.bytes - off);
+    host.read(t, piece.data(), n, off);
+    const int64_t bad = first_nonfinite(t.dtype, piece.data(), n / width);
+    if (bad < 0) continue;
+    double value;
+    if (width == 8) {
+      std::memcpy(&value, piece.data() + bad * 8, 8);
+    } else {
+      float f;
+      std::memcpy(&f, piece.data() + bad * 4, 4);
+      value = f;
+    }
+    throw Failure(UMLOS_CONTRACT_VIOLATION,
+                  who + ": output '" + name + "' is not finite: element " +
+                      std::to_string(off / width + static_cast<uint64_t>(bad)) + " = " + std::to_string(value) +
+                      " (minimal counterexample: that element; declare NONFINITE_OK if intended)");
+  }
 }
 
 }  // namespace umlos

@@ -5,12 +5,23 @@
 
 #include <cstdint>
 
+#include <string>
+
 #include "tensor.hpp"
 
 namespace umlos {
 
+class Host;
+
 // The index of the first NaN or infinity of an f32 or f64 tensor, or -1
 // (also for any other dtype).
 int64_t first_nonfinite(const HostTensor& h);
+// The same over `count` elements of `dtype` at `data`.
+int64_t first_nonfinite(int32_t dtype, const uint8_t* data, uint64_t count);
+
+// Reads an f32 or f64 tensor back from the driver in cache-sized pieces and
+// throws CONTRACT_VIOLATION naming `who`, the output `name`, the index and
+// value of its first NaN or infinity.
+void check_finite(const Host& host, const std::string& who, const std::string& name, const Tensor& t);
 
 }  // namespace umlos

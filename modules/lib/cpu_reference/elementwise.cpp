@@ -7,6 +7,7 @@
 // formed in binary64 and rounded once to the output dtype.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "cpu_reference.hpp"
 
@@ -115,6 +116,35 @@ void binary_forward(Call& c, BinaryKind kind) {
       for_each_broadcast(bc, s, e,
                          [&](int64_t p, int64_t ia, int64_t ib) { py[p] = apply_binary<T>(kind, pa[ia], pb[ib]); });
     }
+  });
+}
+
+// Column sums of a rows x cols matrix of S elements (leading axes summed,
+// trailing kept), each element widened to binary64 as it is added: every
+// column takes one value per row, so all of a range's canonical sums reach
+// a chunk boundary together, and the chunk folds are arrays added row by
+// row (vectorised across columns), each column still the fold umlos_sum.h
+// defines, in row order. `write(j, sum)` receives each column's sum.
+template <class S, class Write>
+void sum_leading_rows(ThreadPool& pool, int64_t rows, int64_t cols, const S* src, const Write& write) {
+  pool.parallel_for(cols, 64, [&](int64_t c0, int64_t c1) {
+    const int64_t w = c1 - c0;
+    std::vector<double> total(static_cast<size_t>(w), 0.0), chunk(static_cast<size_t>(w), 0.0);
+    double* pt = total.data();
+    double* pc = chunk.data();
+    int64_t count = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const S* row = src + r * cols + c0;
+      for (int64_t j = 0; j < w; ++j) pc[j] += static_cast<double>(row[j]);
+      if (++count == UMLOS_SUM_CHUNK) {
+        for (int64_t j = 0; j < w; ++j) {
+          pt[j] += pc[j];
+          pc[j] = 0.0;
+        }
+        count = 0;
+      }
+    }
+    for (int64_t j = 0; j < w; ++j) write(c0 + j, count ? pt[j] + pc[j] : pt[j]);
   });
 }
 
@@ -269,14 +299,15 @@ void bias_add_grad(Call& c) {
   c.expect_out_shape(1, c.in[1].dims);
   const T* pg = dy.as<T>();
   T* pdx = c.out[0].as<T>();
-  std::vector<double> full(dy.numel);
   c.pool->parallel_for(dy.numel, kElementGrain, [&](int64_t s, int64_t e) {
-    for (int64_t p = s; p < e; ++p) {
-      pdx[p] = pg[p];
-      full[p] = pg[p];
-    }
+    std::memcpy(pdx + s, pg + s, sizeof(T) * static_cast<size_t>(e - s));
   });
-  store_reduced<T>(c, dy.dims, full, c.out[1]);
+  // dbias: the column sums of dy (the bias is its last axis), read in place
+  // rather than through a binary64 copy of dy.
+  const int64_t n = c.in[1].numel;
+  T* pdb = c.out[1].as<T>();
+  if (n == 0) return;
+  sum_leading_rows(*c.pool, dy.numel / n, n, pg, [&](int64_t j, double v) { pdb[j] = static_cast<T>(v); });
 }
 
 void bias_add_fwd_entry(Call& c) {
@@ -513,29 +544,7 @@ void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, co
     if (t[k] != full_dims[k]) prefix_form = false;
   if (prefix_form) {
     int64_t rows = dims_product(full_dims, 0, prefix), cols = dims_product(full_dims, prefix, rank);
-    // Every column takes one value per row, so all of a range's canonical
-    // sums reach a chunk boundary together: the chunk folds are arrays
-    // added row by row (vectorised across columns), each column still the
-    // fold umlos_sum.h defines, in row order.
-    pool.parallel_for(cols, 64, [&](int64_t c0, int64_t c1) {
-      const int64_t w = c1 - c0;
-      std::vector<double> total(static_cast<size_t>(w), 0.0), chunk(static_cast<size_t>(w), 0.0);
-      double* pt = total.data();
-      double* pc = chunk.data();
-      int64_t count = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        const double* row = full + r * cols + c0;
-        for (int64_t j = 0; j < w; ++j) pc[j] += row[j];
-        if (++count == UMLOS_SUM_CHUNK) {
-          for (int64_t j = 0; j < w; ++j) {
-            pt[j] += pc[j];
-            pc[j] = 0.0;
-          }
-          count = 0;
-        }
-      }
-      for (int64_t j = 0; j < w; ++j) write(c0 + j, count ? pt[j] + pc[j] : pt[j]);
-    });
+    sum_leading_rows(pool, rows, cols, full, write);
     return;
   }
   std::vector<int64_t> full_stride(rank, 1);
