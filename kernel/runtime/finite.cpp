@@ -50,9 +50,7 @@ int64_t first_nonfinite(int32_t dtype, const uint8_t* data, uint64_t count) {
   return -1;
 }
 
-int64_t first_nonfinite(const HostTensor& h) {
-  return first_nonfinite(h.dtype, h.data.data(), element_count(h.shape));
-}
+int64_t first_nonfinite(const HostTensor& h) { return first_nonfinite(h.dtype, h.data.data(), element_count(h.shape)); }
 
 // Every floating output of every call is read back and scanned for NaN and
 // infinities (spec 004 0.A, 0.K), in pieces that stay in the cache: the

@@ -172,9 +172,9 @@ TEST_CASE("matmul and its gradient give the same bits on every instruction-set p
   std::vector<Case> cases;
   for (const Case& c : all_cases(kLargeRows, kLargeCols))
     if (c.primitive == "matmul") cases.push_back(c);
-  for (auto [m, k, n] : {std::array<int64_t, 3>{37, 515, 301}, std::array<int64_t, 3>{301, 300, 13},
-                         std::array<int64_t, 3>{23, 300, 64}, std::array<int64_t, 3>{64, 260, 96},
-                         std::array<int64_t, 3>{50, 600, 5}})
+  for (auto [m, k, n] :
+       {std::array<int64_t, 3>{37, 515, 301}, std::array<int64_t, 3>{301, 300, 13}, std::array<int64_t, 3>{23, 300, 64},
+        std::array<int64_t, 3>{64, 260, 96}, std::array<int64_t, 3>{50, 600, 5}})
     cases.push_back(Case{"matmul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n),
                          "matmul",
                          {{{m, k}}, {{k, n}}},

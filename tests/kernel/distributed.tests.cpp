@@ -109,8 +109,10 @@ void wait_gone(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("Digits as a job of 1, 2, 3 and 4 local ranks gives the single process's state_fp sequence, parameters and accuracy",
-          "[distributed][gloo]") {
+TEST_CASE(
+    "Digits as a job of 1, 2, 3 and 4 local ranks gives the single process's state_fp sequence, parameters and "
+    "accuracy",
+    "[distributed][gloo]") {
   const std::string m = short_digits("ranks", 60);
   const Run one = run_ok(m, "ranks-1");
   const std::vector<std::string> expected = state_fps(one.trace());
@@ -439,9 +441,10 @@ TEST_CASE("Digits as a one-rank job of cuda_driver over NCCL follows the one-ran
   CHECK(ge.at("rng_fingerprint") == ce.at("rng_fingerprint"));
   const double acc_gpu = ge.at("val_accuracy").get<double>(), acc_cpu = ce.at("val_accuracy").get<double>();
   CHECK(std::fabs(acc_gpu - acc_cpu) <= kGpuAccuracyTolerance);
-  std::printf("NCCL one-rank job vs Gloo one-rank job, 40 steps: largest relative loss_total difference %.3g; "
-              "val_accuracy GPU %.5f, CPU %.5f; NCCL collectives %lld\n",
-              worst, acc_gpu, acc_cpu, static_cast<long long>(profile.at("collectives").at("calls").get<int64_t>()));
+  std::printf(
+      "NCCL one-rank job vs Gloo one-rank job, 40 steps: largest relative loss_total difference %.3g; "
+      "val_accuracy GPU %.5f, CPU %.5f; NCCL collectives %lld\n",
+      worst, acc_gpu, acc_cpu, static_cast<long long>(profile.at("collectives").at("calls").get<int64_t>()));
 }
 
 TEST_CASE("Malformed worlds and manifests that set the world are refused with their key named", "[distributed][cli]") {
