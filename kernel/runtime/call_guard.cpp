@@ -27,27 +27,6 @@ const char* stream_name(int32_t s) {
   return name ? name : "invalid";
 }
 
-// A declared name ending in ".*" is a family: it matches every value whose
-// name starts with the part before the "*" ("model.param.*" matches
-// "model.param.W1"). Operators whose value names come from data (the ModelIR
-
-double element_as_double(const HostTensor& h, uint64_t i) {
-  switch (h.dtype) {
-    case UMLOS_DTYPE_F64: {
-      double v;
-      std::memcpy(&v, h.data.data() + i * 8, 8);
-      return v;
-    }
-    case UMLOS_DTYPE_F32: {
-      float v;
-      std::memcpy(&v, h.data.data() + i * 4, 4);
-      return v;
-    }
-    default:
-      return 0.0;
-  }
-}
-
 }  // namespace
 
 CallGuard::CallGuard(Host& host) : host_(host) {}
