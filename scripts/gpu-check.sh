@@ -3,7 +3,9 @@
 # NVIDIA GPU (the device machine of a session: about 15 minutes in all).
 # Builds only what the checks need, then runs, in order:
 #   1. nvidia-smi and `umlos modules inspect` of the CUDA module;
-#   2. the [cuda_driver] tests (GPU tests included), verbose;
+#   2. the [cuda_driver] tests (GPU tests included), verbose, and the
+#      NCCL jobs of tests/kernel/distributed.tests.cpp (one rank on one GPU
+#      against the Gloo job; two ranks where two GPUs are listed);
 #   3. `umlos conformance` of the CUDA module: the whole primitive
 #      catalogue against cpu_driver;
 #   4. the digits manifest with its driver line swapped to cuda_driver
@@ -51,6 +53,7 @@ fi
 step device 30 sh -c "nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv &&
   $build/umlos modules inspect $build/modules/libumlos_cuda_driver.so"
 step tests 200 "$build/tests/umlos_tests" "[cuda_driver]" --durations yes
+step nccl_jobs 150 "$build/tests/umlos_tests" "[distributed][nccl]"
 step conformance 120 "$build/umlos" conformance "$build/modules/libumlos_cuda_driver.so"
 step manifest 90 bash scripts/gpu-manifest.sh "$build" 300
 step bench 120 "$build/bench/umlos_bench_cuda_driver" 5 1024,2048,4096 1
@@ -68,6 +71,7 @@ step distributed_w4 90 python3 bench/distributed/bench_distributed.py --umlos "$
 
 # The end of the output is what a device session's reply carries.
 tail -n 4 "$out/tests.txt"
+grep -E "NCCL one-rank|SKIPPED|passed|failed" "$out/nccl_jobs.txt"
 grep -E "FAIL|implemented|missing|conformance:" "$out/conformance.txt"
 cat "$out/manifest.txt"
 tail -n 30 "$out/bench.txt"
