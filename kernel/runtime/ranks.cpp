@@ -2,6 +2,7 @@
 #include "ranks.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +80,11 @@ void join_world(Host& host, const Manifest& manifest, const WorldOptions& world)
                                               std::to_string(world.size) + ": expected 0 <= rank < world size");
   }
   if (world.joins()) {
+    // A peer that dies closes its sockets; writing to one raises SIGPIPE,
+    // whose default action would kill this rank without a failure record.
+    // Ignored, the write fails with EPIPE and the collective reports
+    // COLLECTIVE_FAILURE naming the lost rank.
+    ::signal(SIGPIPE, SIG_IGN);
     umlos_comm_config c{};
     c.struct_size = sizeof(c);
     c.rank = world.rank;

@@ -490,7 +490,8 @@ umlos_status check_collective(umlos_ctx* ctx, const umlos_tensor* in, const umlo
   return UMLOS_OK;
 }
 
-// A single process's collective: `in`'s bytes into `out`.
+// The collective of a process that joined no job: `in`'s bytes into `out`.
+// A job's ranks (one rank too) go through the driver.
 void copy_bytes(Host& host, const Tensor& in, Tensor& out) {
   std::vector<uint8_t> bytes(in.bytes);
   host.read(in, bytes.data(), bytes.size());
@@ -515,7 +516,7 @@ umlos_status svc_all_gather(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor
                        "all_gather: out holds " + std::to_string(o.bytes) + " bytes, expected " + std::to_string(need) +
                            " (world size " + std::to_string(host.world_size()) + " times in)");
     }
-    if (host.world_size() == 1)
+    if (!host.device().joined())
       copy_bytes(host, i, o);
     else
       host.device().all_gather(i, o);
@@ -534,7 +535,7 @@ umlos_status svc_broadcast(umlos_ctx* ctx, umlos_tensor* t, int32_t root) {
           ctx, UMLOS_INVALID_ARGUMENT,
           "broadcast: root " + std::to_string(root) + " outside 0.." + std::to_string(host.world_size() - 1));
     }
-    if (host.world_size() > 1) host.device().broadcast(*as_tensor(t), root);
+    if (host.device().joined()) host.device().broadcast(*as_tensor(t), root);
     return UMLOS_OK;
   });
 }
@@ -551,7 +552,7 @@ umlos_status svc_all_to_all(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor
                        "all_to_all: in holds " + std::to_string(i.bytes) + " bytes and out " + std::to_string(o.bytes) +
                            ", expected equal multiples of the world size " + std::to_string(w));
     }
-    if (w == 1)
+    if (!host.device().joined())
       copy_bytes(host, i, o);
     else
       host.device().all_to_all(i, o);

@@ -1,7 +1,9 @@
 // driver.tests.cpp — the cpu_driver module's descriptor, configuration,
 // buffers, rng_fill and error reporting, through the kernel's Host.
+#include <stdlib.h>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
 
 #include "cbor.hpp"
 #include "cpu_driver_support.hpp"
@@ -233,4 +235,49 @@ TEST_CASE("fill, zero, copy and accumulate do what the executor needs", "[cpu_dr
   auto ints = empty(*host, UMLOS_DTYPE_I64, {2});
   host->dispatch("fill", {}, {ints.get()}, {int_attr("value", 7)});
   CHECK(download(*host, *ints) == std::vector<double>{7, 7});
+}
+
+TEST_CASE("cpu_driver's collectives refuse tensors whose bytes break the world-size contract, naming the sizes",
+          "[cpu_driver][collectives]") {
+  auto host = make_host(1);
+  char dir[] = "/tmp/umlos-collective-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string rendezvous = std::string("file:") + dir;
+  umlos_comm_config c{};
+  c.struct_size = sizeof c;
+  c.rank = 0;
+  c.world_size = 1;
+  c.rendezvous = rendezvous.c_str();
+  c.prefix = "contract";
+  c.listen_host = "127.0.0.1";
+  c.timeout_ms = 10000;
+  host->device().join(c);
+  auto bytes = [&](int64_t n) {
+    umlos_shape s{};
+    s.rank = 1;
+    s.dims[0] = n;
+    return host->make_tensor(UMLOS_DTYPE_U8, s, false);
+  };
+  auto refusal = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const umlos::Failure& f) {
+      CHECK(f.code() == UMLOS_SHAPE_MISMATCH);
+      return f.what();
+    }
+    return "accepted";
+  };
+  const umlos::TensorPtr eight = bytes(8), sixteen = bytes(16), twelve = bytes(12), other = bytes(8);
+  CHECK_THAT(refusal([&] { host->device().all_gather(*eight, *sixteen); }),
+             Catch::Contains("out holds 16 bytes, expected 8"));
+  CHECK_THAT(refusal([&] { host->device().all_to_all(*eight, *twelve); }),
+             Catch::Contains("in holds 8 bytes and out 12"));
+  // The contracts met: a world of one copies.
+  const uint8_t pattern[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  host->write(*eight, pattern, 8);
+  host->device().all_to_all(*eight, *other);
+  uint8_t back[8] = {};
+  host->read(*other, back, 8);
+  CHECK(std::memcmp(back, pattern, 8) == 0);
+  std::filesystem::remove_all(dir);
 }

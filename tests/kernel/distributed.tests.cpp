@@ -34,11 +34,13 @@ namespace {
 
 json last_record(const std::string& trace) { return records(trace).back(); }
 
-// A shortened digits with a probe inside the run (clustering on every rank).
-std::string short_digits(const std::string& tag, int steps) {
-  return variant("digits", tag,
-                 {{"max_steps: 1500", "max_steps: " + std::to_string(steps)},
-                  {"cond: \"t mod 250 == 0\"", "cond: \"t mod 25 == 0\""}});
+// A shortened digits with a probe inside the run (clustering on every
+// rank), and any further edits.
+std::string short_digits(const std::string& tag, int steps,
+                         std::vector<std::pair<std::string, std::string>> edits = {}) {
+  edits.insert(edits.begin(), {{"max_steps: 1500", "max_steps: " + std::to_string(steps)},
+                               {"cond: \"t mod 250 == 0\"", "cond: \"t mod 25 == 0\""}});
+  return variant("digits", tag, edits);
 }
 
 size_t iter_count(const std::string& trace) {
@@ -355,23 +357,29 @@ int gpu_count() {
   return n;
 }
 
+std::string cuda_module() { return std::string(UMLOS_MODULE_DIR) + "/libumlos_cuda_driver.so"; }
+
+// short_digits with its driver swapped to cuda_driver as a user would: the
+// driver's name, its module line and that module's pin.
+std::string cuda_digits(const std::string& tag, int steps) {
+  const std::string cpu = std::string(UMLOS_MODULE_DIR) + "/libumlos_cpu_driver.so";
+  return short_digits(tag, steps,
+                      {{"libumlos_cpu_driver.so", "libumlos_cuda_driver.so"},
+                       {digest_of(cpu), digest_of(cuda_module())},
+                       {"name: cpu_driver", "name: cuda_driver"}});
+}
+
 }  // namespace
 
 TEST_CASE("Digits on 2 ranks of cuda_driver over NCCL, one GPU each, gives the bits of one cuda_driver process",
           "[distributed][nccl][gpu]") {
-  const std::string cuda = std::string(UMLOS_MODULE_DIR) + "/libumlos_cuda_driver.so";
-  if (!fs::exists(cuda)) {
+  if (!fs::exists(cuda_module())) {
     UMLOS_SKIP("cuda_driver was not built (no CUDA toolkit)");
   }
   if (const int n = gpu_count(); n < 2) {
     UMLOS_SKIP("needs 2 GPUs (NCCL refuses two ranks on one GPU); nvidia-smi lists " << n);
   }
-  const std::string cpu = std::string(UMLOS_MODULE_DIR) + "/libumlos_cpu_driver.so";
-  const std::string m = variant("digits", "nccl",
-                                {{"max_steps: 1500", "max_steps: 40"},
-                                 {"libumlos_cpu_driver.so", "libumlos_cuda_driver.so"},
-                                 {digest_of(cpu), digest_of(cuda)},
-                                 {"name: cpu_driver", "name: cuda_driver"}});
+  const std::string m = cuda_digits("nccl", 40);
   const Run one = run_ok(m, "nccl-1");
   const Run two = run_ok(m, "nccl-2", "--nproc 2");  // LOCAL_RANK picks each rank's GPU
   const std::vector<std::string> expected = state_fps(one.trace());
@@ -391,21 +399,14 @@ constexpr double kGpuAccuracyTolerance = 0.02;
 
 TEST_CASE("Digits as a one-rank job of cuda_driver over NCCL follows the one-rank Gloo job within the tolerance",
           "[distributed][nccl][gpu]") {
-  const std::string cuda = std::string(UMLOS_MODULE_DIR) + "/libumlos_cuda_driver.so";
-  if (!fs::exists(cuda)) {
+  if (!fs::exists(cuda_module())) {
     UMLOS_SKIP("cuda_driver was not built (no CUDA toolkit)");
   }
   if (gpu_count() < 1) {
     UMLOS_SKIP("no GPU: nvidia-smi lists none");
   }
-  const std::string cpu = std::string(UMLOS_MODULE_DIR) + "/libumlos_cpu_driver.so";
   const std::string on_cpu = short_digits("nccl-w1-cpu", 40);
-  const std::string on_gpu = variant("digits", "nccl-w1-gpu",
-                                     {{"max_steps: 1500", "max_steps: 40"},
-                                      {"cond: \"t mod 250 == 0\"", "cond: \"t mod 25 == 0\""},
-                                      {"libumlos_cpu_driver.so", "libumlos_cuda_driver.so"},
-                                      {digest_of(cpu), digest_of(cuda)},
-                                      {"name: cpu_driver", "name: cuda_driver"}});
+  const std::string on_gpu = cuda_digits("nccl-w1-gpu", 40);
   const Run gpu_job = run(on_gpu, "nccl-w1-job", "--profile --nproc 1");
   if (gpu_job.result.exit_status == umlos::exit_code_for(UMLOS_UNAVAILABLE)) {
     UMLOS_SKIP("cuda_driver or NCCL unavailable: " << gpu_job.result.output);

@@ -371,10 +371,7 @@ static umlos_status driver_all_gather(void* instance, umlos_ctx* ctx, const umlo
     if (!in || !out) fail(UMLOS_INVALID_ARGUMENT, "all_gather: NULL view");
     Operand i = to_operand("all_gather", "in", *in);
     Operand o = to_operand("all_gather", "out", *out);
-    const uint64_t need = i.bytes() * static_cast<uint64_t>(comm.world_size());
-    if (o.bytes() != need)
-      fail(UMLOS_SHAPE_MISMATCH, "all_gather: out holds " + std::to_string(o.bytes()) + " bytes, expected " +
-                                     std::to_string(need) + " (world size times in)");
+    check_all_gather_bytes(i.bytes(), o.bytes(), comm.world_size());
     comm.all_gather(i.data, o.data, i.bytes());
   });
 }
@@ -397,12 +394,7 @@ static umlos_status driver_all_to_all(void* instance, umlos_ctx* ctx, const umlo
     if (!in || !out) fail(UMLOS_INVALID_ARGUMENT, "all_to_all: NULL view");
     Operand i = to_operand("all_to_all", "in", *in);
     Operand o = to_operand("all_to_all", "out", *out);
-    const uint64_t w = static_cast<uint64_t>(comm.world_size());
-    if (i.bytes() != o.bytes() || i.bytes() % w != 0)
-      fail(UMLOS_SHAPE_MISMATCH, "all_to_all: in holds " + std::to_string(i.bytes()) + " bytes and out " +
-                                     std::to_string(o.bytes()) + ", expected equal multiples of the world size " +
-                                     std::to_string(w));
-    comm.all_to_all(i.data, o.data, i.bytes() / w);
+    comm.all_to_all(i.data, o.data, all_to_all_block(i.bytes(), o.bytes(), comm.world_size()));
   });
 }
 

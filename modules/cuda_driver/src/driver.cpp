@@ -54,7 +54,9 @@ namespace cuda_driver {
 extern const unsigned char kFatbin[];
 extern const size_t kFatbinSize;
 
+using cpu_driver::all_to_all_block;
 using cpu_driver::Call;
+using cpu_driver::check_all_gather_bytes;
 using cpu_driver::DriverError;
 using cpu_driver::fail;
 using cpu_driver::Operand;
@@ -930,9 +932,7 @@ static umlos_status driver_all_gather(void* instance, umlos_ctx* ctx, const umlo
     NcclComm& comm = joined(inst, "all_gather");
     uint64_t ib = 0, ob = 0;
     const CUdeviceptr i = device_span("all_gather", in, &ib), o = device_span("all_gather", out, &ob);
-    if (ob != ib * static_cast<uint64_t>(comm.world_size()))
-      fail(UMLOS_SHAPE_MISMATCH,
-           "all_gather: out holds " + std::to_string(ob) + " bytes, expected world size times " + std::to_string(ib));
+    check_all_gather_bytes(ib, ob, comm.world_size());
     comm.all_gather(i, o, ib);
   });
 }
@@ -954,10 +954,7 @@ static umlos_status driver_all_to_all(void* instance, umlos_ctx* ctx, const umlo
     NcclComm& comm = joined(inst, "all_to_all");
     uint64_t ib = 0, ob = 0;
     const CUdeviceptr i = device_span("all_to_all", in, &ib), o = device_span("all_to_all", out, &ob);
-    const uint64_t w = static_cast<uint64_t>(comm.world_size());
-    if (ib != ob || ib % w != 0)
-      fail(UMLOS_SHAPE_MISMATCH, "all_to_all: in and out must hold equal multiples of the world size in bytes");
-    comm.all_to_all(i, o, ib / w);
+    comm.all_to_all(i, o, all_to_all_block(ib, ob, comm.world_size()));
   });
 }
 

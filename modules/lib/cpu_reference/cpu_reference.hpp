@@ -195,6 +195,12 @@ void check_range(const char* what, const uint64_t* buffer_bytes, uint64_t offset
 Operand view_operand_shape(const std::string& primitive, const std::string& role, const umlos_tensor_view& v);
 // rng_fill's request and output pointers and the request's struct size.
 void check_rng_request(const umlos_rng_request* req, const umlos_tensor_view* out);
+// The byte contracts of the collectives (ABI 1.7), SHAPE_MISMATCH naming the
+// sizes otherwise: all_gather's out holds world_size times in; all_to_all's
+// in and out hold the same bytes, a multiple of world_size, and the block
+// each rank gets is returned.
+void check_all_gather_bytes(uint64_t in_bytes, uint64_t out_bytes, int32_t world_size);
+uint64_t all_to_all_block(uint64_t in_bytes, uint64_t out_bytes, int32_t world_size);
 
 // ---------------------------------------------------------------- reductions
 

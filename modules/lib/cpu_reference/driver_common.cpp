@@ -1,7 +1,8 @@
 // driver_common.cpp — what cpu_driver and cuda_driver do alike around the
 // reference primitives: the one registry both publish (same names, operand
-// names and checks), the start of a dispatch, and the bound checks of a
-// tensor view and of a buffer range (the driver ABI's error codes).
+// names and checks), the start of a dispatch, the bound checks of a tensor
+// view and of a buffer range (the driver ABI's error codes), and the byte
+// contracts of the collectives.
 #include <map>
 #include <string>
 #include <vector>
@@ -76,6 +77,22 @@ void check_rng_request(const umlos_rng_request* req, const umlos_tensor_view* ou
   if (req->struct_size < UMLOS_RNG_REQUEST_SIZE_V1_0)
     fail(UMLOS_INVALID_ARGUMENT, "rng_fill: request struct_size " + std::to_string(req->struct_size) +
                                      " is smaller than the 1.0 size " + std::to_string(UMLOS_RNG_REQUEST_SIZE_V1_0));
+}
+
+void check_all_gather_bytes(uint64_t in_bytes, uint64_t out_bytes, int32_t world_size) {
+  const uint64_t need = in_bytes * static_cast<uint64_t>(world_size);
+  if (out_bytes != need)
+    fail(UMLOS_SHAPE_MISMATCH, "all_gather: out holds " + std::to_string(out_bytes) + " bytes, expected " +
+                                   std::to_string(need) + " (world size times in)");
+}
+
+uint64_t all_to_all_block(uint64_t in_bytes, uint64_t out_bytes, int32_t world_size) {
+  const uint64_t w = static_cast<uint64_t>(world_size);
+  if (in_bytes != out_bytes || in_bytes % w != 0)
+    fail(UMLOS_SHAPE_MISMATCH, "all_to_all: in holds " + std::to_string(in_bytes) + " bytes and out " +
+                                   std::to_string(out_bytes) + ", expected equal multiples of the world size " +
+                                   std::to_string(w));
+  return in_bytes / w;
 }
 
 }  // namespace cpu_driver
