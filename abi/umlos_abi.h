@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 7
+#define UMLOS_ABI_MINOR 8
 
 /* The UML_OS specification this ABI implements: a manifest's default
  * spec_version, and the spec_version bytes that spec 004 hashes into
@@ -347,6 +347,15 @@ typedef struct umlos_services {
    * bytes on every rank: block k of `in` goes to rank k, block j of `out`
    * comes from rank j (a reduce-scatter's exchange). */
   umlos_status (*all_to_all)(umlos_ctx *ctx, const umlos_tensor *in, umlos_tensor *out);
+
+  /* --- 1.8: digests the kernel computes ---
+   * The declared output `name` (dtype U8, 32 elements) becomes the SHA-256
+   * of the `size` bytes at `bytes`, which the kernel copies before the call
+   * returns. The kernel may hash them at once or on another thread while
+   * later calls run; the digest is settled before anything reads it (a run
+   * overlaps StateFingerprint_v1's hashing with the next step this way).
+   * The output counts as produced; it is not written by the module. */
+  umlos_status (*digest_output)(umlos_ctx *ctx, const char *name, const void *bytes, uint64_t size);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
@@ -355,6 +364,7 @@ typedef struct umlos_services {
 #define UMLOS_SERVICES_SIZE_V1_3 UMLOS_STRUCT_SIZE(umlos_services, rng_state)
 #define UMLOS_SERVICES_SIZE_V1_4 UMLOS_STRUCT_SIZE(umlos_services, driver_primitives)
 #define UMLOS_SERVICES_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_services, all_to_all)
+#define UMLOS_SERVICES_SIZE_V1_8 UMLOS_STRUCT_SIZE(umlos_services, digest_output)
 
 /* ------------------------------------------------------------- operators */
 

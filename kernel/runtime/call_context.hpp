@@ -45,6 +45,9 @@ struct umlos_ctx {
   std::unordered_set<const umlos::Tensor*> known;
   std::unordered_set<const umlos::Tensor*> writable;
   uint64_t draws[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
+  // The declared output a digest_output of this call left to the host's
+  // digest worker (empty: none); it counts as produced.
+  std::string deferred_digest;
   static constexpr size_t kLinearInputs = 16;
   mutable std::unordered_map<std::string, size_t> input_index_;  // input(): name -> position in inputs
   mutable size_t indexed_inputs_ = 0;

@@ -180,7 +180,8 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op, const CallBind
   // Declared outputs: present (exact names), typed as declared, finite.
   for (uint32_t i = 0; i < op->n_outputs; ++i) {
     const umlos_value_decl& d = op->outputs[i];
-    if (!is_family(d.name) && !ctx.staged_value(d.name) && !(d.flags & UMLOS_VALUE_OPTIONAL)) {
+    if (!is_family(d.name) && !ctx.staged_value(d.name) && ctx.deferred_digest != d.name &&
+        !(d.flags & UMLOS_VALUE_OPTIONAL)) {
       throw Failure(UMLOS_CONTRACT_VIOLATION, ctx.who() + ": declared output '" + d.name + "' was not produced");
     }
   }
@@ -214,6 +215,7 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op, const CallBind
     const bool keep = target != name && host_.value_store().is_persistent(target);
     host_.value_store().set(target, value, keep || (d.flags & UMLOS_VALUE_PERSISTENT) != 0);
   }
+  if (!ctx.deferred_digest.empty()) report.deferred_digest = binding.output(ctx.deferred_digest);
   return report;
 }
 

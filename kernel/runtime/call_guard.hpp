@@ -24,6 +24,9 @@ class Watchdog;
 struct CallReport {
   uint32_t draws_declared = 0;
   uint64_t draws_actual[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
+  // The run value a digest_output left to the host's digest worker (the
+  // declared output's bound name); empty when none.
+  std::string deferred_digest;
 };
 
 // Wall-clock accounting (never part of the trace: timings differ run to

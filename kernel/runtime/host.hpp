@@ -37,6 +37,7 @@
 namespace umlos {
 
 class ValueArenas;
+class DigestWorker;
 
 class Host {
  public:
@@ -164,6 +165,13 @@ class Host {
   void set_value_arenas(ValueArenas* arenas) { value_arenas_ = arenas; }
   TensorPtr make_value_tensor(const std::string& name, int32_t dtype, const umlos_shape& shape);
 
+  // ---- digests the kernel computes (services->digest_output, ABI 1.8)
+  // While a worker is set, digest_output hands the bytes to it instead of
+  // hashing at once, and the call leaves the output unwritten: the run
+  // settles it (procedure.cpp). `worker` is borrowed (nullptr: hash at once).
+  void set_digest_worker(DigestWorker* worker) { digest_worker_ = worker; }
+  DigestWorker* digest_worker() const { return digest_worker_; }
+
   // ---- operator calls with contract checks (CallGuard, docs/contracts.md)
   using CallReport = umlos::CallReport;
   using Profile = CallProfile;
@@ -254,7 +262,8 @@ class Host {
   ValueStore values_;
   int64_t t_ = 0;
   Digest replay_token_{};
-  ValueArenas* value_arenas_ = nullptr;  // borrowed; see set_value_arenas
+  ValueArenas* value_arenas_ = nullptr;    // borrowed; see set_value_arenas
+  DigestWorker* digest_worker_ = nullptr;  // borrowed; see set_digest_worker
   CallGuard calls_{*this};
   Planner planner_{*this};
 };

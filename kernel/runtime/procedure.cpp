@@ -13,12 +13,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "checkpoint.hpp"
 #include "crash_record.hpp"
 #include "dataset.hpp"
+#include "digest_worker.hpp"
 #include "error.hpp"
 #include "fsutil.hpp"
 #include "host.hpp"
@@ -28,6 +30,7 @@
 #include "tape.hpp"
 #include "trace_writer.hpp"
 #include "value_arenas.hpp"
+#include "value_decls.hpp"
 #include "wiring.hpp"
 
 namespace umlos {
@@ -224,6 +227,16 @@ class Progress {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
+// What an iteration leaves to do once its state_fp is known: the rank
+// barrier, the tape event and the iter record.
+struct StepTail {
+  int64_t t = 0;
+  int64_t action = 0;
+  bool fp_now = false;
+  TapeEvent ev;                          // state_fp filled in when settled
+  std::optional<nlohmann::json> record;  // built at t when the digest is deferred
+};
+
 struct RunState {
   const Manifest* manifest = nullptr;
   Host host;
@@ -238,6 +251,12 @@ struct RunState {
   std::string current_operator = "UML_OS.OS.Bootstrap_v1";
   std::optional<Digest> state_fp;
   std::optional<Digest> functional_fp;
+  // StateFingerprint_v1 hashed on a second thread while the next step runs
+  // (overlap_fingerprints): the worker, and the step whose tail (rank
+  // barrier, tape event, iter record) waits for its digest.
+  std::unique_ptr<DigestWorker> digests;
+  bool digest_in_flight = false;
+  std::optional<StepTail> pending;
   // The run state in planned arenas (tmmu.values: arenas); declared after
   // `host`, which it borrows, so it is destroyed first.
   std::unique_ptr<ValueArenas> value_arenas;
@@ -339,6 +358,7 @@ void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
               {"world_size", rs.host.world_size()},
               {"collectives", {{"calls", cs.calls}, {"bytes_sent", cs.bytes_sent}, {"s", cs.ns * 1e-9}}},
               {"kernel_outside_operators_s", wall_s - in_ops},
+              {"state_fp_overlapped", rs.digests != nullptr},
               {"dispatches", p.dispatches},
               {"operators", ops},
               {"primitives", primitives}};
@@ -787,14 +807,75 @@ int64_t choose_action(RunState& rs, const Roles& roles) {
   return action;
 }
 
+// The digest the worker computed, as the run value `name` (u8[32]).
+void put_digest(RunState& rs, const std::string& name) {
+  rs.digest_in_flight = false;
+  const Digest d = rs.digests->wait();
+  HostTensor h;
+  h.dtype = UMLOS_DTYPE_U8;
+  h.shape.rank = 1;
+  h.shape.dims[0] = 32;
+  h.data.assign(d.begin(), d.end());
+  rs.host.put_value(name, rs.host.from_host(h));
+}
+
+// Whether StateFingerprint_v1's digest may be settled during the next
+// step without changing a byte of the run: no operator reads the run value
+// state_fp; no tape or log operator runs between the fingerprint and the
+// iter record; and no disk or memory budget is set, since QuotaEnforce_v1
+// measures the job folder and the values at the start of the step (the
+// pending iter record and state_fp would be missing from the count, and
+// resource_util is in the trace).
+bool may_overlap_fingerprints(const Roles& roles, const RunOptions& options, const RunSettings& s) {
+  if (options.sync_fingerprints || !roles.get("state_fingerprint_op") || roles.get("tape_op") || roles.get("log_op"))
+    return false;
+  if (s.disk_bytes > 0 || (!s.memory_bytes_is_default && s.memory_bytes > 0)) return false;
+  for (const auto& [role, names] : roles.names()) {
+    for (const auto& e : roles.entries(role)) {
+      for (uint32_t i = 0; i < e->op->n_inputs; ++i) {
+        const char* d = e->op->inputs[i].name;
+        if (e->binding.input(d) == "state_fp") return false;
+        if (is_family(d) && std::string("state_fp").compare(0, std::strlen(d) - 1, d, std::strlen(d) - 1) == 0)
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+// StateFingerprint_v1's role. With the worker on, an operator that hands
+// its preimage to services->digest_output leaves the digest hashing on
+// the worker; rs.state_fp is then settled by settle_step.
+void fingerprint_state(RunState& rs, const Roles& roles) {
+  struct Detach {
+    Host& h;
+    ~Detach() { h.set_digest_worker(nullptr); }
+  } detach{rs.host};
+  rs.host.set_digest_worker(rs.digests.get());
+  bool deferred = false;
+  for (const auto& e : roles.entries("state_fingerprint_op")) {
+    rs.current_operator = e->op->name;
+    const CallReport r = rs.host.call_operator(e->op, &e->binding);
+    if (!r.deferred_digest.empty()) {
+      // The kernel reads the run value state_fp; a digest bound elsewhere
+      // is settled at once, as if it had been written.
+      rs.digest_in_flight = true;
+      if (r.deferred_digest != "state_fp")
+        put_digest(rs, r.deferred_digest);
+      else
+        deferred = true;
+    }
+  }
+  if (!deferred) rs.state_fp = digest_value(rs.host, "state_fp");
+}
+
 // StateFingerprint_v1, and the functional fingerprint every
 // functional_fp_every steps and after an augment. Returns whether a
 // functional fingerprint was taken at this t.
 bool take_fingerprints(RunState& rs, const Manifest& manifest, const Roles& roles, int64_t action) {
   rs.current_operator = "UML_OS.StateFingerprint_v1";
   if (roles.get("state_fingerprint_op")) {
-    call_role(rs, roles, "state_fingerprint_op");
-    rs.state_fp = digest_value(rs.host, "state_fp");
+    fingerprint_state(rs, roles);
   } else {
     rs.state_fp = generic_state_fingerprint(rs.host);
   }
@@ -810,13 +891,14 @@ bool take_fingerprints(RunState& rs, const Manifest& manifest, const Roles& role
   return false;
 }
 
-// The iteration's trace record.
-void write_iter_record(RunState& rs, int64_t action, bool fp_now) {
+// The iteration's trace record, from the values of this iteration; its
+// state_fp is filled in by settle_step.
+json iter_record(RunState& rs, int64_t action, bool fp_now) {
   json it = {{"record", "iter"},
              {"t", rs.host.iteration()},
              {"state", scalar_int(rs.host, "state").value_or(0) == 1 ? "S_PROTO" : "S_P"},
              {"action", kActions[action]},
-             {"state_fp", json_hex(*rs.state_fp)}};
+             {"state_fp", nullptr}};
   for (const char* metric : {"loss_total", "grad_norm", "sil_mean", "resource_util"}) {
     std::optional<double> v = scalar_f64(rs.host, metric);
     it[metric] = v ? json(*v) : json(nullptr);
@@ -828,6 +910,36 @@ void write_iter_record(RunState& rs, int64_t action, bool fp_now) {
       if (std::optional<double> v = scalar_f64(rs.host, metric)) it[metric] = *v;
     }
   }
+  return it;
+}
+
+// The tail of the pending iteration: its state_fp (waiting for the worker
+// when it hashes), the VI rank barrier (skipped on the way out of a failed
+// run: a peer may be gone), the tape event and the iter record.
+void settle_step(RunState& rs, const Roles& roles, TapeWriter& tape, bool barrier) {
+  if (!rs.pending) return;
+  StepTail tail = std::move(*rs.pending);
+  rs.pending.reset();
+  if (rs.digest_in_flight) {
+    rs.current_operator = "UML_OS.StateFingerprint_v1";
+    put_digest(rs, "state_fp");
+    rs.state_fp = digest_value(rs.host, "state_fp");
+  }
+  // VI: the deterministic barrier after action dispatch, which also proves
+  // every rank holds rank 0's state before the tape and the log.
+  if (barrier) {
+    rs.current_operator = "UML_OS.OS.RankBarrier";
+    check_ranks_agree(rs.host, *rs.state_fp, tail.t);
+  }
+  call_role(rs, roles, "tape_op");
+  rs.current_operator = "UML_OS.IO.WriteTape_v1";
+  tail.ev.state_fp = *rs.state_fp;
+  // A rank restored from rank 0's checkpoint keeps no tape: rank 0's is the
+  // job's, and this rank's private one would start in the middle.
+  if (!rs.replica) tape.append(tail.ev);
+  call_role(rs, roles, "log_op");
+  json it = tail.record ? std::move(*tail.record) : iter_record(rs, tail.action, tail.fp_now);
+  it["state_fp"] = json_hex(*rs.state_fp);
   rs.trace.write(it);
 }
 
@@ -869,30 +981,25 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   rs.current_operator = "UML_OS.Contract.Validate_v1";
   rs.host.run_invariants(UMLOS_CHECK_AFTER_ACTION);
 
+  // The previous iteration's tail first: its digest was hashed while this
+  // iteration ran, and the worker takes one digest at a time.
+  settle_step(rs, roles, tape, true);
   const bool fp_now = take_fingerprints(rs, manifest, roles, action);
-  // VI: the deterministic barrier after action dispatch, which also proves
-  // every rank holds rank 0's state before the tape and the log.
-  rs.current_operator = "UML_OS.OS.RankBarrier";
-  check_ranks_agree(rs.host, *rs.state_fp, t);
-  call_role(rs, roles, "tape_op");
-  rs.current_operator = "UML_OS.IO.WriteTape_v1";
-  TapeEvent ev;
-  ev.t = t;
-  ev.action = static_cast<uint8_t>(action);
-  ev.state = scalar_int(rs.host, "state").value_or(0) == 1 ? 1 : 0;
-  ev.loss_total = loss;
-  ev.state_fp = *rs.state_fp;
-  // A rank restored from rank 0's checkpoint keeps no tape: rank 0's is the
-  // job's, and this rank's private one would start in the middle.
-  if (!rs.replica) tape.append(ev);
-  call_role(rs, roles, "log_op");
-
-  write_iter_record(rs, action, fp_now);
+  StepTail tail;
+  tail.t = t;
+  tail.action = action;
+  tail.fp_now = fp_now;
+  tail.ev.t = t;
+  tail.ev.action = static_cast<uint8_t>(action);
+  tail.ev.state = scalar_int(rs.host, "state").value_or(0) == 1 ? 1 : 0;
+  tail.ev.loss_total = loss;
+  if (rs.digest_in_flight) tail.record = iter_record(rs, action, fp_now);
+  rs.pending = std::move(tail);
+  const bool checkpoint_now = b.checkpoint_every > 0 && t % b.checkpoint_every == 0;
+  if (!rs.digest_in_flight || checkpoint_now) settle_step(rs, roles, tape, true);
   // Every rank holds the same state (checked above), so rank 0's checkpoint
   // is the job's.
-  if (b.checkpoint_every > 0 && t % b.checkpoint_every == 0 && rs.host.rank() == 0) {
-    write_run_checkpoint(rs, manifest, tape, s.checkpoint_keep);
-  }
+  if (checkpoint_now && rs.host.rank() == 0) write_run_checkpoint(rs, manifest, tape, s.checkpoint_keep);
   return {loss, fp_now};
 }
 
@@ -915,6 +1022,7 @@ bool run_loop(RunState& rs, const Manifest& manifest, const RunOptions& options,
 // the run_end record, the final value arenas, the profile.
 void finish_run(RunState& rs, const Manifest& manifest, const RunOptions& options, const Bootstrapped& b,
                 TapeWriter& tape, bool last_fp_current, std::chrono::steady_clock::time_point start) {
+  settle_step(rs, b.roles, tape, true);
   // Spec 004 0.I: theta_final is an output of every run that ends. The
   // final state is checkpointed whatever checkpoint_every is (unless the
   // loop just wrote this very checkpoint), before the run_end record, so
@@ -960,6 +1068,22 @@ void finish_run(RunState& rs, const Manifest& manifest, const RunOptions& option
   }
 }
 
+// A run that fails with an iteration's tail pending (its digest hashed
+// while the next iteration ran) first records that iteration as a run
+// without the overlap would have: the tape event and the iter record. The
+// failure record still names the operator that failed.
+void settle_after_failure(RunState& rs, const Roles& roles, TapeWriter& tape) {
+  if (!rs.pending) return;
+  const std::string failed = rs.current_operator;
+  try {
+    settle_step(rs, roles, tape, false);
+  } catch (const Failure& g) {
+    std::fprintf(stderr, "umlos: could not record iteration %lld before the failure: %s\n",
+                 static_cast<long long>(rs.host.iteration() - 1), g.what());
+  }
+  rs.current_operator = failed;
+}
+
 // A run that failed (0.K): run_end and failure.json in the run folder, the
 // record on stderr; the exit status for the failure code.
 int record_run_failure(RunState& rs, const Failure& f) {
@@ -1001,13 +1125,16 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
     ~Disarm() { crash::disarm(); }
   } disarm;
   const auto start = std::chrono::steady_clock::now();
+  TapeWriter tape;
+  std::unique_ptr<Bootstrapped> b;
   try {
-    TapeWriter tape;
-    const Bootstrapped b = bootstrap(rs, manifest, options, tape);
-    const bool last_fp_current = run_loop(rs, manifest, options, b, tape);
-    finish_run(rs, manifest, options, b, tape, last_fp_current, start);
+    b = std::make_unique<Bootstrapped>(bootstrap(rs, manifest, options, tape));
+    if (may_overlap_fingerprints(b->roles, options, manifest.settings)) rs.digests = std::make_unique<DigestWorker>();
+    const bool last_fp_current = run_loop(rs, manifest, options, *b, tape);
+    finish_run(rs, manifest, options, *b, tape, last_fp_current, start);
     return 0;
   } catch (const Failure& f) {
+    if (b) settle_after_failure(rs, b->roles, tape);
     if (options.world.size <= 1) return record_run_failure(rs, f);
     // Multi-rank: say why this rank stops, and a rank that lost a peer
     // names the rank that caused it (docs/distributed.md, "Failures").

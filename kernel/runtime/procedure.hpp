@@ -23,6 +23,10 @@ struct RunOptions {
   bool quiet = false;             // no progress lines on stderr
   bool strict_contracts = false;  // Host::set_strict_contracts
   bool profile = false;           // print where the time went; write RUN_DIR/profile.json
+  // Hash StateFingerprint_v1's bytes (services->digest_output) before the
+  // next step starts instead of on a second thread while it runs. The
+  // digests and every file of the run are the same either way.
+  bool sync_fingerprints = false;
   // Checkpoints (docs/checkpoint.md): one after the iter record of every
   // t % checkpoint_every == 0 (0: none; -1: the manifest's
   // config.checkpoint_every, default none).

@@ -9,6 +9,7 @@
 
 #include "call_context.hpp"
 #include "config_cbor.hpp"
+#include "digest_worker.hpp"
 #include "error.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
@@ -560,6 +561,43 @@ umlos_status svc_all_to_all(umlos_ctx* ctx, const umlos_tensor* in, umlos_tensor
   });
 }
 
+umlos_status svc_digest_output(umlos_ctx* ctx, const char* name, const void* bytes, uint64_t size) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (ctx->kind != umlos_ctx::Kind::Operator || ctx->op == nullptr) {
+      return set_error(ctx, UMLOS_FAILED_PRECONDITION, "digest_output outside an operator call");
+    }
+    if (name == nullptr || (bytes == nullptr && size > 0)) {
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT, "digest_output: NULL name, or NULL bytes with a size");
+    }
+    const umlos_value_decl* decl = find_decl(ctx->op->outputs, ctx->op->n_outputs, name);
+    umlos_shape digest_shape{};
+    digest_shape.rank = 1;
+    digest_shape.dims[0] = 32;
+    if (!decl || (decl->dtype != UMLOS_DTYPE_U8 && decl->dtype != UMLOS_DTYPE_ANY) ||
+        !decl_matches(*decl, UMLOS_DTYPE_U8, digest_shape)) {
+      return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
+                       std::string("digest_output('") + name + "'): expected a declared output of u8[32]");
+    }
+    if (!ctx->deferred_digest.empty() || ctx->staged_value(name)) {
+      return set_error(
+          ctx, UMLOS_CONTRACT_VIOLATION,
+          std::string("digest_output('") + name + "'): the call already produced a digest or '" + name + "'");
+    }
+    Host& h = host_of(ctx);
+    if (DigestWorker* w = h.digest_worker()) {
+      w->submit(bytes, size);
+      ctx->deferred_digest = name;
+      return UMLOS_OK;
+    }
+    const Digest d = sha256(bytes, size);
+    TensorPtr t = h.make_value_tensor(name, UMLOS_DTYPE_U8, digest_shape);
+    h.write(*t, d.data(), d.size(), 0);
+    ctx->known.insert(t.get());
+    ctx->stage(name, t);
+    return UMLOS_OK;
+  });
+}
+
 const umlos_services kServices = {
     sizeof(umlos_services),
     UMLOS_ABI_MAJOR,
@@ -589,6 +627,7 @@ const umlos_services kServices = {
     svc_all_gather,
     svc_broadcast,
     svc_all_to_all,
+    svc_digest_output,
 };
 
 }  // namespace

@@ -36,14 +36,16 @@ const umlos_value_decl* find_decl(const umlos_value_decl* decls, uint32_t n, con
   return nullptr;
 }
 
-bool decl_matches(const umlos_value_decl& d, const Tensor& t) {
-  if (d.dtype != UMLOS_DTYPE_ANY && d.dtype != t.dtype) return false;
+bool decl_matches(const umlos_value_decl& d, int32_t dtype, const umlos_shape& shape) {
+  if (d.dtype != UMLOS_DTYPE_ANY && d.dtype != dtype) return false;
   if (d.rank == UMLOS_RANK_ANY) return true;
-  if (d.rank != t.shape.rank) return false;
+  if (d.rank != shape.rank) return false;
   for (uint32_t i = 0; i < d.rank; ++i) {
-    if (d.dims[i] != UMLOS_DIM_ANY && d.dims[i] != t.shape.dims[i]) return false;
+    if (d.dims[i] != UMLOS_DIM_ANY && d.dims[i] != shape.dims[i]) return false;
   }
   return true;
 }
+
+bool decl_matches(const umlos_value_decl& d, const Tensor& t) { return decl_matches(d, t.dtype, t.shape); }
 
 }  // namespace umlos

@@ -22,6 +22,7 @@ const umlos_value_decl* find_decl(const umlos_value_decl* decls, uint32_t n, con
 
 // Whether `t` has the declared dtype and shape (ANY matches everything).
 bool decl_matches(const umlos_value_decl& d, const Tensor& t);
+bool decl_matches(const umlos_value_decl& d, int32_t dtype, const umlos_shape& shape);
 
 // "[2,*]" or "any rank", for messages.
 std::string decl_shape_string(const umlos_value_decl& d);

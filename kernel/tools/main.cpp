@@ -170,6 +170,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "digest the inputs of PURE operators around every call, not only the first")(
       "profile", po::bool_switch(&options.profile),
       "print the time per operator (kernel checks, module, driver); write RUN_DIR/profile.json")(
+      "sync-fingerprints", po::bool_switch(&options.sync_fingerprints),
+      "hash each step's state fingerprint before the next step starts, not on a second thread while it runs "
+      "(same digests, same trace)")(
       "checkpoint-every", po::value<int64_t>(&options.checkpoint_every),
       "write RUN_DIR/checkpoints/ckpt_<t>.pb after every N-th iteration (default: config.checkpoint_every, "
       "else none; docs/checkpoint.md)")(

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -456,4 +457,61 @@ TEST_CASE("A checkpoint whose stored equation uses an operator outside the set f
   const json f = json::parse(read_text(r.dir + "/failure.json"));
   CHECK(f["failure_code"] == "EQUATION_INVALID");
   CHECK(f["t"] == 41);
+}
+
+namespace {
+
+// Every file of a run folder that the run's results live in, by name:
+// the trace, the tape, the checkpoints.
+std::map<std::string, std::string> result_files(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const char* f : {"trace.jsonl", "tape.bin"}) out[f] = read_text(dir + "/" + f);
+  if (fs::exists(dir + "/checkpoints"))
+    for (const auto& e : fs::directory_iterator(dir + "/checkpoints"))
+      out["checkpoints/" + e.path().filename().string()] = read_text(e.path().string());
+  return out;
+}
+
+bool overlapped(const std::string& dir) {
+  return json::parse(read_text(dir + "/profile.json")).at("state_fp_overlapped").get<bool>();
+}
+
+}  // namespace
+
+TEST_CASE("Hashing each step's state fingerprint on a second thread changes no byte of the trace, tape or checkpoints",
+          "[training][determinism][fingerprint]") {
+  const std::string m = variant("digits", "overlap", {{"max_steps: 1500", "max_steps: 60"}});
+  Run a = run_ok(m, "overlap-on", "--profile --checkpoint-every 25");
+  Run b = run_ok(m, "overlap-off", "--profile --checkpoint-every 25 --sync-fingerprints");
+  CHECK(overlapped(a.dir));
+  CHECK_FALSE(overlapped(b.dir));
+  const auto fa = result_files(a.dir), fb = result_files(b.dir);
+  for (const char* c : {"checkpoints/ckpt_00000025.pb", "checkpoints/ckpt_00000050.pb", "checkpoints/ckpt_00000060.pb"})
+    CHECK(fa.count(c) == 1);
+  CHECK(fa == fb);
+  CHECK(state_fps(a.trace()).size() == 60);
+}
+
+TEST_CASE("A run that fails while a step's state fingerprint is still being hashed records that step first",
+          "[training][errors][fingerprint]") {
+  // At t 7 the policy chooses probe, which this manifest leaves out: the
+  // run fails while step 6's digest is on the worker.
+  const std::string m = variant("digits", "overlap-fail",
+                                {{"max_steps: 1500", "max_steps: 20"},
+                                 {"  probe_op: UML_OS.Cluster.SphericalKMeans_v1", "  # no probe_op"},
+                                 {"t mod 250 == 0", "t == 7"}});
+  Run a = run(m, "overlap-fail-on", "--profile");
+  Run b = run(m, "overlap-fail-off", "--sync-fingerprints");
+  INFO(a.result.output);
+  CHECK(a.result.exit_status == umlos::exit_code_for(UMLOS_OPERATOR_NOT_FOUND));
+  CHECK(b.result.exit_status == a.result.exit_status);
+  CHECK(state_fps(a.trace()).size() == 6);
+  CHECK(read_text(a.trace()) == read_text(b.trace()));
+  CHECK(read_text(a.dir + "/tape.bin") == read_text(b.dir + "/tape.bin"));
+  CHECK(read_text(a.dir + "/failure.json") == read_text(b.dir + "/failure.json"));
+  const json f = json::parse(read_text(a.dir + "/failure.json"));
+  CHECK(f["t"] == 7);
+  const std::vector<json> rs = records(a.trace());
+  REQUIRE(rs.size() == 8);  // run_header, iter 1-6, run_end
+  CHECK(f["state_fp_t"] == rs[6]["state_fp"]);
 }

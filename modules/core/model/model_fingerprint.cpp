@@ -43,32 +43,62 @@ void put_be64(const void* values, size_t n, uint8_t* out) {
   }
 }
 
+// StateFingerprint_v1's preimage as bytes: the kernel hashes them
+// (services->digest_output), on a second thread while the next step runs.
+// The same short names as Sha; every value big-endian. The buffer is kept
+// between calls by the caller (the fingerprint runs every step over the
+// same sizes).
+class Preimage {
+ public:
+  explicit Preimage(std::vector<uint8_t>& buf) : buf_(buf) { buf_.clear(); }
+  void bytes(const void* p, size_t n) {
+    if (n > 0) std::memcpy(extend(n), p, n);
+  }
+  void text(const std::string& s) { bytes(s.data(), s.size()); }
+  void u64(uint64_t v) {
+    v = __builtin_bswap64(v);
+    bytes(&v, 8);
+  }
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+  void f64(double v) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    u64(u);
+  }
+  // n more bytes at the end, to be filled by the caller.
+  uint8_t* extend(size_t n) {
+    const size_t at = buf_.size();
+    buf_.resize(at + n);
+    return buf_.data() + at;
+  }
+  const std::vector<uint8_t>& data() const { return buf_; }
+
+ private:
+  std::vector<uint8_t>& buf_;
+};
+
 // The element count, then every value of t as big-endian binary64 (f64;
-// f32 widened exactly, i64 converted, as read_f64 does), hashed as one
-// buffer, without intermediate vectors. The
-// tensor is read once into a buffer kept between calls (the fingerprint
-// runs every step over the same sizes) and converted in place.
+// f32 widened exactly, i64 converted, as read_f64 does), read once
+// straight into the preimage and converted in place.
 // `f64_only`: anything but an f64 tensor is refused, as read<double> does.
-void hash_tensor_f64(const sdk::Context& c, Sha& h, const umlos_tensor* t, bool f64_only) {
+void hash_tensor_f64(const sdk::Context& c, Preimage& h, const umlos_tensor* t, bool f64_only) {
   const int32_t dtype = c.dtype(t);
   if (dtype != UMLOS_DTYPE_F64 && (f64_only || (dtype != UMLOS_DTYPE_F32 && dtype != UMLOS_DTYPE_I64))) {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "StateFingerprint_v1: expected an f64", f64_only ? "" : ", f32 or i64",
                      " tensor, found ", sdk::dtype_name(dtype));
   }
   const size_t n = static_cast<size_t>(c.elements(t));
-  thread_local std::vector<uint8_t> buf;
-  thread_local std::vector<uint8_t> narrow;
-  buf.resize(n * 8);
+  h.u64(n);
+  uint8_t* out = h.extend(n * 8);
   if (dtype == UMLOS_DTYPE_F32) {
+    thread_local std::vector<uint8_t> narrow;
     narrow.resize(n * 4);
     c.read_bytes(t, 0, narrow.data(), narrow.size());
-    sdk::to_binary64_be(dtype, narrow.data(), n, buf.data());
+    sdk::to_binary64_be(dtype, narrow.data(), n, out);
   } else {
-    c.read_bytes(t, 0, buf.data(), buf.size());
-    sdk::to_binary64_be(dtype, buf.data(), n, buf.data());  // in place
+    c.read_bytes(t, 0, out, n * 8);
+    sdk::to_binary64_be(dtype, out, n, out);  // in place
   }
-  h.u64(n);
-  h.bytes(buf.data(), buf.size());
 }
 
 // The SHA-256 of Merkle leaves, remembered by their bytes. A leaf's digest
@@ -116,7 +146,7 @@ class LeafMemo {
 // (docs/model.md).
 
 // 1. theta, sorted by name. Returns the parameter ids in registration order.
-std::vector<std::string> hash_theta(sdk::Context& c, Sha& h) {
+std::vector<std::string> hash_theta(sdk::Context& c, Preimage& h) {
   Dims d = dims_from(c, 1, 1, 1);
   if (!dims_from_theta(c, d)) throw sdk::Error(UMLOS_FAILED_PRECONDITION, "the model's parameters theta.* are missing");
   std::vector<Param> ps = parameters(d);
@@ -132,7 +162,7 @@ std::vector<std::string> hash_theta(sdk::Context& c, Sha& h) {
 }
 
 // 2. optimiser state, registration order.
-void hash_optimiser(sdk::Context& c, Sha& h, const std::vector<std::string>& names) {
+void hash_optimiser(sdk::Context& c, Preimage& h, const std::vector<std::string>& names) {
   for (const std::string& id : names) {
     for (const char* kind : {"opt.m.", "opt.v."}) {
       const std::string n = kind + id;
@@ -152,7 +182,7 @@ void hash_optimiser(sdk::Context& c, Sha& h, const std::vector<std::string>& nam
 
 // 3. latent buffer: Merkle root over 256-entry chunks of the most recent
 //    min(N_latent, 8192) entries, oldest first; an entry = (index, z row).
-void hash_latent(sdk::Context& c, Sha& h) {
+void hash_latent(sdk::Context& c, Preimage& h) {
   const umlos_tensor* ring = c.input("latent.z");
   const sdk::Shape rs = c.shape(ring);
   const int64_t cap = rs[0], p = rs[1];
@@ -182,7 +212,7 @@ void hash_latent(sdk::Context& c, Sha& h) {
 }
 
 // 4. data cursor.
-void hash_data_cursor(sdk::Context& c, Sha& h) {
+void hash_data_cursor(sdk::Context& c, Preimage& h) {
   if (const umlos_tensor* cur = c.optional_input("data.cursor"))
     for (int64_t v : c.read<int64_t>(cur)) h.i64(v);
   if (const umlos_tensor* ph = c.optional_input("data.permutation_hash")) {
@@ -192,20 +222,20 @@ void hash_data_cursor(sdk::Context& c, Sha& h) {
 }
 
 // 5. state.
-void hash_state(sdk::Context& c, Sha& h) {
+void hash_state(sdk::Context& c, Preimage& h) {
   const umlos_tensor* state = c.optional_input("state");
   h.i64(state ? c.read<int64_t>(state).at(0) : 0);
 }
 
 // 6. RNG master key and every stream offset.
-void hash_rng(sdk::Context& c, Sha& h) {
+void hash_rng(sdk::Context& c, Preimage& h) {
   const sdk::Context::RngState rs = c.rng_state();
   h.u64((uint64_t(rs.key[0]) << 32) | rs.key[1]);
   for (uint64_t off : rs.offsets) h.u64(off);
 }
 
 // 7. prototypes and the SHA-256 of their canonical equations (sorted).
-void hash_prototypes(sdk::Context& c, Sha& h) {
+void hash_prototypes(sdk::Context& c, Preimage& h) {
   if (const umlos_tensor* protos = c.optional_input("np.protos"))
     hash_tensor_f64(c, h, protos, false);
   else
@@ -217,7 +247,7 @@ void hash_prototypes(sdk::Context& c, Sha& h) {
 }
 
 // 8. loss_hist, last 256 rows (loss, state tag).
-void hash_loss_history(sdk::Context& c, Sha& h) {
+void hash_loss_history(sdk::Context& c, Preimage& h) {
   if (const umlos_tensor* lh = c.optional_input("loss_hist")) {
     const std::vector<double> v = c.read<double>(lh);
     h.u64(v.size() / 2);
@@ -233,7 +263,8 @@ void hash_loss_history(sdk::Context& c, Sha& h) {
 }  // namespace
 
 void state_fingerprint(sdk::Context& c) {
-  Sha h;
+  thread_local std::vector<uint8_t> bytes;
+  Preimage h(bytes);
   h.text("UML_OS.StateFingerprint_v1");
   const std::vector<std::string> names = hash_theta(c, h);
   hash_optimiser(c, h, names);
@@ -243,7 +274,11 @@ void state_fingerprint(sdk::Context& c) {
   hash_rng(c, h);
   hash_prototypes(c, h);
   hash_loss_history(c, h);
-  const std::array<uint8_t, 32> fp = h.finish();
+  if (c.digest_output("state_fp", h.data().data(), h.data().size())) return;
+  // A kernel before ABI 1.8 takes the digest, not the bytes.
+  Sha sha;
+  sha.bytes(h.data().data(), h.data().size());
+  const std::array<uint8_t, 32> fp = sha.finish();
   c.write(c.output("state_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
 }
 

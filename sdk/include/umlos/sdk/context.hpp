@@ -367,6 +367,18 @@ class Context {
           "all_to_all");
   }
 
+  // ABI 1.8: the declared output `name` (u8[32]) becomes the SHA-256 of
+  // `size` bytes at `bytes`, copied now and hashed by the kernel, perhaps on
+  // another thread while later calls run. Returns false, doing nothing,
+  // against an older kernel: the caller hashes (umlos/sha256.hpp) and
+  // writes the output itself.
+  bool digest_output(const char* name, const void* bytes, size_t size) const {
+    if (!svc_ || svc_->struct_size < UMLOS_STRUCT_SIZE(umlos_services, digest_output) || !svc_->digest_output)
+      return false;
+    check(svc_->digest_output(ctx_, name, bytes, size), "digest_output('", name, "')");
+    return true;
+  }
+
   // ---- ABI 1.1: placement (UNIMPLEMENTED against a 1.0 kernel)
 
   // A typed tensor at `byte_offset` inside `base` (e.g. a U8 temp used as an
