@@ -288,12 +288,17 @@ void put_scalar(Host& host, const std::string& name, double v) {
 void enforce_quota(RunState& rs, uint64_t disk_budget, uint64_t memory_budget) {
   uint64_t disk = 0, memory = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(rs.run_dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    // Links are not the run's bytes (and are refused in a held folder).
-    if (it->symlink_status(ec).type() == fs::file_type::regular) disk += it->file_size(ec);
+  // Each is measured only under a budget: without one nothing reads it
+  // (resource_util stays 0), and the folder walk costs a stat per file.
+  if (disk_budget > 0) {
+    for (auto it = fs::recursive_directory_iterator(rs.run_dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      // Links are not the run's bytes (and are refused in a held folder).
+      if (it->symlink_status(ec).type() == fs::file_type::regular) disk += it->file_size(ec);
+    }
   }
-  for (const auto& [name, t] : rs.host.values()) memory += t->bytes;
+  if (memory_budget > 0)
+    for (const auto& [name, t] : rs.host.values()) memory += t->bytes;
   double util = 0.0;
   if (disk_budget > 0) util = std::max(util, static_cast<double>(disk) / static_cast<double>(disk_budget));
   if (memory_budget > 0) util = std::max(util, static_cast<double>(memory) / static_cast<double>(memory_budget));
