@@ -50,7 +50,7 @@ void put_be64(const void* values, size_t n, uint8_t* out) {
 // same sizes).
 class Preimage {
  public:
-  explicit Preimage(std::vector<uint8_t>& buf) : buf_(buf) { buf_.clear(); }
+  explicit Preimage(std::vector<uint8_t>& buf) : buf_(buf) {}
   void bytes(const void* p, size_t n) {
     if (n > 0) std::memcpy(extend(n), p, n);
   }
@@ -65,16 +65,21 @@ class Preimage {
     std::memcpy(&u, &v, 8);
     u64(u);
   }
-  // n more bytes at the end, to be filled by the caller.
+  // n more bytes at the end, to be filled by the caller. The kept buffer
+  // only grows: bytes past used_ are left as they are, not zeroed again
+  // every step.
   uint8_t* extend(size_t n) {
-    const size_t at = buf_.size();
-    buf_.resize(at + n);
-    return buf_.data() + at;
+    if (used_ + n > buf_.size()) buf_.resize(std::max(used_ + n, 2 * buf_.size()));
+    uint8_t* at = buf_.data() + used_;
+    used_ += n;
+    return at;
   }
-  const std::vector<uint8_t>& data() const { return buf_; }
+  const uint8_t* data() const { return buf_.data(); }
+  size_t size() const { return used_; }
 
  private:
   std::vector<uint8_t>& buf_;
+  size_t used_ = 0;
 };
 
 // The element count, then every value of t as big-endian binary64 (f64;
@@ -274,10 +279,10 @@ void state_fingerprint(sdk::Context& c) {
   hash_rng(c, h);
   hash_prototypes(c, h);
   hash_loss_history(c, h);
-  if (c.digest_output("state_fp", h.data().data(), h.data().size())) return;
+  if (c.digest_output("state_fp", h.data(), h.size())) return;
   // A kernel before ABI 1.8 takes the digest, not the bytes.
   Sha sha;
-  sha.bytes(h.data().data(), h.data().size());
+  sha.bytes(h.data(), h.size());
   const std::array<uint8_t, 32> fp = sha.finish();
   c.write(c.output("state_fp", UMLOS_DTYPE_U8, {32}), std::vector<uint8_t>(fp.begin(), fp.end()));
 }
