@@ -280,8 +280,10 @@ void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMa
   }
   const GemmKernel<T> kr = kernel_for_columns<T>(isa, N);
   const int64_t col_panels = (N + kr.nr - 1) / kr.nr, row_panels = (M + kr.mr - 1) / kr.mr;
-  // Enough multiply-adds per range that a split pays for the wake-up.
-  const int64_t min_fmas = int64_t(1) << 17;
+  // Enough multiply-adds per range that a split pays for the wake-up:
+  // about 10 us of work at least, since waking a pool thread costs
+  // several microseconds, more than splitting a small product saves.
+  const int64_t min_fmas = int64_t(1) << 20;
   if (col_panels >= row_panels) {
     const int64_t per_panel = std::max<int64_t>(1, M * K * kr.nr);
     pool.parallel_for(col_panels, std::max<int64_t>(1, min_fmas / per_panel), [&](int64_t q0, int64_t q1) {

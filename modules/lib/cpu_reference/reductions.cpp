@@ -60,7 +60,11 @@ double divisor_of(const Call& c, StatKind k, int64_t len) {
 
 namespace {
 
-constexpr int64_t kRowGrain = 8;
+// Rows per thread at least: enough that a range holds about 16K elements,
+// since waking a pool thread costs more than reducing a few short rows.
+// (The partition never changes a result: each row is reduced by one thread
+// in its own fixed order.)
+int64_t row_grain(int64_t row_length) { return std::max<int64_t>(8, 16384 / std::max<int64_t>(1, row_length)); }
 
 // ---------------------------------------------------------------- sum/mean/variance
 
@@ -115,7 +119,7 @@ void stat_forward(Call& c, StatKind k) {
     py[0] = static_cast<T>(r);
     return;
   }
-  c.pool->parallel_for(v.outer * v.inner, kRowGrain, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(v.outer * v.inner, row_grain(v.len), [&](int64_t s, int64_t e) {
     for (int64_t j = s; j < e; ++j) {
       int64_t o = j / v.inner, i = j % v.inner;
       py[j] = static_cast<T>(line_stat<T>(k, px + o * v.len * v.inner + i, v.len, v.inner, divisor));
@@ -138,7 +142,7 @@ void stat_grad(Call& c, StatKind k) {
   if (k == StatKind::Variance && one_line)
     single_mean = canonical_sum(*c.pool, v.len, [&](int64_t i) { return static_cast<double>(px[i]); }) /
                   static_cast<double>(v.len);
-  c.pool->parallel_for(v.outer * v.inner, one_line ? 1 : kRowGrain, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(v.outer * v.inner, one_line ? 1 : row_grain(v.len), [&](int64_t s, int64_t e) {
     for (int64_t j = s; j < e; ++j) {
       int64_t o = j / v.inner, i = j % v.inner;
       const T* line = px + o * v.len * v.inner + i;
@@ -201,7 +205,7 @@ void softmax_forward(Call& c, bool log_form) {
   c.expect_out_shape(0, x.dims);
   const T* px = x.as<T>();
   T* py = c.out[0].as<T>();
-  c.pool->parallel_for(r.rows, kRowGrain, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(r.rows, row_grain(r.cols), [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       const T* row = px + i * r.cols;
       T* out = py + i * r.cols;
@@ -225,7 +229,7 @@ void softmax_grad(Call& c, bool log_form) {
   const T* px = x.as<T>();
   const T* pg = dy.as<T>();
   T* pdx = c.out[0].as<T>();
-  c.pool->parallel_for(r.rows, kRowGrain, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(r.rows, row_grain(r.cols), [&](int64_t s, int64_t e) {
     std::vector<double> p(r.cols);
     for (int64_t i = s; i < e; ++i) {
       const T* row = px + i * r.cols;
@@ -281,7 +285,7 @@ void cross_entropy_forward(Call& c) {
   int64_t n = logits.dims[0], k = logits.dims[1];
   const T* px = logits.as<T>();
   std::vector<double> row_loss(n);
-  c.pool->parallel_for(n, kRowGrain, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(n, row_grain(k), [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       double m, z;
       row_max_sumexp(px + i * k, k, m, z);
@@ -302,7 +306,7 @@ void cross_entropy_grad(Call& c) {
   const T* px = logits.as<T>();
   double g = static_cast<double>(c.in[2].as<T>()[0]) / static_cast<double>(n);
   T* pdx = c.out[0].as<T>();
-  c.pool->parallel_for(n, kRowGrain, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(n, row_grain(k), [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       double m, z;
       row_max_sumexp(px + i * k, k, m, z);
