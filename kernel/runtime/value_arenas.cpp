@@ -67,13 +67,12 @@ TensorPtr ValueArenas::allocate(const std::string& name, int32_t dtype, const um
   return nullptr;
 }
 
-ValueArenas::Wanted ValueArenas::wanted_for(const std::string& name, const Tensor& t) const {
+ValueArenas::Wanted ValueArenas::wanted_for(const std::string& name, const Tensor& t, const Placement* placed) const {
   Wanted w;
   w.arena = host_.is_persistent(name) ? 0 : 1;
-  auto p = placements_.find(name);
-  if (p != placements_.end() && p->second.wanted.arena == w.arena && t.bytes <= p->second.wanted.capacity) {
-    w.capacity = p->second.wanted.capacity;  // slots never shrink (an envelope)
-  } else if (p != placements_.end()) {
+  if (placed && placed->wanted.arena == w.arena && t.bytes <= placed->wanted.capacity) {
+    w.capacity = placed->wanted.capacity;  // slots never shrink (an envelope)
+  } else if (placed) {
     // Outgrew its slot: twice the size, so a history that grows every
     // step is replanned O(log n) times.
     w.capacity = slot_ladder(2 * t.bytes);
@@ -84,21 +83,31 @@ ValueArenas::Wanted ValueArenas::wanted_for(const std::string& name, const Tenso
   return w;
 }
 
+void ValueArenas::pair_values() {
+  paired_.clear();
+  auto p = placements_.begin();
+  for (const auto& entry : host_.values()) {
+    while (p != placements_.end() && p->first < entry.first) ++p;
+    paired_.emplace_back(&entry, p != placements_.end() && p->first == entry.first ? &p->second : nullptr);
+  }
+}
+
 std::map<std::string, ValueArenas::Wanted> ValueArenas::wanted_layout() const {
   std::map<std::string, Wanted> layout;
   for (const auto& [name, t] : host_.values()) {
     if (!t || t->bytes == 0) continue;  // nothing to place (an empty shape)
-    layout[name] = wanted_for(name, *t);
+    auto p = placements_.find(name);
+    layout[name] = wanted_for(name, *t, p == placements_.end() ? nullptr : &p->second);
   }
   return layout;
 }
 
 bool ValueArenas::layout_unchanged() const {
   size_t placed = 0;
-  for (const auto& [name, t] : host_.values()) {
+  for (const auto& [entry, p] : paired_) {
+    const auto& [name, t] = *entry;
     if (!t || t->bytes == 0) continue;
-    auto p = placements_.find(name);
-    if (p == placements_.end() || !(wanted_for(name, *t) == p->second.wanted)) return false;
+    if (!p || !(wanted_for(name, *t, p) == p->wanted)) return false;
     ++placed;
   }
   return placed == placements_.size();
@@ -190,21 +199,22 @@ void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
 
 ValueArenas::SafepointReport ValueArenas::safepoint() {
   SafepointReport out;
+  pair_values();
   // A value that is not the tensor of one of its slots was replaced by a
   // new tensor since the last safepoint: it gets two slots from now on.
-  for (const auto& [name, t] : host_.values()) {
-    auto p = placements_.find(name);
-    if (p != placements_.end() && slot_of(p->second, t.get()) < 0) recreated_.insert(name);
+  for (const auto& [entry, p] : paired_) {
+    if (p && slot_of(*p, entry->second.get()) < 0) recreated_.insert(entry->first);
   }
   if (!layout_unchanged()) {
     replan(wanted_layout());
+    pair_values();  // the placements are new
     out.replanned = true;
   }
   // Move every value that is not in one of its slots into a free one.
-  for (const auto& [name, t] : host_.values()) {
-    auto it = placements_.find(name);
-    if (it == placements_.end() || !t || t->bytes == 0) continue;
-    Placement& p = it->second;
+  for (const auto& [entry, placed] : paired_) {
+    const auto& [name, t] = *entry;
+    if (!placed || !t || t->bytes == 0) continue;
+    Placement& p = *placed;
     if (slot_of(p, t.get()) >= 0 || t->bytes > p.wanted.capacity) continue;
     int free_slot = -1;
     for (size_t i = 0; i < p.slots.size() && free_slot < 0; ++i) {
