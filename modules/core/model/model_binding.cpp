@@ -1,5 +1,8 @@
 // model_binding.cpp — the graph segment an operator runs and its binding
 // (model_ops.hpp).
+#include <map>
+#include <mutex>
+
 #include "model_ops.hpp"
 
 namespace sdk = umlos::sdk;
@@ -85,6 +88,17 @@ std::vector<double> ot_directions(int64_t p) {
   return dirs;
 }
 
+// ot_directions(p), computed once per p: every operator of a training step
+// binds them, and they depend on p alone.
+const std::vector<double>& ot_directions_of(int64_t p) {
+  static std::mutex mu;
+  static std::map<int64_t, std::vector<double>> made;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = made.find(p);
+  if (it == made.end()) it = made.emplace(p, ot_directions(p)).first;
+  return it->second;  // map nodes never move; entries are never erased
+}
+
 void bind_constants(sdk::Context& c, const Dims& d, ir::Binding& b) {
   umlos_tensor* half = c.temp(d.dtype, {1});
   c.write_f64(half, {0.5});
@@ -92,7 +106,7 @@ void bind_constants(sdk::Context& c, const Dims& d, ir::Binding& b) {
   if (!d.model_ir.empty()) bind_valued_constants(c, *built_graph(d), b);
   if (!d.training) return;
   umlos_tensor* dirs = c.temp(d.dtype, {d.latent, 4});
-  c.write_f64(dirs, ot_directions(d.latent));
+  c.write_f64(dirs, ot_directions_of(d.latent));
   b["ot_dirs"] = dirs;
   umlos_tensor* eye = c.temp(d.dtype, {d.latent, d.latent});
   std::vector<double> e(static_cast<size_t>(d.latent * d.latent), 0.0);

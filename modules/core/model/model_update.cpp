@@ -137,9 +137,10 @@ void update(sdk::Context& c) {
       b2_pow = one_element<double>(c, p2, "opt.beta2_pow") * b2;
     for (size_t i = 0; i < ps.size(); ++i) {
       const std::string m_name = "opt.m." + ps[i].id, v_name = "opt.v." + ps[i].id;
-      std::vector<double> m(gv[i].size(), 0.0), v(gv[i].size(), 0.0);
-      if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = moment(c, t, m_name, ps[i]);
-      if (const umlos_tensor* t = c.optional_input(v_name.c_str())) v = moment(c, t, v_name, ps[i]);
+      const umlos_tensor* mt = c.optional_input(m_name.c_str());
+      const umlos_tensor* vt = c.optional_input(v_name.c_str());
+      std::vector<double> m = mt ? moment(c, mt, m_name, ps[i]) : std::vector<double>(gv[i].size(), 0.0);
+      std::vector<double> v = vt ? moment(c, vt, v_name, ps[i]) : std::vector<double>(gv[i].size(), 0.0);
       std::vector<double> theta = c.read_f64(b.at(ps[i].id));
       if (theta.size() != gv[i].size()) {
         throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
