@@ -858,18 +858,19 @@ void fingerprint_state(RunState& rs, const Roles& roles) {
   } detach{rs.host};
   rs.host.set_digest_worker(rs.digests.get());
   bool deferred = false;
-  for (const auto& e : roles.entries("state_fingerprint_op")) {
-    rs.current_operator = e->op->name;
-    const CallReport r = rs.host.call_operator(e->op, &e->binding);
-    if (!r.deferred_digest.empty()) {
-      // The kernel reads the run value state_fp; a digest bound elsewhere
-      // is settled at once, as if it had been written.
-      rs.digest_in_flight = true;
-      if (r.deferred_digest != "state_fp")
-        put_digest(rs, r.deferred_digest);
-      else
-        deferred = true;
-    }
+  const auto& entries = roles.entries("state_fingerprint_op");
+  for (size_t k = 0; k < entries.size(); ++k) {
+    rs.current_operator = entries[k]->op->name;
+    const CallReport r = rs.host.call_operator(entries[k]->op, &entries[k]->binding);
+    if (r.deferred_digest.empty()) continue;
+    // Only the role's last digest may stay in flight (the worker hashes one
+    // at a time), and only the run value state_fp, which the kernel reads:
+    // any other is settled at once, as if it had been written.
+    rs.digest_in_flight = true;
+    if (k + 1 < entries.size() || r.deferred_digest != "state_fp")
+      put_digest(rs, r.deferred_digest);
+    else
+      deferred = true;
   }
   if (!deferred) rs.state_fp = digest_value(rs.host, "state_fp");
 }

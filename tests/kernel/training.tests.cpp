@@ -515,3 +515,23 @@ TEST_CASE("A run that fails while a step's state fingerprint is still being hash
   REQUIRE(rs.size() == 8);  // run_header, iter 1-6, run_end
   CHECK(f["state_fp_t"] == rs[6]["state_fp"]);
 }
+
+TEST_CASE("A state fingerprint role of two operators, one bound elsewhere, gives the same trace overlapped or not",
+          "[training][determinism][fingerprint]") {
+  // The first entry's digest goes to state_fp, the second's to another run
+  // value: the digest thread takes one at a time, so the first must be
+  // settled before the second is handed over.
+  const std::string m = variant("digits", "overlap-two",
+                                {{"max_steps: 1500", "max_steps: 12"},
+                                 {"  state_fingerprint_op: UML_OS.StateFingerprint_v1",
+                                  "  state_fingerprint_op:\n"
+                                  "    - UML_OS.StateFingerprint_v1\n"
+                                  "    - op: UML_OS.StateFingerprint_v1\n"
+                                  "      outputs: {state_fp: state_fp_shadow}\n"
+                                  "  #"}});
+  Run a = run_ok(m, "overlap-two-on", "--profile");
+  Run b = run_ok(m, "overlap-two-off", "--sync-fingerprints");
+  CHECK(overlapped(a.dir));
+  CHECK(state_fps(a.trace()).size() == 12);
+  CHECK(result_files(a.dir) == result_files(b.dir));
+}
