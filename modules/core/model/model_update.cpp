@@ -30,10 +30,10 @@ struct AdamCoefficients {
 
 // One Adam step over n elements in the order of operations of
 // Update_v1. No element depends on another, so the compiler vectorises the
-// loop; division and square root are correctly rounded in every lane and
-// -ffp-contract=off keeps products and sums apart, so the bits are those
-// of the scalar loop, on every instruction set the clones are built for.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void adam_step(size_t n, const double* __restrict g,
+// loop (baseline SSE2: one code path on every x86-64 CPU); division and
+// square root are correctly rounded in every lane and -ffp-contract=off
+// keeps products and sums apart, so the bits are those of the scalar loop.
+void adam_step(size_t n, const double* __restrict g,
                                                                             double* __restrict m, double* __restrict v,
                                                                             double* __restrict theta,
                                                                             const AdamCoefficients& a) {
