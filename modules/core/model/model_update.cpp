@@ -33,10 +33,8 @@ struct AdamCoefficients {
 // loop (baseline SSE2: one code path on every x86-64 CPU); division and
 // square root are correctly rounded in every lane and -ffp-contract=off
 // keeps products and sums apart, so the bits are those of the scalar loop.
-void adam_step(size_t n, const double* __restrict g,
-                                                                            double* __restrict m, double* __restrict v,
-                                                                            double* __restrict theta,
-                                                                            const AdamCoefficients& a) {
+void adam_step(size_t n, const double* __restrict g, double* __restrict m, double* __restrict v,
+               double* __restrict theta, const AdamCoefficients& a) {
   const double c1 = 1.0 - a.b1, c2 = 1.0 - a.b2, d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
   for (size_t k = 0; k < n; ++k) {
     m[k] = a.b1 * m[k] + c1 * g[k];
