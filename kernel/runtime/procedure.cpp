@@ -252,11 +252,12 @@ struct RunState {
   std::optional<Digest> state_fp;
   std::optional<Digest> functional_fp;
   // StateFingerprint_v1 hashed on a second thread while the next step runs
-  // (overlap_fingerprints): the worker, and the step whose tail (rank
+  // (may_overlap_fingerprints): the worker, and the step whose tail (rank
   // barrier, tape event, iter record) waits for its digest.
   std::unique_ptr<DigestWorker> digests;
-  bool digest_in_flight = false;
   std::optional<StepTail> pending;
+  // Whether the worker holds a digest not yet settled.
+  bool digest_in_flight() const { return digests && digests->busy(); }
   // The run state in planned arenas (tmmu.values: arenas); declared after
   // `host`, which it borrows, so it is destroyed first.
   std::unique_ptr<ValueArenas> value_arenas;
@@ -813,8 +814,7 @@ int64_t choose_action(RunState& rs, const Roles& roles) {
 }
 
 // The digest the worker computed, as the run value `name` (u8[32]).
-void put_digest(RunState& rs, const std::string& name) {
-  rs.digest_in_flight = false;
+Digest put_digest(RunState& rs, const std::string& name) {
   const Digest d = rs.digests->wait();
   HostTensor h;
   h.dtype = UMLOS_DTYPE_U8;
@@ -822,6 +822,7 @@ void put_digest(RunState& rs, const std::string& name) {
   h.shape.dims[0] = 32;
   h.data.assign(d.begin(), d.end());
   rs.host.put_value(name, rs.host.from_host(h));
+  return d;
 }
 
 // Whether StateFingerprint_v1's digest may be settled during the next
@@ -837,12 +838,10 @@ bool may_overlap_fingerprints(const Roles& roles, const RunOptions& options, con
   if (s.disk_bytes > 0 || (!s.memory_bytes_is_default && s.memory_bytes > 0)) return false;
   for (const auto& [role, names] : roles.names()) {
     for (const auto& e : roles.entries(role)) {
-      for (uint32_t i = 0; i < e->op->n_inputs; ++i) {
-        const char* d = e->op->inputs[i].name;
-        if (e->binding.input(d) == "state_fp") return false;
-        if (is_family(d) && std::string("state_fp").compare(0, std::strlen(d) - 1, d, std::strlen(d) - 1) == 0)
-          return false;
-      }
+      // Declared as an input (by name or a family), or bound to it.
+      if (find_decl(e->op->inputs, e->op->n_inputs, "state_fp")) return false;
+      for (uint32_t i = 0; i < e->op->n_inputs; ++i)
+        if (e->binding.input(e->op->inputs[i].name) == "state_fp") return false;
     }
   }
   return true;
@@ -866,7 +865,6 @@ void fingerprint_state(RunState& rs, const Roles& roles) {
     // Only the role's last digest may stay in flight (the worker hashes one
     // at a time), and only the run value state_fp, which the kernel reads:
     // any other is settled at once, as if it had been written.
-    rs.digest_in_flight = true;
     if (k + 1 < entries.size() || r.deferred_digest != "state_fp")
       put_digest(rs, r.deferred_digest);
     else
@@ -926,10 +924,9 @@ void settle_step(RunState& rs, const Roles& roles, TapeWriter& tape, bool barrie
   if (!rs.pending) return;
   StepTail tail = std::move(*rs.pending);
   rs.pending.reset();
-  if (rs.digest_in_flight) {
+  if (rs.digest_in_flight()) {
     rs.current_operator = "UML_OS.StateFingerprint_v1";
-    put_digest(rs, "state_fp");
-    rs.state_fp = digest_value(rs.host, "state_fp");
+    rs.state_fp = put_digest(rs, "state_fp");
   }
   // VI: the deterministic barrier after action dispatch, which also proves
   // every rank holds rank 0's state before the tape and the log.
@@ -999,10 +996,10 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   tail.ev.action = static_cast<uint8_t>(action);
   tail.ev.state = scalar_int(rs.host, "state").value_or(0) == 1 ? 1 : 0;
   tail.ev.loss_total = loss;
-  if (rs.digest_in_flight) tail.record = iter_record(rs, action, fp_now);
+  if (rs.digest_in_flight()) tail.record = iter_record(rs, action, fp_now);
   rs.pending = std::move(tail);
   const bool checkpoint_now = b.checkpoint_every > 0 && t % b.checkpoint_every == 0;
-  if (!rs.digest_in_flight || checkpoint_now) settle_step(rs, roles, tape, true);
+  if (!rs.digest_in_flight() || checkpoint_now) settle_step(rs, roles, tape, true);
   // Every rank holds the same state (checked above), so rank 0's checkpoint
   // is the job's.
   if (checkpoint_now && rs.host.rank() == 0) write_run_checkpoint(rs, manifest, tape, s.checkpoint_keep);

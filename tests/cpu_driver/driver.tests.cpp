@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "../comm_support.hpp"
 #include "cbor.hpp"
 #include "cpu_driver_support.hpp"
 #include "error.hpp"
@@ -243,15 +244,7 @@ TEST_CASE("cpu_driver's collectives refuse tensors whose bytes break the world-s
   char dir[] = "/tmp/umlos-collective-XXXXXX";
   REQUIRE(::mkdtemp(dir) != nullptr);
   const std::string rendezvous = std::string("file:") + dir;
-  umlos_comm_config c{};
-  c.struct_size = sizeof c;
-  c.rank = 0;
-  c.world_size = 1;
-  c.rendezvous = rendezvous.c_str();
-  c.prefix = "contract";
-  c.listen_host = "127.0.0.1";
-  c.timeout_ms = 10000;
-  host->device().join(c);
+  host->device().join(umlos_test::one_rank_comm(rendezvous, "contract", 10000));
   auto bytes = [&](int64_t n) {
     umlos_shape s{};
     s.rank = 1;

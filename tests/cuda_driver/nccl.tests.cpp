@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "../comm_support.hpp"
 #include "../skip.hpp"
 #include "cuda_driver_support.hpp"
 
@@ -52,16 +53,8 @@ TEST_CASE("cuda_driver's NCCL collectives on a one-rank communicator leave the e
   fs::remove_all(rendezvous);
   fs::create_directories(rendezvous);
   const std::string rv = "file:" + rendezvous.string();
-  umlos_comm_config c{};
-  c.struct_size = sizeof c;
-  c.rank = 0;
-  c.world_size = 1;
-  c.rendezvous = rv.c_str();
-  c.prefix = "nccltest";
-  c.listen_host = "127.0.0.1";
-  c.timeout_ms = 20000;
   try {
-    host->device().join(c);
+    host->device().join(umlos_test::one_rank_comm(rv, "nccltest", 20000));
   } catch (const umlos::Failure& f) {
     fs::remove_all(rendezvous);
     if (f.code() == UMLOS_UNAVAILABLE) {

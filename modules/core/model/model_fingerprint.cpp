@@ -55,10 +55,7 @@ class Preimage {
     if (n > 0) std::memcpy(extend(n), p, n);
   }
   void text(const std::string& s) { bytes(s.data(), s.size()); }
-  void u64(uint64_t v) {
-    v = __builtin_bswap64(v);
-    bytes(&v, 8);
-  }
+  void u64(uint64_t v) { put_be64(&v, 1, extend(8)); }
   void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
   void f64(double v) {
     uint64_t u;
