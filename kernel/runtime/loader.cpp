@@ -36,6 +36,12 @@
 namespace umlos {
 namespace {
 
+// The last component of a path (the whole path without a slash).
+std::string_view basename_of(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
 std::string errno_text(int err) { return std::strerror(err); }
 
 struct OwnedFd {
@@ -153,7 +159,10 @@ void read_sealed_module(const std::string& path, SealedModule& out) {
   };
   if (static_cast<uint64_t>(st.st_size) > kMaxModuleFileBytes) throw too_large(static_cast<uint64_t>(st.st_size));
 
-  out.memfd.fd = ::memfd_create("umlos-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  // The memfd is named after the module's file ("umlos-module:libx.so"), so
+  // /proc/PID/maps, perf and debuggers say which module a mapping holds.
+  const std::string memfd_name = "umlos-module:" + std::string(basename_of(path)).substr(0, 200);
+  out.memfd.fd = ::memfd_create(memfd_name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (out.memfd.fd < 0) {
     const int err = errno;
     throw Failure(err == EMFILE || err == ENFILE || err == ENOMEM ? UMLOS_RESOURCE_EXHAUSTED : UMLOS_MODULE_LOAD_FAILED,

@@ -1,9 +1,11 @@
 // model_update.cpp — Update_v1 (model_ops.hpp).
 #include "model_ops.hpp"
+#include "optimizer.hpp"
 
 namespace sdk = umlos::sdk;
 namespace ir = umlos::modelir;
 using namespace umlos::model;
+namespace opt = umlos::optimizer;
 
 namespace model_ops {
 
@@ -22,26 +24,6 @@ T one_element(const sdk::Context& c, const umlos_tensor* t, const char* name) {
                      ", expected one element");
   }
   return v[0];
-}
-
-struct AdamCoefficients {
-  double b1, b2, eps, lr, wd, b1_pow, b2_pow;
-};
-
-// One Adam step over n elements in the order of operations of
-// Update_v1. No element depends on another, so the compiler vectorises the
-// loop (baseline SSE2: one code path on every x86-64 CPU); division and
-// square root are correctly rounded in every lane and -ffp-contract=off
-// keeps products and sums apart, so the bits are those of the scalar loop.
-void adam_step(size_t n, const double* __restrict g, double* __restrict m, double* __restrict v,
-               double* __restrict theta, const AdamCoefficients& a) {
-  const double c1 = 1.0 - a.b1, c2 = 1.0 - a.b2, d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
-  for (size_t k = 0; k < n; ++k) {
-    m[k] = a.b1 * m[k] + c1 * g[k];
-    v[k] = a.b2 * v[k] + c2 * (g[k] * g[k]);
-    const double mhat = m[k] / d1, vhat = v[k] / d2;
-    theta[k] -= a.lr * (mhat / (UMLOS_SQRT(vhat) + a.eps) + a.wd * theta[k]);
-  }
 }
 
 }  // namespace
@@ -90,14 +72,16 @@ void update(sdk::Context& c) {
   const std::map<std::string, umlos_tensor*> grads =
       ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc, bound.sharder());
 
-  std::vector<std::vector<double>> gv(ps.size());
-  ChunkedSum squares;
+  // The gradients, in registration order, as one binary64 vector: the
+  // norm's canonical sum runs over them as one sequence.
+  std::vector<size_t> at(ps.size() + 1, 0);
+  for (size_t i = 0; i < ps.size(); ++i) at[i + 1] = at[i] + sdk::element_count(ps[i].shape);
+  std::vector<double> flat(at.back(), 0.0);
   for (size_t i = 0; i < ps.size(); ++i) {
     auto it = grads.find(ps[i].id);
-    gv[i] = it == grads.end() ? std::vector<double>(sdk::element_count(ps[i].shape), 0.0) : c.read_f64(it->second);
-    for (double x : gv[i]) squares.add(x * x);
+    if (it != grads.end()) c.read_f64(it->second, flat.data() + at[i], at[i + 1] - at[i]);
   }
-  const double norm = UMLOS_SQRT(squares.result());
+  const double norm = UMLOS_SQRT(opt::canonical_sum_of_squares(flat.data(), flat.size()));
   if (!std::isfinite(norm))
     throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
   const double clip = c.config<double>("clip_norm", 5.0);
@@ -109,14 +93,11 @@ void update(sdk::Context& c) {
   // value: the norm itself.)
   double clipped = norm;
   if (scale != 1.0) {
-    ChunkedSum clipped_squares;
-    for (auto& v : gv)
-      for (double& x : v) {
-        x *= scale;
-        clipped_squares.add(x * x);
-      }
-    clipped = UMLOS_SQRT(clipped_squares.result());
+    for (double& x : flat) x *= scale;
+    clipped = UMLOS_SQRT(opt::canonical_sum_of_squares(flat.data(), flat.size()));
   }
+  auto grad_of = [&](size_t i) { return flat.data() + at[i]; };
+  auto size_of = [&](size_t i) { return at[i + 1] - at[i]; };
 
   const std::string opt = c.config("optimizer.name", "adam");
   const double lr = c.config<double>("optimizer.lr", 1e-3);
@@ -137,14 +118,15 @@ void update(sdk::Context& c) {
       const std::string m_name = "opt.m." + ps[i].id, v_name = "opt.v." + ps[i].id;
       const umlos_tensor* mt = c.optional_input(m_name.c_str());
       const umlos_tensor* vt = c.optional_input(v_name.c_str());
-      std::vector<double> m = mt ? moment(c, mt, m_name, ps[i]) : std::vector<double>(gv[i].size(), 0.0);
-      std::vector<double> v = vt ? moment(c, vt, v_name, ps[i]) : std::vector<double>(gv[i].size(), 0.0);
+      std::vector<double> m = mt ? moment(c, mt, m_name, ps[i]) : std::vector<double>(size_of(i), 0.0);
+      std::vector<double> v = vt ? moment(c, vt, v_name, ps[i]) : std::vector<double>(size_of(i), 0.0);
       std::vector<double> theta = c.read_f64(b.at(ps[i].id));
-      if (theta.size() != gv[i].size()) {
+      if (theta.size() != size_of(i)) {
         throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
-                         gv[i].size());
+                         size_of(i));
       }
-      adam_step(theta.size(), gv[i].data(), m.data(), v.data(), theta.data(), {b1, b2, eps, lr, wd, b1_pow, b2_pow});
+      opt::adam_step(opt::isa_best(), theta.size(), grad_of(i), m.data(), v.data(), theta.data(),
+                     {b1, b2, eps, lr, wd, b1_pow, b2_pow});
       c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
       c.write(c.output(v_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), v);
       c.write_f64(c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape), theta);
@@ -155,15 +137,16 @@ void update(sdk::Context& c) {
     const double momentum = c.config<double>("optimizer.momentum", 0.9);
     for (size_t i = 0; i < ps.size(); ++i) {
       const std::string m_name = "opt.m." + ps[i].id;
-      std::vector<double> m(gv[i].size(), 0.0);
+      std::vector<double> m(size_of(i), 0.0);
       if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = moment(c, t, m_name, ps[i]);
       std::vector<double> theta = c.read_f64(b.at(ps[i].id));
-      if (theta.size() != gv[i].size()) {
+      if (theta.size() != size_of(i)) {
         throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
-                         gv[i].size());
+                         size_of(i));
       }
+      const double* g = grad_of(i);
       for (size_t k = 0; k < theta.size(); ++k) {
-        m[k] = momentum * m[k] + gv[i][k];
+        m[k] = momentum * m[k] + g[k];
         theta[k] -= lr * (m[k] + wd * theta[k]);
       }
       c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);

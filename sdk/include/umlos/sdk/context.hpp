@@ -133,6 +133,29 @@ class Context {
                     dtype_name(dtype(t)));
     }
   }
+  // The same into out[0, n), n the tensor's element count (checked): no
+  // vector per call, for the operators that gather many tensors into one.
+  void read_f64(const umlos_tensor* t, double* out, size_t n) const {
+    const int32_t d = dtype(t);
+    if (elements(t) != n)
+      throw Error(UMLOS_SHAPE_MISMATCH, "read_f64: ", n, " values from a tensor of ", elements(t), " elements");
+    if (d == UMLOS_DTYPE_F64) return read_bytes(t, 0, out, n * 8);
+    if (d == UMLOS_DTYPE_F32) {
+      thread_local std::vector<float> narrow;
+      narrow.resize(n);
+      read_bytes(t, 0, narrow.data(), n * 4);
+      for (size_t i = 0; i < n; ++i) out[i] = narrow[i];
+      return;
+    }
+    if (d == UMLOS_DTYPE_I64) {
+      thread_local std::vector<int64_t> wide;
+      wide.resize(n);
+      read_bytes(t, 0, wide.data(), n * 8);
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(wide[i]);
+      return;
+    }
+    throw Error(UMLOS_INVALID_ARGUMENT, "read_f64: expected an f64, f32 or i64 tensor, found ", dtype_name(d));
+  }
   // Binary64 host values into an f64 or f32 tensor, rounded once to its dtype.
   void write_f64(umlos_tensor* t, const std::vector<double>& values) const {
     if (dtype(t) == UMLOS_DTYPE_F64) return write(t, values);

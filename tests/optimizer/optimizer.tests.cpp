@@ -1,0 +1,92 @@
+// optimizer.tests.cpp — Update_v1's arithmetic (modules/lib/optimizer):
+// the chunk-interleaved sum of squares against the canonical sum's
+// definition, and every Adam path the CPU has against the scalar formula,
+// bit for bit.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "optimizer.hpp"
+#include "umlos_sum.h"
+
+namespace opt = umlos::optimizer;
+
+namespace {
+
+// Values over many binades with both signs, so that the order of the
+// additions shows in the low bits of the sums.
+std::vector<double> spread_values(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> mant(-1.0, 1.0);
+  std::uniform_int_distribution<int> exp(-30, 30);
+  std::vector<double> x(n);
+  for (double& v : x) v = std::ldexp(mant(rng), exp(rng));
+  return x;
+}
+
+uint64_t bits(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("the gradient's sum of squares equals the canonical sum of its squares for every length", "[optimizer]") {
+  bool order_shows = false;
+  for (size_t n : {0, 1, 2, 255, 256, 257, 511, 1023, 1024, 1025, 1280, 2047, 4096, 5000, 26506}) {
+    const std::vector<double> x = spread_values(n, 1000 + n);
+    umlos_canonical_sum s = UMLOS_CANONICAL_SUM_INIT;
+    double left_fold = 0.0;
+    for (double v : x) {
+      umlos_canonical_sum_add(&s, v * v);
+      left_fold += v * v;
+    }
+    INFO("n = " << n);
+    CHECK(bits(opt::canonical_sum_of_squares(x.data(), x.size())) == bits(umlos_canonical_sum_result(&s)));
+    order_shows = order_shows || bits(left_fold) != bits(umlos_canonical_sum_result(&s));
+  }
+  // The inputs are such that another order gives other bits: the
+  // comparison above can fail.
+  CHECK(order_shows);
+}
+
+TEST_CASE("the Adam step gives the scalar formula's bits on every instruction-set path the CPU has", "[optimizer]") {
+  const opt::AdamCoefficients a{0.9, 0.999, 1e-8, 1e-3, 0.01, 0.9 * 0.9 * 0.9, 0.999 * 0.999 * 0.999};
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  std::vector<opt::Isa> paths;
+  for (opt::Isa isa : {opt::Isa::baseline, opt::Isa::avx2, opt::Isa::avx512}) {
+    if (opt::isa_supported(isa))
+      paths.push_back(isa);
+    else
+      WARN("this CPU has no " << opt::isa_name(isa) << " path: not compared");
+  }
+  for (size_t n : {1, 3, 7, 8, 9, 17, 100, 1001, 4099}) {
+    std::vector<double> g = spread_values(n, 7 * n), m = spread_values(n, 7 * n + 1), v = spread_values(n, 7 * n + 2),
+                        theta = spread_values(n, 7 * n + 3);
+    for (double& x : v) x = std::fabs(x);
+    // Special values in the lanes of every path.
+    const double specials[] = {0.0, -0.0, tiny, -tiny, inf, -inf, nan, 1e300, -1e-300};
+    for (size_t k = 0; k < n; k += 5) g[k] = specials[(k / 5) % 9];
+    // The formula, one element at a time.
+    std::vector<double> rm = m, rv = v, rt = theta;
+    for (size_t k = 0; k < n; ++k) {
+      rm[k] = a.b1 * rm[k] + (1.0 - a.b1) * g[k];
+      rv[k] = a.b2 * rv[k] + (1.0 - a.b2) * (g[k] * g[k]);
+      const double mhat = rm[k] / (1.0 - a.b1_pow), vhat = rv[k] / (1.0 - a.b2_pow);
+      rt[k] -= a.lr * (mhat / (std::sqrt(vhat) + a.eps) + a.wd * rt[k]);
+    }
+    for (opt::Isa isa : paths) {
+      std::vector<double> pm = m, pv = v, pt = theta;
+      opt::adam_step(isa, n, g.data(), pm.data(), pv.data(), pt.data(), a);
+      INFO(opt::isa_name(isa) << ", n = " << n);
+      CHECK(std::memcmp(pm.data(), rm.data(), n * 8) == 0);
+      CHECK(std::memcmp(pv.data(), rv.data(), n * 8) == 0);
+      CHECK(std::memcmp(pt.data(), rt.data(), n * 8) == 0);
+    }
+  }
+}
