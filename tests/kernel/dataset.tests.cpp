@@ -291,7 +291,7 @@ TEST_CASE("A target file with another row count is refused naming both files", "
   }
 }
 
-TEST_CASE("A missing raw file is NOT_FOUND; corrupt gzip is DATA_LOSS", "[dataset][errors]") {
+TEST_CASE("A missing raw file is NOT_FOUND, corrupt gzip is DATA_LOSS", "[dataset][errors]") {
   ImportOptions o = small();
   o.features_file = "/nonexistent/file.csv";
   o.root = temp_dir("ds-missing");
@@ -490,7 +490,7 @@ TEST_CASE("Manifest data set errors: absent, pinned hash differs, task mismatch,
   CHECK_THAT(f.what(), Catch::Contains("every entry must name the same data set"));
 }
 
-TEST_CASE("umlos dataset import prints the folder and the manifest lines; verify re-checks it", "[dataset][cli]") {
+TEST_CASE("umlos dataset import prints the folder and the manifest lines, verify re-checks it", "[dataset][cli]") {
   const std::string root = temp_dir("ds-cli");
   CommandResult r = run_umlos("dataset import '" + vendored("digits.csv.gz") +
                               "' --id digits --version 1 --task multiclass --root '" + root + "'");
@@ -539,7 +539,7 @@ TEST_CASE("Re-importing over a placed folder whose files were altered is refused
   }
 }
 
-TEST_CASE("umlos dataset verify exits 56 for a damaged split file; list names the placed folders",
+TEST_CASE("umlos dataset verify exits 56 for a damaged split file, list names the placed folders",
           "[dataset][cli][errors]") {
   const std::string root = temp_dir("ds-cli-verify");
   const DatasetRecord r = import_dataset(cancer_options(root));

@@ -172,7 +172,7 @@ TEST_CASE("IR errors name the node: cycles, dangling inputs, unknown primitives,
   CHECK_THAT(msg, Catch::Contains("node 2"));
 }
 
-TEST_CASE("umlos exec runs an IR file as it is; YAML and JSON forms have one ir_hash; threads change nothing",
+TEST_CASE("umlos exec runs an IR file as it is, YAML and JSON forms have one ir_hash, threads change nothing",
           "[executor][cli]") {
   const std::string yaml = std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.yaml";
   const std::string jsn = std::string(UMLOS_SOURCE_DIR) + "/examples/ir/mlp.json";
@@ -739,7 +739,7 @@ TEST_CASE("Bad graphs are refused with a 0.K code naming the node before any pri
 }
 
 TEST_CASE(
-    "A driver that does not offer a primitive (or its _grad) is refused before anything runs; what it offers runs",
+    "A driver that does not offer a primitive (or its _grad) is refused before anything runs, what it offers runs",
     "[executor][errors][driver]") {
   const std::string dir = temp_dir("partial");
   const std::string drv = "--driver-module '" + module_path("test_partial_driver") + "' --driver partial_driver";
@@ -911,7 +911,7 @@ TEST_CASE("TMMU placement reuses activation memory in forward mode and keeps sav
   CHECK(s.host.values().count("model.grad.Wq") == 0);
 }
 
-TEST_CASE("umlos exec --inputs replaces drawn tensors; exec prints execution_fp, metrics and the node trace",
+TEST_CASE("umlos exec --inputs replaces drawn tensors, exec prints execution_fp, metrics and the node trace",
           "[executor][cli][inputs]") {
   const std::string dir = temp_dir("inputs");
   ExecOptions o;

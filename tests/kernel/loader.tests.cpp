@@ -72,7 +72,7 @@ TEST_CASE("Flipping one byte of a pinned module makes the kernel refuse it, nami
 }
 
 TEST_CASE(
-    "A module that refuses in its entry is not registered and its own code and reason are reported; a pin mismatch "
+    "A module that refuses in its entry is not registered and its own code and reason are reported, a pin mismatch "
     "stops it before the entry runs",
     "[loader]") {
   std::string path = module_path("test_refuse");

@@ -167,7 +167,7 @@ TEST_CASE("An epoch that ends exactly at a batch end moves the cursor to the nex
   CHECK(rig.cursor() == std::vector<int64_t>{1, 0});
 }
 
-TEST_CASE("NextBatch is deterministic: same experiment key, same batches; another key, another order", "[next_batch]") {
+TEST_CASE("NextBatch is deterministic: same experiment key, same batches, another key, another order", "[next_batch]") {
   Rig a(50, 3, {kv("batch_size", 8)}), b(50, 3, {kv("batch_size", 8)}), c(50, 3, {kv("batch_size", 8)}, seed_token(2));
   std::vector<int64_t> sa, sb, sc;
   for (int i = 0; i < 9; ++i) {
@@ -217,7 +217,7 @@ TEST_CASE("Ranks take the slice rank::world_size of the global batch order and s
   CHECK(merged == g);
 }
 
-TEST_CASE("batch.x is clamp((x - offset) * scale, 0, 1) in the compute dtype; batch.y the labels", "[next_batch]") {
+TEST_CASE("batch.x is clamp((x - offset) * scale, 0, 1) in the compute dtype, batch.y the labels", "[next_batch]") {
   Rig f32(12, 3, {kv("batch_size", 4)});
   // Offsets and scales that push some values below 0 and above 1.
   put(f32.host, "data.norm.offset", UMLOS_DTYPE_F64, {3}, std::vector<double>{2.0, 0.0, 0.05});

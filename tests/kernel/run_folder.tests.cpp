@@ -371,7 +371,7 @@ TEST_CASE("Every run that ends writes a final checkpoint, whatever checkpoint_ev
   CHECK(read_text(r.trace()) == trace);
 }
 
-TEST_CASE("A run killed before its first checkpoint resumes from t = 0; another manifest's folder is refused",
+TEST_CASE("A run killed before its first checkpoint resumes from t = 0, another manifest's folder is refused",
           "[runfolder][checkpoint]") {
   const std::string m = walk("restart", "\n  checkpoint_every: 150");
   Run whole = run(m, "restart");

@@ -57,7 +57,7 @@ TEST_CASE("The demo walk runs every VI step and writes run_header, one iter per 
   CHECK(probes == 4);  // t = 7, 14, 21, 28
 }
 
-TEST_CASE("Two runs of the same manifest give byte-identical traces; another seed gives another trace",
+TEST_CASE("Two runs of the same manifest give byte-identical traces, another seed gives another trace",
           "[runner][replay]") {
   ManifestRun a = run_manifest_text(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-a");
   ManifestRun b = run_manifest_text(walk_manifest(kWalkModules, kWalkOperators, 40), "replay-b");

@@ -168,7 +168,7 @@ TEST_CASE("Spherical k-means is deterministic: the same rows and draws give the 
   CHECK(a.iterations <= 50);
 }
 
-TEST_CASE("An empty cluster keeps its previous centroid; all-coincident points seed the lowest index",
+TEST_CASE("An empty cluster keeps its previous centroid, all-coincident points seed the lowest index",
           "[policy][kmeans]") {
   // Three copies of (1,0), then three of (0,1); k = 4; every uniform 0.1.
   const std::vector<double> rows = {1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1};
@@ -196,7 +196,7 @@ TEST_CASE("An empty cluster keeps its previous centroid; all-coincident points s
   CHECK(draws.calls.size() == 31);
 }
 
-TEST_CASE("k is clamped to the number of points; zero rows are left out; non-finite rows are refused",
+TEST_CASE("k is clamped to the number of points, zero rows are left out, non-finite rows are refused",
           "[policy][kmeans]") {
   const std::vector<double> rows = {0, 0, 2, 0, 0, 0, 0, 3, 1, 1};
   Draws draws(1);

@@ -95,7 +95,7 @@ TEST_CASE("t mod X and % select every X-th step, also for non-integral and negat
   CHECK(eval("t mod 3 == 1", m));
 }
 
-TEST_CASE("Precedence: not binds looser than comparisons, and before or; mod before comparisons", "[policy][rules]") {
+TEST_CASE("Precedence: not binds looser than comparisons, and before or, mod before comparisons", "[policy][rules]") {
   CHECK(parse_condition("t mod 10 == 0 or sil_mean < 0.3 and state == 1").canonical() ==
         "(((t mod 10) == 0) or ((sil_mean < 0.3) and (state == 1)))");
   CHECK(parse_condition("not sil_mean > 0.5 and t > 1").canonical() == "((not (sil_mean > 0.5)) and (t > 1))");
@@ -207,7 +207,7 @@ TEST_CASE("parse_rules reports the first bad rule by index, and an unknown actio
   }
 }
 
-TEST_CASE("The highest priority among matching rules wins; ties go to the lowest index; no match optimizes",
+TEST_CASE("The highest priority among matching rules wins, ties go to the lowest index, no match optimizes",
           "[policy][rules]") {
   const RuleSet rs = parse_rules({
       {"t mod 10 == 0", "probe", 1},           // 0

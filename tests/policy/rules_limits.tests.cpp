@@ -89,7 +89,7 @@ TEST_CASE("Deeply nested policy conditions are refused naming the rule, not a st
   }
 }
 
-TEST_CASE("A condition nested up to the documented depth parses; one level more does not", "[policy][security]") {
+TEST_CASE("A condition nested up to the documented depth parses, one level more does not", "[policy][security]") {
   const int d = pol::kMaxConditionDepth;
   REQUIRE(d == 256);
   const std::string ok = repeat("(", d) + "t > 0" + repeat(")", d);
