@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "cbor.hpp"
 #include "error.hpp"
+#include "pointer_set.hpp"
 #include "tensor.hpp"
 #include "umlos_abi.h"
 
@@ -42,8 +42,8 @@ struct umlos_ctx {
   std::vector<umlos::TensorPtr> views;  // tensor_view results, released with the call
   // Handles this call may use / write. Sets: every dispatch checks each
   // operand, and a graph call holds thousands of handles.
-  std::unordered_set<const umlos::Tensor*> known;
-  std::unordered_set<const umlos::Tensor*> writable;
+  umlos::PointerSet<umlos::Tensor> known;
+  umlos::PointerSet<umlos::Tensor> writable;
   uint64_t draws[UMLOS_STREAM_COUNT] = {0, 0, 0, 0};
   // The declared output a digest_output of this call left to the host's
   // digest worker (empty: none); it counts as produced.

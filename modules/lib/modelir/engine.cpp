@@ -587,6 +587,36 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
   return out;
 }
 
+namespace {
+
+// What gradient_buffers() read to make its result: the walk's inputs (the
+// graph's edges, the seeds, wrt, order), which tensors it asked about and
+// whether each had a gradient, and each buffer's dtype and shape. The same
+// reads give the same buffers: the walk is a function of them alone.
+struct GradBufferMemo {
+  std::vector<std::pair<std::vector<std::string>, std::string>> edges;  // per node: inputs, output
+  std::vector<std::pair<std::string, double>> seeds;
+  std::vector<std::string> wrt;
+  std::vector<size_t> order;
+  std::vector<std::pair<std::string, bool>> asked;  // has_gradient(id), in the order asked
+  std::vector<GradBuffer> buffers;
+  bool valid = false;
+};
+
+bool same_walk(const GradBufferMemo& m, const Graph& g, const std::vector<Seed>& seeds,
+               const std::vector<std::string>& wrt, const std::vector<size_t>& order) {
+  if (!m.valid || m.edges.size() != g.nodes.size() || m.seeds.size() != seeds.size() || m.wrt != wrt ||
+      m.order != order)
+    return false;
+  for (size_t k = 0; k < seeds.size(); ++k)
+    if (m.seeds[k].first != seeds[k].id || !(m.seeds[k].second == seeds[k].value)) return false;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (m.edges[k].second != g.nodes[k].output || m.edges[k].first != g.nodes[k].inputs) return false;
+  return true;
+}
+
+}  // namespace
+
 std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                          const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                          const std::vector<size_t>& order) {
@@ -596,6 +626,21 @@ std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const 
       throw sdk::Error(UMLOS_INVALID_IR, "backward: tensor '", id, "' is not bound (run forward first)");
     return it->second;
   };
+  // A training loop asks for the same graph's buffers every step: the walk
+  // is repeated only when something it read differs.
+  thread_local GradBufferMemo memo;
+  if (same_walk(memo, g, seeds, wrt, order)) {
+    bool same = true;
+    for (const auto& [id, has] : memo.asked) same = same && is_float(c.dtype(bound(id))) == has;
+    for (const GradBuffer& gb : memo.buffers) {
+      if (!same) break;
+      const umlos_tensor* x = bound(gb.of);
+      same = c.dtype(x) == gb.dtype && c.shape(x) == gb.shape;
+    }
+    if (same) return memo.buffers;
+  }
+  memo.valid = false;
+  memo.asked.clear();
   std::vector<GradBuffer> out;
   const int64_t last = static_cast<int64_t>(order.size()) + 1;
   BackwardHooks h;
@@ -617,8 +662,22 @@ std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const 
     for (size_t o : outs) out[o].begin = step;
   };
   const std::map<std::string, size_t> result = walk_backward(
-      g, seeds, wrt, order, [&](const std::string& id) { return is_float(c.dtype(bound(id))); }, h);
+      g, seeds, wrt, order,
+      [&](const std::string& id) {
+        const bool has = is_float(c.dtype(bound(id)));
+        memo.asked.emplace_back(id, has);
+        return has;
+      },
+      h);
   for (const auto& [id, index] : result) out[index].end = last;
+  memo.edges.clear();
+  for (const Node& n : g.nodes) memo.edges.emplace_back(n.inputs, n.output);
+  memo.seeds.clear();
+  for (const Seed& sd : seeds) memo.seeds.emplace_back(sd.id, sd.value);
+  memo.wrt = wrt;
+  memo.order = order;
+  memo.buffers = out;
+  memo.valid = true;
   return out;
 }
 

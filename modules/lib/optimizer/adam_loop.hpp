@@ -13,8 +13,8 @@ namespace {
 
 // No element depends on another, so the compiler vectorises the loop to the
 // file's instruction set; see optimizer.hpp for why the bits do not change.
-[[maybe_unused]] inline void adam_loop(size_t n, const double* __restrict g, double* __restrict m,
-                                       double* __restrict v, double* __restrict theta, const AdamCoefficients& a) {
+[[maybe_unused]] inline void adam_loop(size_t n, const double* __restrict g, double* __restrict m, double* __restrict v,
+                                       double* __restrict theta, const AdamCoefficients& a) {
   const double c1 = 1.0 - a.b1, c2 = 1.0 - a.b2, d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
   for (size_t k = 0; k < n; ++k) {
     m[k] = a.b1 * m[k] + c1 * g[k];

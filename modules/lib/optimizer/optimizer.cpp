@@ -30,7 +30,9 @@ bool isa_supported(Isa isa) {
 }
 
 Isa isa_best() {
-  static const Isa best = isa_supported(Isa::avx512) ? Isa::avx512 : isa_supported(Isa::avx2) ? Isa::avx2 : Isa::baseline;
+  static const Isa best = isa_supported(Isa::avx512) ? Isa::avx512
+                          : isa_supported(Isa::avx2) ? Isa::avx2
+                                                     : Isa::baseline;
   return best;
 }
 
