@@ -7,7 +7,9 @@
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <deque>
 #include <map>
 #include <memory>
@@ -659,4 +661,51 @@ TEST_CASE("The C module passes its own test vectors through its real entry point
   bad.put("y", UMLOS_DTYPE_F64, {2}, y);
   CHECK(call(axpy, bad) == UMLOS_SHAPE_MISMATCH);
   CHECK_THAT(bad.last_message, Catch::Contains("differ in shape"));
+}
+
+TEST_CASE("to_binary64_be gives the bytes of the scalar definition on every path, f64 in place and f32 widened",
+          "[sdk]") {
+  namespace sdk = umlos::sdk;
+  const double specials[] = {0.0, -0.0, 1.0, -2.5, 1e-310, -1e300, std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(), 3.0e-45};
+  for (size_t n : {0, 1, 3, 4, 5, 8, 17, 1000}) {
+    std::vector<double> d(n);
+    std::vector<float> f(n);
+    for (size_t i = 0; i < n; ++i) {
+      d[i] = i < 9 ? specials[i] : std::ldexp(static_cast<double>(i * 2654435761u % 1000003), static_cast<int>(i % 61) - 30);
+      f[i] = static_cast<float>(i < 9 ? specials[i] : d[i] * 0.37);
+    }
+    // The definition: each value's binary64 bits, most significant byte first.
+    auto expect = [&](auto values) {
+      std::vector<uint8_t> out(8 * n);
+      for (size_t i = 0; i < n; ++i) {
+        const double v = static_cast<double>(values[i]);
+        uint64_t u;
+        std::memcpy(&u, &v, 8);
+        for (int k = 0; k < 8; ++k) out[8 * i + k] = static_cast<uint8_t>(u >> (56 - 8 * k));
+      }
+      return out;
+    };
+    INFO("n = " << n);
+    std::vector<uint8_t> got(8 * n);
+    REQUIRE(sdk::detail::to_binary64_be_scalar(UMLOS_DTYPE_F32, f.data(), n, got.data()));
+    CHECK(got == expect(f));
+    REQUIRE(sdk::to_binary64_be(UMLOS_DTYPE_F32, f.data(), n, got.data()));
+    CHECK(got == expect(f));
+    std::vector<uint8_t> in_place(8 * n);
+    std::memcpy(in_place.data(), d.data(), 8 * n);
+    REQUIRE(sdk::to_binary64_be(UMLOS_DTYPE_F64, in_place.data(), n, in_place.data()));
+    CHECK(in_place == expect(d));
+#ifdef UMLOS_SDK_HAVE_BE64_AVX2
+    if (__builtin_cpu_supports("avx2")) {
+      REQUIRE(sdk::detail::to_binary64_be_avx2(UMLOS_DTYPE_F32, f.data(), n, got.data()));
+      CHECK(got == expect(f));
+      std::memcpy(in_place.data(), d.data(), 8 * n);
+      REQUIRE(sdk::detail::to_binary64_be_avx2(UMLOS_DTYPE_F64, in_place.data(), n, in_place.data()));
+      CHECK(in_place == expect(d));
+    } else {
+      WARN("this CPU has no AVX2: only the scalar path was compared");
+    }
+#endif
+  }
 }
