@@ -35,6 +35,23 @@ TEST_CASE("The digest worker hashes its own copy: the caller may overwrite its b
   CHECK(w.wait() == expected);
 }
 
+TEST_CASE("The digest worker's copy of a large job is exact from any source offset and for any length",
+          "[kernel][fingerprint]") {
+  // Large jobs are copied with streaming stores in 16-byte pieces: every
+  // source alignment and a ragged end must still give SHA-256 of exactly
+  // the bytes handed over, job after job into the same buffer.
+  std::vector<uint8_t> bytes((1u << 20) + 64);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  umlos::DigestWorker w;
+  for (size_t offset : {0, 1, 7, 8, 15}) {
+    for (size_t size : {size_t(64) << 10, (size_t(64) << 10) + 1, (size_t(1) << 20) + 13, size_t(1) << 20}) {
+      INFO("offset " << offset << ", " << size << " bytes");
+      w.submit(bytes.data() + offset, size);
+      CHECK(w.wait() == umlos::sha256(bytes.data() + offset, size));
+    }
+  }
+}
+
 TEST_CASE("The digest worker refuses a second digest before the first is settled, and a wait with none",
           "[kernel][fingerprint]") {
   umlos::DigestWorker w;

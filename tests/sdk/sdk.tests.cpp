@@ -9,8 +9,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -666,13 +666,21 @@ TEST_CASE("The C module passes its own test vectors through its real entry point
 TEST_CASE("to_binary64_be gives the bytes of the scalar definition on every path, f64 in place and f32 widened",
           "[sdk]") {
   namespace sdk = umlos::sdk;
-  const double specials[] = {0.0, -0.0, 1.0, -2.5, 1e-310, -1e300, std::numeric_limits<double>::infinity(),
-                             std::numeric_limits<double>::quiet_NaN(), 3.0e-45};
+  const double specials[] = {0.0,
+                             -0.0,
+                             1.0,
+                             -2.5,
+                             1e-310,
+                             -1e300,
+                             std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(),
+                             3.0e-45};
   for (size_t n : {0, 1, 3, 4, 5, 8, 17, 1000}) {
     std::vector<double> d(n);
     std::vector<float> f(n);
     for (size_t i = 0; i < n; ++i) {
-      d[i] = i < 9 ? specials[i] : std::ldexp(static_cast<double>(i * 2654435761u % 1000003), static_cast<int>(i % 61) - 30);
+      d[i] = i < 9 ? specials[i]
+                   : std::ldexp(static_cast<double>(i * 2654435761u % 1000003), static_cast<int>(i % 61) - 30);
       f[i] = static_cast<float>(i < 9 ? specials[i] : d[i] * 0.37);
     }
     // The definition: each value's binary64 bits, most significant byte first.

@@ -169,7 +169,7 @@ inline bool to_binary64_be_scalar(int32_t dtype, const void* raw, size_t n, uint
 // shuffle per 8-byte lane; f32 widened by the same exact conversion): the
 // fingerprints convert every parameter and optimiser moment every step.
 __attribute__((target("avx2"))) inline bool to_binary64_be_avx2(int32_t dtype, const void* raw, size_t n,
-                                                                 uint8_t* out) noexcept {
+                                                                uint8_t* out) noexcept {
   if (dtype != UMLOS_DTYPE_F64 && dtype != UMLOS_DTYPE_F32) return to_binary64_be_scalar(dtype, raw, n, out);
   const __m256i reverse = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,  //
                                            7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
