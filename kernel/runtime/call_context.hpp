@@ -39,6 +39,10 @@ struct umlos_ctx {
   std::vector<std::pair<std::string, umlos::TensorPtr>> inputs;  // declared inputs present
   std::vector<std::pair<std::string, umlos::TensorPtr>> staged;  // outputs created by this call
   std::vector<umlos::TensorPtr> temps;
+  // Outputs handed out from an arena slot not yet zeroed: each is zeroed
+  // before its first use other than a write of the whole tensor, which
+  // makes zeroing moot, and at the end of the call (services.cpp).
+  std::vector<umlos::TensorPtr> unzeroed;
   std::vector<umlos::TensorPtr> views;  // tensor_view results, released with the call
   // Handles this call may use / write. Sets: every dispatch checks each
   // operand, and a graph call holds thousands of handles.

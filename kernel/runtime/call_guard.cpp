@@ -156,6 +156,9 @@ CallReport CallGuard::call_checked(const umlos_operator_desc* op, const CallBind
   if (ctx.error_code != UMLOS_OK) {
     throw Failure(ctx.error_code, ctx.who() + " returned OK after reporting an error: " + ctx.error_message);
   }
+  // Outputs never used since value_create are zeros (ZeroTensor_v1).
+  for (const TensorPtr& t : ctx.unzeroed) host_.zero(*t);
+  ctx.unzeroed.clear();
 
   CallReport report;
   report.draws_declared = op->rng_draws;

@@ -103,11 +103,24 @@ void Host::dispatch(const std::string& primitive, const std::vector<const Tensor
   }
 }
 
-TensorPtr Host::make_value_tensor(const std::string& name, int32_t dtype, const umlos_shape& shape) {
+TensorPtr Host::make_value_tensor(const std::string& name, int32_t dtype, const umlos_shape& shape, bool* unzeroed) {
+  if (unzeroed) *unzeroed = false;
   if (value_arenas_) {
-    if (TensorPtr t = value_arenas_->allocate(name, dtype, shape)) return t;
+    if (TensorPtr t = value_arenas_->allocate(name, dtype, shape, unzeroed == nullptr)) {
+      if (unzeroed) *unzeroed = true;
+      return t;
+    }
   }
-  return make_tensor(dtype, shape);
+  return make_tensor(dtype, shape);  // a fresh driver buffer is zeroed
+}
+
+void Host::zero(Tensor& t) {
+  if (driver_has("zero")) {
+    dispatch("zero", {}, {&t});
+  } else {
+    std::vector<uint8_t> zeros(t.bytes, 0);
+    write(t, zeros.data(), zeros.size());
+  }
 }
 
 void Host::set_active_strategy(const std::string& name) {

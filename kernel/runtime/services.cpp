@@ -65,16 +65,31 @@ umlos_status guarded(umlos_ctx* ctx, F&& fn) {
   }
 }
 
-umlos_status check_known(umlos_ctx* ctx, const umlos_tensor* t, const char* what) {
+// ZeroTensor_v1 for a value handed out unzeroed (ctx->unzeroed): zeroed
+// now, or, when `whole_write` (the caller is about to write every byte),
+// only struck from the list. Nothing can have seen its bytes before.
+void settle_zero(umlos_ctx* ctx, const umlos_tensor* t, bool whole_write = false) {
+  for (size_t i = 0; i < ctx->unzeroed.size(); ++i) {
+    if (ctx->unzeroed[i].get() != as_tensor(t)) continue;
+    if (!whole_write) host_of(ctx).zero(*ctx->unzeroed[i]);
+    ctx->unzeroed.erase(ctx->unzeroed.begin() + static_cast<std::ptrdiff_t>(i));
+    return;
+  }
+}
+
+// A handle of this call; its bytes are settled (settle_zero) unless the
+// caller only asks for its dtype and shape or writes it itself.
+umlos_status check_known(umlos_ctx* ctx, const umlos_tensor* t, const char* what, bool settle = true) {
   if (t == nullptr || !ctx->is_known(as_tensor(t))) {
     return set_error(ctx, UMLOS_INVALID_ARGUMENT,
                      std::string(what) + ": tensor handle is NULL or not valid in this call");
   }
+  if (settle && !ctx->unzeroed.empty()) settle_zero(ctx, t);
   return UMLOS_OK;
 }
 
-umlos_status check_writable(umlos_ctx* ctx, const umlos_tensor* t, const char* what) {
-  if (umlos_status s = check_known(ctx, t, what)) return s;
+umlos_status check_writable(umlos_ctx* ctx, const umlos_tensor* t, const char* what, bool settle = true) {
+  if (umlos_status s = check_known(ctx, t, what, settle)) return s;
   if (!ctx->is_writable(as_tensor(t))) {
     return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
                      std::string(what) +
@@ -205,9 +220,11 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
       return set_error(ctx, UMLOS_CONTRACT_VIOLATION,
                        std::string("creates value") + " '" + name + "' which it does not declare as an output");
     }
-    TensorPtr t = host_of(ctx).make_value_tensor(name, dtype, *shape);
+    bool unzeroed = false;
+    TensorPtr t = host_of(ctx).make_value_tensor(name, dtype, *shape, &unzeroed);
     ctx->known.insert(t.get());
     ctx->writable.insert(t.get());
+    if (unzeroed) ctx->unzeroed.push_back(t);
     ctx->stage(name, t);
     *out = as_handle(t.get());
     return UMLOS_OK;
@@ -230,7 +247,7 @@ umlos_status svc_tensor_temp(umlos_ctx* ctx, int32_t dtype, const umlos_shape* s
 
 umlos_status svc_tensor_info(umlos_ctx* ctx, const umlos_tensor* t, int32_t* out_dtype, umlos_shape* out_shape) {
   return guarded(ctx, [&]() -> umlos_status {
-    if (umlos_status s = check_known(ctx, t, "tensor_info")) return s;
+    if (umlos_status s = check_known(ctx, t, "tensor_info", false)) return s;
     if (out_dtype) *out_dtype = as_tensor(t)->dtype;
     if (out_shape) *out_shape = as_tensor(t)->shape;
     return UMLOS_OK;
@@ -247,7 +264,8 @@ umlos_status svc_tensor_read(umlos_ctx* ctx, const umlos_tensor* t, uint64_t off
 
 umlos_status svc_tensor_write(umlos_ctx* ctx, umlos_tensor* t, uint64_t off, const void* src, uint64_t bytes) {
   return guarded(ctx, [&]() -> umlos_status {
-    if (umlos_status s = check_writable(ctx, t, "tensor_write")) return s;
+    if (umlos_status s = check_writable(ctx, t, "tensor_write", false)) return s;
+    if (!ctx->unzeroed.empty()) settle_zero(ctx, t, off == 0 && bytes == as_tensor(t)->bytes);
     host_of(ctx).write(*as_tensor(t), src, bytes, off);
     return UMLOS_OK;
   });

@@ -44,7 +44,7 @@ TensorPtr ValueArenas::view_in_slot(Placement& p, int slot, int32_t dtype, const
   return v;
 }
 
-TensorPtr ValueArenas::allocate(const std::string& name, int32_t dtype, const umlos_shape& shape) {
+TensorPtr ValueArenas::allocate(const std::string& name, int32_t dtype, const umlos_shape& shape, bool zero) {
   auto it = placements_.find(name);
   if (it == placements_.end()) return nullptr;
   Placement& p = it->second;
@@ -56,12 +56,7 @@ TensorPtr ValueArenas::allocate(const std::string& name, int32_t dtype, const um
     if (!p.slots[i].occupant.expired()) continue;
     TensorPtr v = view_in_slot(p, static_cast<int>(i), dtype, shape);
     // ZeroTensor_v1: a value starts as zeros, as a fresh driver buffer does.
-    if (host_.driver_has("zero")) {
-      host_.dispatch("zero", {}, {v.get()});
-    } else {
-      std::vector<uint8_t> zeros(v->bytes, 0);
-      host_.write(*v, zeros.data(), zeros.size());
-    }
+    if (zero) host_.zero(*v);
     return v;
   }
   return nullptr;

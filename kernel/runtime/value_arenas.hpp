@@ -51,9 +51,10 @@ class ValueArenas {
   // `host` outlives this object; its active strategy plans the arenas.
   explicit ValueArenas(Host& host);
 
-  // For value_create: a zeroed view at `name`'s free slot, or nullptr when
-  // the caller should allocate a buffer of its own.
-  TensorPtr allocate(const std::string& name, int32_t dtype, const umlos_shape& shape);
+  // For value_create: a view at `name`'s free slot, zeroed unless `zero` is
+  // false (the caller then zeroes it before anything reads it), or nullptr
+  // when the caller should allocate a buffer of its own.
+  TensorPtr allocate(const std::string& name, int32_t dtype, const umlos_shape& shape, bool zero = true);
 
   struct SafepointReport {
     bool replanned = false;

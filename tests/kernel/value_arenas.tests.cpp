@@ -11,7 +11,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+
 #include "error.hpp"
+#include "host.hpp"
+#include "manifest.hpp"
 #include "run_support.hpp"
 #include "test_support.hpp"
 #include "value_arenas.hpp"
@@ -207,4 +211,56 @@ TEST_CASE("The held-out evaluation's node outputs share one arena planned with i
   // temporary's lifetime).
   const json temps_profile = json::parse(read_text(u.dir + "/profile.json"));
   for (const json& op : temps_profile.at("operators")) CHECK(op["memory_plans"] == 0);
+}
+
+TEST_CASE("A value created in an arena slot that held other bytes reads as zeros wherever its operator did not write",
+          "[value_arenas][kernel]") {
+  // The kernel zeroes such a value only before its first use that is not a
+  // write of the whole tensor (ZeroTensor_v1 without a memset of every
+  // output every step): each first use an operator can make is tried on a
+  // slot that held non-zero bytes.
+  umlos::Host host;
+  host.load(module_path("umlos_cpu_driver"), std::nullopt);
+  host.load(module_path("umlos_tmmu"), std::nullopt);
+  host.load(module_path("test_value_writer"), std::nullopt);
+  host.set_active_strategy("UML_OS.TMMU.BytePlanner_v1");
+  host.activate_driver("cpu_driver");
+  umlos::ValueArenas arenas(host);
+  host.set_value_arenas(&arenas);
+  const umlos_operator_desc* op = host.find_operator("Test.ValueWriter_v1");
+  REQUIRE(op != nullptr);
+  int64_t t = 0;
+  auto call = [&](const std::string& mode) {
+    const umlos::Manifest m = umlos::parse_manifest(
+        "umlos_manifest: 1\nname: zeros\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
+        "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  value_writer: {mode: " +
+            mode + "}\n",
+        "zeros.yaml", "/tmp", true);
+    host.set_operator_config(m.config);
+    host.set_iteration(++t);
+    host.call_operator(op);
+    arenas.safepoint();
+    const std::vector<uint8_t> b = host.to_host(*host.values().at("lz.v")).data;
+    std::vector<double> v(b.size() / 8);
+    std::memcpy(v.data(), b.data(), b.size());
+    return v;
+  };
+  auto dirty = [&] {  // both slots of lz.v written whole, with non-zero values
+    for (int k = 0; k < 3; ++k) {
+      const double written = static_cast<double>(t + 2);  // the next call's iteration + 1
+      CHECK(call("whole") == std::vector<double>(64, written));
+    }
+  };
+  dirty();
+  // The value is placed in the arena (the slots the test dirtied are reused).
+  CHECK(arenas.to_json().find("\"lz.v\"") != std::string::npos);
+  std::vector<double> head(64, 0.0);
+  std::fill(head.begin(), head.begin() + 8, 5.0);
+  CHECK(call("partial") == head);
+  dirty();
+  CHECK(call("untouched") == std::vector<double>(64, 0.0));
+  dirty();
+  CHECK(call("read_first") == std::vector<double>(64, 9.0));  // the operator fails if it read a non-zero
+  dirty();
+  CHECK(call("dispatch") == std::vector<double>(64, 1.0));
 }
