@@ -106,16 +106,17 @@ UMLOS_PHILOX_QUALIFIER double umlos_det_log(double x) {
     double d;
     uint64_t u;
   } v;
-  int64_t e;
+  int e, big;
   double m, s, s2, poly;
   v.d = x;
-  e = (int64_t)((v.u >> 52) & 0x7ff) - 1023;
+  e = (int)((v.u >> 52) & 0x7ff) - 1023;
   v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull; /* [1,2) */
   m = v.d;
-  if (m > 1.4142135623730951) {
-    m = m * 0.5;
-    e += 1;
-  }
+  /* Selects, not branches, here and in umlos_det_sincos_2pi: a loop of
+   * draws then vectorises; the bits are the same. */
+  big = m > 1.4142135623730951;
+  m = big ? m * 0.5 : m;
+  e = big ? e + 1 : e;
   s = (m - 1.0) / (m + 1.0);
   s2 = s * s;
   /* 2*(s + s^3/3 + ... + s^23/23), |s| <= 0.1716: truncation < 1e-18 */
@@ -140,12 +141,10 @@ UMLOS_PHILOX_QUALIFIER void umlos_det_sincos_2pi(double u, double *out_sin, doub
   double t = u * 4.0;       /* quarter turns */
   int q = (int)t;           /* quadrant 0..3 */
   double r = t - (double)q; /* [0,1): fraction of the quadrant */
-  int swap = 0;
+  int swap;
   double a, a2, sn, cs, s, c;
-  if (r > 0.5) { /* use the complementary angle for accuracy */
-    r = 1.0 - r;
-    swap = 1;
-  }
+  swap = r > 0.5; /* use the complementary angle for accuracy */
+  r = swap ? 1.0 - r : r;
   a = r * 1.57079632679489661923; /* [0, pi/4] */
   a2 = a * a;
   /* Taylor series to a^17 / a^18: truncation < 2e-17 on [0, pi/4] */
@@ -168,31 +167,11 @@ UMLOS_PHILOX_QUALIFIER void umlos_det_sincos_2pi(double u, double *out_sin, doub
   cs = cs * a2 - 1.0 / 24.0;             /* -1/4! */
   cs = cs * a2 + 0.5;                    /* 1/2! */
   cs = 1.0 - a2 * cs;
-  if (swap) {
-    s = cs;
-    c = sn;
-  } else {
-    s = sn;
-    c = cs;
-  }
-  switch (q & 3) {
-    case 0:
-      *out_sin = s;
-      *out_cos = c;
-      break;
-    case 1:
-      *out_sin = c;
-      *out_cos = -s;
-      break;
-    case 2:
-      *out_sin = -s;
-      *out_cos = -c;
-      break;
-    default:
-      *out_sin = -c;
-      *out_cos = s;
-      break;
-  }
+  s = swap ? cs : sn;
+  c = swap ? sn : cs;
+  q &= 3;
+  *out_sin = q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
+  *out_cos = q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
 }
 
 /* ---- element i of a draw, for each distribution ---- */

@@ -1,6 +1,7 @@
 // model_forward.cpp — InitParameters_v1, Encode_v1, Decode_v1, Forward_v2,
 // TotalLoss_v1 (model_ops.hpp).
 #include "model_ops.hpp"
+#include "numerics.hpp"
 
 namespace sdk = umlos::sdk;
 namespace ir = umlos::modelir;
@@ -62,11 +63,7 @@ void encode(sdk::Context& c) {
   const std::vector<double> u1 = c.draw_host<double>(UMLOS_STREAM_INIT, UMLOS_DIST_UNIFORM_F64, n);
   const std::vector<double> u2 = c.draw_host<double>(UMLOS_STREAM_INIT, UMLOS_DIST_UNIFORM_F64, n);
   std::vector<double> eps(n);
-  for (uint64_t i = 0; i < n; ++i) {
-    double s = 0, co = 0;
-    umlos_det_sincos_2pi(u2[i], &s, &co);
-    eps[i] = UMLOS_SQRT(-2.0 * umlos_det_log(u1[i])) * co;
-  }
+  umlos::numerics::box_muller(umlos::numerics::isa_best(), n, u1.data(), u2.data(), eps.data());
   Step bound = bind_step(c, false, {});
   const ir::Graph& g = bound.g();
   ir::Binding& b = bound.b;

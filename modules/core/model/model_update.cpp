@@ -1,11 +1,11 @@
 // model_update.cpp — Update_v1 (model_ops.hpp).
 #include "model_ops.hpp"
-#include "optimizer.hpp"
+#include "numerics.hpp"
 
 namespace sdk = umlos::sdk;
 namespace ir = umlos::modelir;
 using namespace umlos::model;
-namespace opt = umlos::optimizer;
+namespace opt = umlos::numerics;
 
 namespace model_ops {
 

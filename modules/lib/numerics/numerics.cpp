@@ -1,11 +1,11 @@
-// optimizer.cpp — see optimizer.hpp: the path choice, the sum of squares
-// and the baseline Adam step.
-#include "optimizer.hpp"
+// numerics.cpp — see numerics.hpp: the path choice, the sum of squares
+// and the baseline loops.
+#include "numerics.hpp"
 
-#include "adam_loop.hpp"
+#include "loops.hpp"
 #include "umlos_sum.h"
 
-namespace umlos::optimizer {
+namespace umlos::numerics {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
@@ -78,4 +78,10 @@ void adam_step(Isa isa, size_t n, const double* g, double* m, double* v, double*
   adam_loop(n, g, m, v, theta, a);
 }
 
-}  // namespace umlos::optimizer
+void box_muller(Isa isa, size_t n, const double* u1, const double* u2, double* eps) {
+  if (isa == Isa::avx512 && isa_supported(Isa::avx512)) return box_muller_avx512(n, u1, u2, eps);
+  if (isa == Isa::avx2 && isa_supported(Isa::avx2)) return box_muller_avx2(n, u1, u2, eps);
+  box_muller_loop(n, u1, u2, eps);
+}
+
+}  // namespace umlos::numerics

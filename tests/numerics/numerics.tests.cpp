@@ -1,7 +1,7 @@
-// optimizer.tests.cpp — Update_v1's arithmetic (modules/lib/optimizer):
-// the chunk-interleaved sum of squares against the canonical sum's
-// definition, and every Adam path the CPU has against the scalar formula,
-// bit for bit.
+// numerics.tests.cpp — the model operators' binary64 loops
+// (modules/lib/numerics): the chunk-interleaved sum of squares against the
+// canonical sum's definition, and every Adam and Box-Muller path the CPU
+// has against the scalar formula, bit for bit.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -9,10 +9,11 @@
 #include <random>
 #include <vector>
 
-#include "optimizer.hpp"
+#include "numerics.hpp"
+#include "umlos_philox.h"
 #include "umlos_sum.h"
 
-namespace opt = umlos::optimizer;
+namespace opt = umlos::numerics;
 
 namespace {
 
@@ -35,7 +36,7 @@ uint64_t bits(double d) {
 
 }  // namespace
 
-TEST_CASE("the gradient's sum of squares equals the canonical sum of its squares for every length", "[optimizer]") {
+TEST_CASE("the gradient's sum of squares equals the canonical sum of its squares for every length", "[numerics]") {
   bool order_shows = false;
   for (size_t n : {0, 1, 2, 255, 256, 257, 511, 1023, 1024, 1025, 1280, 2047, 4096, 5000, 26506}) {
     const std::vector<double> x = spread_values(n, 1000 + n);
@@ -54,7 +55,7 @@ TEST_CASE("the gradient's sum of squares equals the canonical sum of its squares
   CHECK(order_shows);
 }
 
-TEST_CASE("the Adam step gives the scalar formula's bits on every instruction-set path the CPU has", "[optimizer]") {
+TEST_CASE("the Adam step gives the scalar formula's bits on every instruction-set path the CPU has", "[numerics]") {
   const opt::AdamCoefficients a{0.9, 0.999, 1e-8, 1e-3, 0.01, 0.9 * 0.9 * 0.9, 0.999 * 0.999 * 0.999};
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const double tiny = std::numeric_limits<double>::denorm_min();
@@ -87,6 +88,43 @@ TEST_CASE("the Adam step gives the scalar formula's bits on every instruction-se
       CHECK(std::memcmp(pm.data(), rm.data(), n * 8) == 0);
       CHECK(std::memcmp(pv.data(), rv.data(), n * 8) == 0);
       CHECK(std::memcmp(pt.data(), rt.data(), n * 8) == 0);
+    }
+  }
+}
+
+TEST_CASE("The Box-Muller draws give the scalar formula's bits on every instruction-set path the CPU has",
+          "[numerics]") {
+  // Uniforms across (0, 1) and at its edges, every quadrant of the angle
+  // and both sides of each select in the deterministic log and cosine.
+  std::vector<double> u1, u2;
+  for (double u : {1e-300, 2.2250738585072014e-308, 0.25, 0.5, 0.70710678118654746, 0.70710678118654757, 0.75,
+                   0.9999999999999999, 1.0}) {
+    u1.push_back(u);
+    u2.push_back(u < 1.0 ? u : 0.0);
+  }
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int k = 0; k < 1013; ++k) {
+    u1.push_back(1.0 - unit(rng));  // (0, 1]
+    u2.push_back(unit(rng));        // [0, 1)
+  }
+  const size_t n = u1.size();
+  std::vector<double> want(n);
+  for (size_t k = 0; k < n; ++k) {
+    double s = 0, c = 0;
+    umlos_det_sincos_2pi(u2[k], &s, &c);
+    want[k] = std::sqrt(-2.0 * umlos_det_log(u1[k])) * c;
+  }
+  for (opt::Isa isa : {opt::Isa::baseline, opt::Isa::avx2, opt::Isa::avx512}) {
+    if (!opt::isa_supported(isa)) {
+      WARN("this CPU has no " << opt::isa_name(isa) << " path: not compared");
+      continue;
+    }
+    for (size_t len : {n, size_t(1), size_t(7), size_t(17)}) {
+      std::vector<double> got(len);
+      opt::box_muller(isa, len, u1.data(), u2.data(), got.data());
+      INFO(opt::isa_name(isa) << ", n = " << len);
+      CHECK(std::memcmp(got.data(), want.data(), len * 8) == 0);
     }
   }
 }

@@ -1,0 +1,41 @@
+// loops.hpp — the loops of numerics.hpp, included by each path's file.
+// Internal linkage: every file compiles its own copy for its instruction
+// set, so no copy built for a wider set can stand in for another at link
+// time.
+#pragma once
+
+#include <cmath>
+
+#include "numerics.hpp"
+#include "umlos_philox.h"
+
+namespace umlos::numerics {
+namespace {
+
+// No element depends on another, so the compiler vectorises the loops to
+// the file's instruction set; see numerics.hpp for why the bits do not
+// change.
+[[maybe_unused]] inline void adam_loop(size_t n, const double* __restrict g, double* __restrict m, double* __restrict v,
+                                       double* __restrict theta, const AdamCoefficients& a) {
+  const double c1 = 1.0 - a.b1, c2 = 1.0 - a.b2, d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
+  for (size_t k = 0; k < n; ++k) {
+    m[k] = a.b1 * m[k] + c1 * g[k];
+    v[k] = a.b2 * v[k] + c2 * (g[k] * g[k]);
+    const double mhat = m[k] / d1, vhat = v[k] / d2;
+    theta[k] -= a.lr * (mhat / (__builtin_sqrt(vhat) + a.eps) + a.wd * theta[k]);
+  }
+}
+
+// The deterministic log and sine/cosine are written with selects, not
+// branches, so this loop vectorises too.
+[[maybe_unused]] inline void box_muller_loop(size_t n, const double* __restrict u1, const double* __restrict u2,
+                                             double* __restrict eps) {
+  for (size_t k = 0; k < n; ++k) {
+    double s = 0, c = 0;
+    umlos_det_sincos_2pi(u2[k], &s, &c);
+    eps[k] = __builtin_sqrt(-2.0 * umlos_det_log(u1[k])) * c;
+  }
+}
+
+}  // namespace
+}  // namespace umlos::numerics

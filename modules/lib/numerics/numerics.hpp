@@ -1,0 +1,49 @@
+// numerics.hpp — the model operators' binary64 loops: the gradient's
+// canonical sum of squares and the Adam step (Update_v1, docs/model.md
+// "Update"), and the Box-Muller draws of Encode_v1's eps.
+//
+// Each is elementwise or chunk-independent, so a wider vector path computes
+// exactly what the scalar loop does: they only add, subtract, multiply,
+// divide, take square roots, convert and select, each correctly rounded in
+// every lane and never fused (-ffp-contract=off, no FMA instructions); the
+// sum of squares folds each 256-element chunk left to right on its own and
+// then the chunk sums in ascending order (the canonical sum,
+// abi/umlos_sum.h), interleaving independent chunks only to keep the adder
+// busy. Results are bit-identical on every path; the tests run each path
+// the CPU has.
+#pragma once
+
+#include <cstddef>
+
+namespace umlos::numerics {
+
+enum class Isa : int { baseline = 0, avx2 = 1, avx512 = 2 };
+
+const char* isa_name(Isa isa);
+bool isa_supported(Isa isa);  // whether this CPU can run the path
+Isa isa_best();               // the widest path this CPU supports
+
+// The canonical sum (spec 004 0.E) of x[k] * x[k] for k in [0, n).
+double canonical_sum_of_squares(const double* x, size_t n);
+
+struct AdamCoefficients {
+  double b1, b2, eps, lr, wd, b1_pow, b2_pow;
+};
+
+// One Adam step over n elements, for each k in this order of operations:
+//   m = b1 m + (1 - b1) g;   v = b2 v + (1 - b2) (g g)
+//   theta -= lr (  (m / (1 - b1_pow)) / (sqrt(v / (1 - b2_pow)) + eps)
+//                + wd theta )
+void adam_step(Isa isa, size_t n, const double* g, double* m, double* v, double* theta, const AdamCoefficients& a);
+
+// eps[k] = sqrt(-2 log u1[k]) cos(2 pi u2[k]) with the deterministic log
+// and cosine of abi/umlos_philox.h (Box-Muller, spec 004 V.B).
+void box_muller(Isa isa, size_t n, const double* u1, const double* u2, double* eps);
+
+// The paths, one per file compiled for its instruction set (internal).
+void adam_step_avx2(size_t n, const double* g, double* m, double* v, double* theta, const AdamCoefficients& a);
+void adam_step_avx512(size_t n, const double* g, double* m, double* v, double* theta, const AdamCoefficients& a);
+void box_muller_avx2(size_t n, const double* u1, const double* u2, double* eps);
+void box_muller_avx512(size_t n, const double* u1, const double* u2, double* eps);
+
+}  // namespace umlos::numerics

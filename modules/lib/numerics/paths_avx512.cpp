@@ -1,0 +1,13 @@
+// paths_avx512.cpp — the loops of numerics.hpp compiled for AVX512; called
+// only where the CPU has it.
+#include "loops.hpp"
+
+namespace umlos::numerics {
+
+void adam_step_avx512(size_t n, const double* g, double* m, double* v, double* theta, const AdamCoefficients& a) {
+  adam_loop(n, g, m, v, theta, a);
+}
+
+void box_muller_avx512(size_t n, const double* u1, const double* u2, double* eps) { box_muller_loop(n, u1, u2, eps); }
+
+}  // namespace umlos::numerics
