@@ -7,6 +7,7 @@
 // driver's entry points.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -79,6 +80,14 @@ class CanonicalSum {
  private:
   umlos_canonical_sum s_ = UMLOS_CANONICAL_SUM_INIT;
 };
+
+// Rows per thread at least for work on whole rows of `row_length`
+// elements: enough that a range holds about 16K elements, since waking a
+// pool thread costs more than a few short rows. (The partition never
+// changes a result: each row is handled by one thread in its own order.)
+inline int64_t row_grain(int64_t row_length) {
+  return row_length >= 16384 ? 8 : std::max<int64_t>(8, 16384 / (row_length > 0 ? row_length : 1));
+}
 
 // Canonical sum of value(i) for i in [0, n). Chunks are folded in parallel
 // (each is independent), then their sums in ascending order: the result is

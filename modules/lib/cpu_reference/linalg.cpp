@@ -177,7 +177,7 @@ void convert(ThreadPool& pool, const S* src, int64_t rows, int64_t cols, bool tr
     });
     return;
   }
-  pool.parallel_for(cols, 16, [&](int64_t c0, int64_t c1) {
+  pool.parallel_for(cols, std::max<int64_t>(16, row_grain(rows)), [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c)
       for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = static_cast<D>(src[r * cols + c]);
   });
@@ -282,7 +282,7 @@ std::vector<double> widen(ThreadPool& pool, const Operand& o) {
 // Canonical L2 norm of each row of x[rows, d].
 std::vector<double> row_norms(ThreadPool& pool, const double* x, int64_t rows, int64_t d) {
   std::vector<double> n(static_cast<size_t>(rows));
-  pool.parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+  pool.parallel_for(rows, row_grain(d), [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       CanonicalSum acc;
       for (int64_t k = 0; k < d; ++k) acc.add(x[i * d + k] * x[i * d + k]);
@@ -400,7 +400,7 @@ void row_normalize_forward(Call& c) {
   std::vector<double> X = widen<T>(*c.pool, x);
   std::vector<double> n = row_norms(*c.pool, X.data(), rows, d);
   T* py = c.out[0].as<T>();
-  c.pool->parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(rows, row_grain(d), [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       double denom = std::max(n[i], eps);
       for (int64_t k = 0; k < d; ++k) py[i * d + k] = static_cast<T>(X[i * d + k] / denom);
@@ -420,7 +420,7 @@ void row_normalize_grad(Call& c) {
   std::vector<double> G = widen<T>(*c.pool, c.in[1]);
   std::vector<double> n = row_norms(*c.pool, X.data(), rows, d);
   T* pdx = c.out[0].as<T>();
-  c.pool->parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(rows, row_grain(d), [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       if (!(n[i] > eps)) {  // y = x / eps: a constant scale
         for (int64_t k = 0; k < d; ++k) pdx[i * d + k] = static_cast<T>(G[i * d + k] / eps);
@@ -508,7 +508,7 @@ void row_moments(ThreadPool& pool, const double* X, int64_t rows, int64_t d, dou
                  std::vector<double>& rstd) {
   mean.assign(static_cast<size_t>(rows), 0.0);
   rstd.assign(static_cast<size_t>(rows), 0.0);
-  pool.parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+  pool.parallel_for(rows, row_grain(d), [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       CanonicalSum s1;
       for (int64_t k = 0; k < d; ++k) s1.add(X[i * d + k]);
@@ -536,7 +536,7 @@ void layer_norm_forward(Call& c) {
   const T* gamma = c.in[1].as<T>();
   const T* beta = c.in[2].as<T>();
   T* py = c.out[0].as<T>();
-  c.pool->parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(rows, row_grain(d), [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i)
       for (int64_t k = 0; k < d; ++k) {
         double xhat = (X[i * d + k] - mean[i]) * rstd[i];
@@ -560,7 +560,7 @@ void layer_norm_grad(Call& c) {
   const T* gamma = c.in[1].as<T>();
   T* pdx = c.out[0].as<T>();
   std::vector<double> g_xhat(static_cast<size_t>(rows * d));  // dy * xhat, for dgamma
-  c.pool->parallel_for(rows, 8, [&](int64_t s, int64_t e) {
+  c.pool->parallel_for(rows, row_grain(d), [&](int64_t s, int64_t e) {
     std::vector<double> xhat(static_cast<size_t>(d)), g(static_cast<size_t>(d));
     for (int64_t i = s; i < e; ++i) {
       CanonicalSum sum_g, sum_gx;

@@ -60,12 +60,6 @@ double divisor_of(const Call& c, StatKind k, int64_t len) {
 
 namespace {
 
-// Rows per thread at least: enough that a range holds about 16K elements,
-// since waking a pool thread costs more than reducing a few short rows.
-// (The partition never changes a result: each row is reduced by one thread
-// in its own fixed order.)
-int64_t row_grain(int64_t row_length) { return std::max<int64_t>(8, 16384 / std::max<int64_t>(1, row_length)); }
-
 // ---------------------------------------------------------------- sum/mean/variance
 
 // Mean of one line (canonical sum / len); 0 for an empty line.
