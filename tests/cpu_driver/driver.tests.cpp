@@ -79,6 +79,32 @@ TEST_CASE("cpu_driver buffers start zeroed and reads or writes past the end fail
   CHECK(s == UMLOS_OK);
 }
 
+TEST_CASE("A large cpu_driver buffer freed and allocated again, as training steps do, starts zeroed again",
+          "[cpu_driver]") {
+  // Buffers of 64 KiB and more are kept when freed and handed out again
+  // for the same size: the reused block must be zeros, not the last
+  // tensor's values, at every size around the cache's threshold.
+  auto host = make_host(1);
+  for (int64_t n : {int64_t(8191), int64_t(8192), int64_t(8193), int64_t(1) << 20}) {
+    INFO(n << " doubles");
+    for (int round = 0; round < 3; ++round) {
+      auto t = empty(*host, UMLOS_DTYPE_F64, {n});
+      CHECK(download(*host, *t) == std::vector<double>(static_cast<size_t>(n), 0.0));
+      const std::vector<double> ones(static_cast<size_t>(n), 1.5);
+      host->write(*t, ones.data(), ones.size() * 8);
+    }  // each t is freed here, and the next round may get its block
+  }
+  // Tensors still alive when their driver instance goes away are freed
+  // after it without touching it (the cache outlives the instance).
+  umlos::TensorPtr late;
+  {
+    auto other = make_host(1);
+    late = empty(*other, UMLOS_DTYPE_F64, {1 << 14});
+  }
+  late.reset();
+  SUCCEED("freed after the instance");
+}
+
 TEST_CASE("rng_fill equals the abi/umlos_philox.h reference and the kernel's host draw for every distribution",
           "[cpu_driver][rng]") {
   const uint32_t key[2] = {0x12345678u, 0x9abcdef0u};

@@ -16,6 +16,7 @@
 #include <thread>
 #include <umlos/sha256.hpp>
 
+#include "buffer_cache.hpp"
 #include "comm_gloo.hpp"
 #include "cpu_reference.hpp"
 #include "umlos_philox.h"
@@ -38,6 +39,8 @@ constexpr const char* kDriverVersion = "cpu_driver 1.1 (primitives 1.1: matmul i
 struct Buffer {
   uint8_t* data = nullptr;  // owned, 64-byte (or larger requested) aligned
   uint64_t bytes = 0;
+  uint64_t rounded = 0, align = 0;     // as allocated
+  std::shared_ptr<BufferCache> cache;  // where data goes back to
 };
 
 struct Instance {
@@ -48,6 +51,8 @@ struct Instance {
   GemmIsa isa = GemmIsa::scalar;  // matmul's instruction-set path
   ThreadPool* pool = nullptr;     // owned
   Comm* comm = nullptr;           // owned; set by comm_init in a multi-rank job
+  // Shared with every buffer, which may be freed after the instance.
+  std::shared_ptr<BufferCache> buffers = std::make_shared<BufferCache>();
 };
 
 static const umlos_services* g_services = nullptr;  // from the module entry
@@ -155,6 +160,7 @@ static void driver_destroy(void* instance) {
   if (!inst) return;
   delete inst->comm;  // closes the connections to the other ranks
   delete inst->pool;  // joins the workers
+  inst->buffers->close();
   delete inst;
 }
 
@@ -218,14 +224,16 @@ static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t
     uint64_t rounded = (std::max<uint64_t>(bytes, 1) + align - 1) / align * align;
     if (rounded < bytes)
       fail(UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc: " + std::to_string(bytes) + " bytes is too large");
-    void* p = std::aligned_alloc(align, rounded);
+    void* p = inst->buffers->take(rounded, align);  // zeroed
     if (!p)
       fail(UMLOS_RESOURCE_EXHAUSTED,
            "buffer_alloc: could not allocate " + std::to_string(bytes) + " bytes aligned to " + std::to_string(align));
-    std::memset(p, 0, rounded);
     auto* b = new Buffer;
     b->data = static_cast<uint8_t*>(p);
     b->bytes = bytes;
+    b->rounded = rounded;
+    b->align = align;
+    b->cache = inst->buffers;
     *out = reinterpret_cast<umlos_buffer*>(b);
   });
 }
@@ -233,7 +241,7 @@ static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t
 static void driver_buffer_free(void*, umlos_buffer* buffer) {
   auto* b = reinterpret_cast<Buffer*>(buffer);
   if (!b) return;
-  std::free(b->data);
+  b->cache->give(b->data, b->rounded, b->align);
   delete b;
 }
 
