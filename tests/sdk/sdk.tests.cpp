@@ -701,14 +701,14 @@ TEST_CASE("to_binary64_be gives the bytes of the scalar definition on every path
     REQUIRE(sdk::to_binary64_be(UMLOS_DTYPE_F32, f.data(), n, got.data()));
     CHECK(got == expect(f));
     std::vector<uint8_t> in_place(8 * n);
-    std::memcpy(in_place.data(), d.data(), 8 * n);
+    if (n > 0) std::memcpy(in_place.data(), d.data(), 8 * n);  // data() may be null
     REQUIRE(sdk::to_binary64_be(UMLOS_DTYPE_F64, in_place.data(), n, in_place.data()));
     CHECK(in_place == expect(d));
 #ifdef UMLOS_SDK_HAVE_BE64_AVX2
     if (__builtin_cpu_supports("avx2")) {
       REQUIRE(sdk::detail::to_binary64_be_avx2(UMLOS_DTYPE_F32, f.data(), n, got.data()));
       CHECK(got == expect(f));
-      std::memcpy(in_place.data(), d.data(), 8 * n);
+      if (n > 0) std::memcpy(in_place.data(), d.data(), 8 * n);  // data() may be null
       REQUIRE(sdk::detail::to_binary64_be_avx2(UMLOS_DTYPE_F64, in_place.data(), n, in_place.data()));
       CHECK(in_place == expect(d));
     } else {
