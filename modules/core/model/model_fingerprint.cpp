@@ -103,25 +103,31 @@ void hash_tensor_f64(const sdk::Context& c, Preimage& h, const umlos_tensor* t, 
   }
 }
 
-// The SHA-256 of Merkle leaves, remembered by their bytes. A leaf's digest
-// is a function of its bytes alone, so a leaf whose bytes equal those
-// hashed before (compared in full) takes the earlier digest: the value is
-// exactly the one hashing would give. Between steps the latent window moves
-// by the batch size, so the leaves starting at a given entry come back
-// every 256 / gcd(B, 256) steps; the memo keeps the most recent leaves by
-// start entry, at most `kMemoWindows` windows' worth of bytes.
+// The SHA-256 of Merkle leaves, remembered by their contents. A leaf is
+// handed over as native 64-bit words (each entry's index and z row as
+// stored); its preimage is those words big-endian, a function of the words
+// alone, so a leaf whose words equal those hashed before (compared in full)
+// takes the earlier digest: the value is exactly the one hashing would
+// give, and the byte swap is only done for a leaf that changed. Between
+// steps the latent window moves by the batch size, so the leaves starting
+// at a given entry come back every 256 / gcd(B, 256) steps; the memo keeps
+// the most recent leaves by start entry, at most `kMemoWindows` windows'
+// worth of bytes.
 class LeafMemo {
  public:
-  std::array<uint8_t, 32> digest(int64_t start, const uint8_t* bytes, size_t size) {
+  std::array<uint8_t, 32> digest(int64_t start, const uint8_t* words, size_t size) {
     auto it = leaves_.find(start);
     if (it != leaves_.end() && it->second.bytes.size() == size &&
-        std::memcmp(it->second.bytes.data(), bytes, size) == 0)
+        std::memcmp(it->second.bytes.data(), words, size) == 0)
       return it->second.digest;
+    thread_local std::vector<uint8_t> be;
+    be.resize(size);
+    put_be64(words, size / 8, be.data());
     Sha leaf;
-    leaf.bytes(bytes, size);
+    leaf.bytes(be.data(), size);
     Leaf& slot = leaves_[start];
     held_ -= slot.bytes.size();
-    slot.bytes.assign(bytes, bytes + size);
+    slot.bytes.assign(words, words + size);
     slot.digest = leaf.finish();
     held_ += size;
     return slot.digest;
@@ -193,7 +199,8 @@ void hash_latent(sdk::Context& c, Preimage& h) {
   const std::vector<int64_t> idx = c.read<int64_t>(c.input("latent.index"));
   const int64_t n = std::min({count, cap, int64_t{8192}});
   std::vector<std::array<uint8_t, 32>> leaves;
-  // An entry is 8 bytes of index then p values, all big-endian.
+  // An entry is 8 bytes of index then p values, all big-endian in the
+  // preimage (LeafMemo swaps them; here they are copied as stored).
   const size_t entry = static_cast<size_t>(p + 1) * 8;
   std::vector<uint8_t> buf(entry * 256);
   thread_local LeafMemo memo;
@@ -202,8 +209,8 @@ void hash_latent(sdk::Context& c, Preimage& h) {
     for (int64_t e = at; e < end; ++e) {
       const int64_t row = (count - n + e) % cap;
       uint8_t* out = buf.data() + static_cast<size_t>(e - at) * entry;
-      put_be64(&idx[row], 1, out);
-      put_be64(&z[row * p], static_cast<size_t>(p), out + 8);
+      std::memcpy(out, &idx[row], 8);
+      std::memcpy(out + 8, &z[row * p], static_cast<size_t>(p) * 8);
     }
     leaves.push_back(memo.digest(count - n + at, buf.data(), static_cast<size_t>(end - at) * entry));
   }
