@@ -49,10 +49,6 @@ struct Sha : sdk::Sha256 {
 // The one element of a scalar value, as binary64.
 double scalar_f64(const sdk::Context& c, const umlos_tensor* t);
 
-// Fixed-order binary64 sum over a sequence fed element by element: the
-// canonical sum of spec 004 0.E.
-using ChunkedSum = sdk::CanonicalSum;
-
 // ------------------------------------------------------------ configuration (model_binding.cpp)
 
 Dims dims_from(const sdk::Context& c, int64_t batch, int64_t features, int64_t outputs, int32_t dtype_override = -1);

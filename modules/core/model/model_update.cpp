@@ -5,7 +5,7 @@
 namespace sdk = umlos::sdk;
 namespace ir = umlos::modelir;
 using namespace umlos::model;
-namespace opt = umlos::numerics;
+namespace num = umlos::numerics;
 
 namespace model_ops {
 
@@ -81,7 +81,7 @@ void update(sdk::Context& c) {
     auto it = grads.find(ps[i].id);
     if (it != grads.end()) c.read_f64(it->second, flat.data() + at[i], at[i + 1] - at[i]);
   }
-  const double norm = UMLOS_SQRT(opt::canonical_sum_of_squares(flat.data(), flat.size()));
+  const double norm = UMLOS_SQRT(num::canonical_sum_of_squares(flat.data(), flat.size()));
   if (!std::isfinite(norm))
     throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
   const double clip = c.config<double>("clip_norm", 5.0);
@@ -94,7 +94,7 @@ void update(sdk::Context& c) {
   double clipped = norm;
   if (scale != 1.0) {
     for (double& x : flat) x *= scale;
-    clipped = UMLOS_SQRT(opt::canonical_sum_of_squares(flat.data(), flat.size()));
+    clipped = UMLOS_SQRT(num::canonical_sum_of_squares(flat.data(), flat.size()));
   }
   auto grad_of = [&](size_t i) { return flat.data() + at[i]; };
   auto size_of = [&](size_t i) { return at[i + 1] - at[i]; };
@@ -125,7 +125,7 @@ void update(sdk::Context& c) {
         throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
                          size_of(i));
       }
-      opt::adam_step(opt::isa_best(), theta.size(), grad_of(i), m.data(), v.data(), theta.data(),
+      num::adam_step(num::isa_best(), theta.size(), grad_of(i), m.data(), v.data(), theta.data(),
                      {b1, b2, eps, lr, wd, b1_pow, b2_pow});
       c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
       c.write(c.output(v_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), v);

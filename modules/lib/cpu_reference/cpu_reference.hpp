@@ -85,9 +85,7 @@ class CanonicalSum {
 // elements: enough that a range holds about 16K elements, since waking a
 // pool thread costs more than a few short rows. (The partition never
 // changes a result: each row is handled by one thread in its own order.)
-inline int64_t row_grain(int64_t row_length) {
-  return row_length >= 16384 ? 8 : std::max<int64_t>(8, 16384 / (row_length > 0 ? row_length : 1));
-}
+inline int64_t row_grain(int64_t row_length) { return std::max<int64_t>(8, 16384 / std::max<int64_t>(1, row_length)); }
 
 // Canonical sum of value(i) for i in [0, n). Chunks are folded in parallel
 // (each is independent), then their sums in ascending order: the result is

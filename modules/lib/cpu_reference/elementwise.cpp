@@ -127,12 +127,10 @@ void binary_forward(Call& c, BinaryKind kind) {
 // defines, in row order. `write(j, sum)` receives each column's sum.
 template <class S, class Write>
 void sum_leading_rows(ThreadPool& pool, int64_t rows, int64_t cols, const S* src, const Write& write) {
-  // A range of columns is worth a thread from kElementGrain elements on
-  // (at least 64 columns): a split of a small sum cost more in waking the
-  // pool than it saved.
-  const int64_t grain =
-      std::max<int64_t>(64, (kElementGrain + std::max<int64_t>(rows, 1) - 1) / std::max<int64_t>(rows, 1));
-  pool.parallel_for(cols, grain, [&](int64_t c0, int64_t c1) {
+  // A column sums `rows` values: at least 64 columns, and about 16K
+  // values, per thread (row_grain); a split of a small sum cost more in
+  // waking the pool than it saved.
+  pool.parallel_for(cols, std::max<int64_t>(64, row_grain(rows)), [&](int64_t c0, int64_t c1) {
     const int64_t w = c1 - c0;
     std::vector<double> total(static_cast<size_t>(w), 0.0), chunk(static_cast<size_t>(w), 0.0);
     double* pt = total.data();
@@ -557,10 +555,10 @@ void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, co
   std::vector<size_t> reduced;
   for (size_t k = 0; k < rank; ++k)
     if (t[k] == 1 && full_dims[k] != 1) reduced.push_back(k);
-  // Each target element sums full_numel / target_numel values: a range is
-  // worth a thread from kElementGrain values on, as above.
-  const int64_t per = std::max<int64_t>(1, dims_product(full_dims, 0, rank) / std::max<int64_t>(target_numel, 1));
-  pool.parallel_for(target_numel, std::max<int64_t>(64, (kElementGrain + per - 1) / per), [&](int64_t j0, int64_t j1) {
+  // Each target element sums full_numel / target_numel values: grains as
+  // in sum_leading_rows.
+  const int64_t per = dims_product(full_dims, 0, rank) / std::max<int64_t>(target_numel, 1);
+  pool.parallel_for(target_numel, std::max<int64_t>(64, row_grain(per)), [&](int64_t j0, int64_t j1) {
     std::vector<int64_t> ridx(reduced.size());
     for (int64_t j = j0; j < j1; ++j) {
       int64_t rem = j, base = 0;

@@ -3,6 +3,8 @@
 #ifndef UMLOS_SDK_CONTEXT_HPP_
 #define UMLOS_SDK_CONTEXT_HPP_
 
+#include <algorithm>
+
 #include "umlos/sdk/basics.hpp"
 
 namespace umlos {
@@ -117,44 +119,23 @@ class Context {
   // f32 widened exactly, i64 converted (exact up to 2^53). For the binary64
   // reductions operators do on the host. Error(INVALID_ARGUMENT) otherwise.
   std::vector<double> read_f64(const umlos_tensor* t) const {
-    switch (dtype(t)) {
-      case UMLOS_DTYPE_F64:
-        return read<double>(t);
-      case UMLOS_DTYPE_F32: {
-        std::vector<float> v = read<float>(t);
-        return std::vector<double>(v.begin(), v.end());
-      }
-      case UMLOS_DTYPE_I64: {
-        std::vector<int64_t> v = read<int64_t>(t);
-        return std::vector<double>(v.begin(), v.end());
-      }
-      default:
-        throw Error(UMLOS_INVALID_ARGUMENT, "read_f64: expected an f64, f32 or i64 tensor, found ",
-                    dtype_name(dtype(t)));
-    }
+    std::vector<double> out(element_count_f64(t));
+    read_f64(t, out.data(), out.size());
+    return out;
   }
   // The same into out[0, n), n the tensor's element count (checked): no
   // vector per call, for the operators that gather many tensors into one.
   void read_f64(const umlos_tensor* t, double* out, size_t n) const {
-    const int32_t d = dtype(t);
-    if (elements(t) != n)
-      throw Error(UMLOS_SHAPE_MISMATCH, "read_f64: ", n, " values from a tensor of ", elements(t), " elements");
-    if (d == UMLOS_DTYPE_F64) return read_bytes(t, 0, out, n * 8);
-    if (d == UMLOS_DTYPE_F32) {
-      thread_local std::vector<float> narrow;
-      narrow.resize(n);
-      read_bytes(t, 0, narrow.data(), n * 4);
-      for (size_t i = 0; i < n; ++i) out[i] = narrow[i];
-      return;
+    const uint64_t count = element_count_f64(t);
+    if (count != n) throw Error(UMLOS_SHAPE_MISMATCH, "read_f64: ", n, " values from a tensor of ", count, " elements");
+    switch (dtype(t)) {
+      case UMLOS_DTYPE_F64:
+        return read_bytes(t, 0, out, n * 8);
+      case UMLOS_DTYPE_F32:
+        return read_widened<float>(t, out, n);
+      default:  // I64 (element_count_f64 refused the rest)
+        return read_widened<int64_t>(t, out, n);
     }
-    if (d == UMLOS_DTYPE_I64) {
-      thread_local std::vector<int64_t> wide;
-      wide.resize(n);
-      read_bytes(t, 0, wide.data(), n * 8);
-      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(wide[i]);
-      return;
-    }
-    throw Error(UMLOS_INVALID_ARGUMENT, "read_f64: expected an f64, f32 or i64 tensor, found ", dtype_name(d));
   }
   // Binary64 host values into an f64 or f32 tensor, rounded once to its dtype.
   void write_f64(umlos_tensor* t, const std::vector<double>& values) const {
@@ -423,6 +404,29 @@ class Context {
   }
 
  private:
+  // The element count of a tensor read_f64 can read (f64, f32 or i64);
+  // Error(INVALID_ARGUMENT) for any other dtype.
+  uint64_t element_count_f64(const umlos_tensor* t) const {
+    int32_t d = 0;
+    umlos_shape s{};
+    tensor_info(t, &d, &s);
+    if (d != UMLOS_DTYPE_F64 && d != UMLOS_DTYPE_F32 && d != UMLOS_DTYPE_I64)
+      throw Error(UMLOS_INVALID_ARGUMENT, "read_f64: expected an f64, f32 or i64 tensor, found ", dtype_name(d));
+    uint64_t n = 1;
+    for (uint32_t k = 0; k < s.rank; ++k) n *= static_cast<uint64_t>(s.dims[k]);
+    return n;
+  }
+  // n values of type S read in pieces through a fixed buffer, each
+  // converted to binary64 (exactly for f32): no allocation whatever n is.
+  template <class S>
+  void read_widened(const umlos_tensor* t, double* out, size_t n) const {
+    S piece[1024];
+    for (size_t at = 0; at < n; at += 1024) {
+      const size_t k = std::min<size_t>(1024, n - at);
+      read_bytes(t, at * sizeof(S), piece, k * sizeof(S));
+      for (size_t i = 0; i < k; ++i) out[at + i] = static_cast<double>(piece[i]);
+    }
+  }
   // The service slot `member`, checked to exist in the kernel's table (its
   // struct_size covers it) and to be non-NULL: Error(UNIMPLEMENTED) otherwise.
   template <class Fn>
