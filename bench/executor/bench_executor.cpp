@@ -15,7 +15,14 @@
 //  5. the same steps in PyTorch (bench/executor/torch_steps.py, Debian's
 //     python3-torch on OpenBLAS) in this run, as a ratio, once the peer has
 //     passed its check: its BLAS is printed, and no ratio is printed when
-//     its f32 matmul at one thread is below half of the f32 FMA peak.
+//     its f32 matmul at one thread is below half of the f32 FMA peak;
+//  6. the roofline of each step on this core: execution_fp must hash every
+//     gradient and output as binary64 (spec 002's StateFingerprint_v1), so
+//     no step can take less than those bytes at OpenSSL's SHA-256 rate plus
+//     the products' flops at the FMA peak, both over the thread count; the
+//     step's time and torch's are printed against that floor, and whether
+//     the goal (1.2x torch for the MLP, 1.0x for the GPT block) is
+//     reachable at all.
 // The GPT step's driver time is also split by primitive.
 //
 // Times are medians; wall seconds and process CPU seconds are both printed
@@ -156,6 +163,60 @@ loss: loss
 )";
 }
 
+// The lower bound of a training step that no implementation of the spec
+// can beat on this core: execution_fp hashes every output and gradient as
+// binary64 through SHA-256, and the matrix products need their
+// multiply-adds. Both parallelise over threads at best perfectly.
+struct Roofline {
+  double hashed_bytes = 0, matmul_flop = 0;
+};
+
+// Values execution_fp hashes in a backward step: every parameter's gradient
+// and the graph's scalar loss, 8 bytes each.
+double hashed_bytes(const std::string& ir_yaml) {
+  const cbor::Value ir = umlos::parse_yaml_value(ir_yaml, "bench ir");
+  double values = 1;  // the loss
+  for (const cbor::Value& t : ir.find("tensors")->as_array()) {
+    if (t.find("role")->as_text() != "parameter") continue;
+    double n = 1;
+    for (const cbor::Value& d : t.find("shape")->as_array()) n *= static_cast<double>(d.as_int64());
+    values += n;
+  }
+  return 8 * values;
+}
+
+// Multiply-adds x 2 of forward and backward: every product forward, both
+// operand gradients except the first layer's input gradient in the MLP
+// (nothing upstream of x needs it).
+double mlp_matmul_flop() {
+  const double fwd = 2.0 * 64 * (64 * 256 + 256 * 256 + 256 * 10);
+  return 3 * fwd - 2.0 * 64 * 64 * 256;
+}
+double gpt_matmul_flop(double T, double D, double H, double FF) {
+  const double dh = D / H;
+  const double fwd = 2 * T * D * D * 4 + 2 * T * D * FF * 2 + 2 * H * T * T * dh * 2;
+  return 3 * fwd;  // layer_norm's parameters need the input gradient of every product
+}
+
+// SHA-256 bytes/s of one core through OpenSSL (what execution_fp uses), on
+// leaves of 2^14 binary64 values: best of 5 runs of ~0.2 s.
+double sha256_rate() {
+  std::vector<uint8_t> leaf(size_t(1) << 17, 0x5a);
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    umlos::Sha256 h;
+    int n = 0;
+    const double t0 = now();
+    while (now() - t0 < 0.2) {
+      h.update(leaf.data(), leaf.size());
+      h.finish();
+      ++n;
+    }
+    best = std::max(best, n * static_cast<double>(leaf.size()) / (now() - t0));
+  }
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +246,8 @@ int main(int argc, char** argv) {
     struct Row {
       std::string what, dtype;
       double wall, cpu;
+      Roofline roof;
+      double torch_wall = 0;
     };
     std::vector<Row> rows;
     std::vector<std::pair<std::string, std::vector<std::pair<double, std::string>>>> gpt_primitives, mlp_primitives;
@@ -194,15 +257,16 @@ int main(int argc, char** argv) {
         Exec::Times t = e.time(std::max(reps, 20));
         std::printf("| MLP 64-256-256-10, batch 64 | %s | %lld | %.3f | %.3f | %.0f%% |\n", dt,
                     static_cast<long long>(t.nodes), 1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
-        rows.push_back({"mlp", dt, t.wall, t.cpu});
+        rows.push_back({"mlp", dt, t.wall, t.cpu, {hashed_bytes(mlp_ir(dt)), mlp_matmul_flop()}});
         mlp_primitives.emplace_back(dt, t.primitive_ms);
       }
       {
-        Exec e(umlos_bench::gpt_ir(dt, 128, 768, 12, 3072), "backward", threads, true);
+        const std::string ir = umlos_bench::gpt_ir(dt, 128, 768, 12, 3072);
+        Exec e(ir, "backward", threads, true);
         Exec::Times t = e.time(reps);
         std::printf("| GPT-2-small block, T 128 (d 768, 12 heads, FFN 3072) | %s | %lld | %.1f | %.1f | %.0f%% |\n", dt,
                     static_cast<long long>(t.nodes), 1e3 * t.wall, 1e3 * t.cpu, 100.0 * t.driver_ns / t.body_ns);
-        rows.push_back({"gpt", dt, t.wall, t.cpu});
+        rows.push_back({"gpt", dt, t.wall, t.cpu, {hashed_bytes(ir), gpt_matmul_flop(128, 768, 12, 3072)}});
         gpt_primitives.emplace_back(dt, t.primitive_ms);
       }
     }
@@ -300,14 +364,40 @@ int main(int argc, char** argv) {
                       0.5 * peak32);
           break;
         }
-        for (const Row& r : rows) {
+        for (Row& r : rows) {
           if (r.dtype != dt) continue;
           const double tc = j[r.what + "_cpu_s"].get<double>(), tw = j[r.what + "_s"].get<double>();
+          r.torch_wall = tw;
           std::printf("| %s (torch %s) | %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |\n",
                       r.what == "mlp" ? "MLP" : "GPT block", j["peer"]["torch"].get<std::string>().c_str(), dt,
                       1e3 * r.cpu, 1e3 * tc, r.cpu / tc, 1e3 * r.wall, 1e3 * tw, r.wall / tw);
         }
       }
+    }
+    // 6. The roofline of each step, measured on this core in this run.
+    const double sha = sha256_rate();
+    std::printf(
+        "\nRoofline at %d thread(s): SHA-256 (OpenSSL, one core) %.0f MB/s; FMA peak (%s) f32 %.1f, f64 %.1f GFLOP/s; "
+        "floor = (hashed bytes / SHA-256 rate + matmul flop / FMA peak) / threads\n\n"
+        "| step | dtype | execution_fp hashes (MB) | matmul GFLOP | floor ms | umlos ms (wall) | umlos / floor | torch "
+        "ms (wall) | floor / torch | goal | reachable at this floor "
+        "|\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        threads, sha / 1e6, isa.c_str(), peak32, peak64);
+    for (const Row& r : rows) {
+      const double peak = (r.dtype == "f32" ? peak32 : peak64) * 1e9;
+      const double floor_s = (r.roof.hashed_bytes / sha + r.roof.matmul_flop / peak) / threads;
+      const double goal = r.what == "mlp" ? 1.2 : 1.0;
+      std::string torch = "-", ratio = "-", reach = "-";
+      if (r.torch_wall > 0) {
+        torch = std::to_string(1e3 * r.torch_wall).substr(0, std::to_string(1e3 * r.torch_wall).find('.') + 4);
+        const double q = floor_s / r.torch_wall;
+        ratio = std::to_string(q).substr(0, std::to_string(q).find('.') + 3);
+        reach = q <= goal ? "yes" : "no: the floor alone is above the goal";
+      }
+      std::printf("| %s | %s | %.2f | %.3f | %.3f | %.3f | %.2f | %s | %s | <= %.1f | %s |\n",
+                  r.what == "mlp" ? "MLP" : "GPT block", r.dtype.c_str(), r.roof.hashed_bytes / 1e6,
+                  r.roof.matmul_flop / 1e9, 1e3 * floor_s, 1e3 * r.wall, r.wall / floor_s, torch.c_str(), ratio.c_str(),
+                  goal, reach.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "umlos_bench_executor: %s\n", e.what());

@@ -32,22 +32,44 @@ void hash_range(const std::vector<Leaf>& leaves, size_t begin, size_t end, const
   }
 }
 
+// Where each of `t` contiguous shares of the leaves starts (cuts[t] = the
+// number of leaves), so that the shares hold about equal numbers of values:
+// a gradient's last leaf and a bias hold far fewer than 2^14, so equal
+// numbers of leaves would leave one thread hashing most of the bytes.
+std::vector<size_t> share_cuts(const std::vector<Leaf>& leaves, size_t t) {
+  uint64_t total = 0;
+  for (const Leaf& l : leaves) total += l.count;
+  std::vector<size_t> cuts(t + 1, leaves.size());
+  cuts[0] = 0;
+  uint64_t before = 0;  // values in leaves [0, i)
+  size_t i = 0;
+  for (size_t k = 1; k < t; ++k) {
+    const uint64_t target = total / t * k;
+    while (i < leaves.size() && before + leaves[i].count / 2 < target) before += leaves[i++].count;
+    cuts[k] = i;
+  }
+  return cuts;
+}
+
 // Hashes a batch with `threads` threads, each a contiguous share of the
-// leaves; the calling thread takes the first share.
+// leaves; the calling thread takes the first share. Each digest depends on
+// its leaf alone, so the split changes no value.
 void hash_batch(const std::vector<Leaf>& leaves, const std::vector<int32_t>& dtypes, const std::vector<uint8_t>& raw,
                 unsigned threads, std::vector<Digest>& out) {
   const size_t n = leaves.size();
   const size_t t = std::max<size_t>(1, std::min<size_t>(threads, n));
+  const std::vector<size_t> cuts = share_cuts(leaves, t);
   std::vector<std::thread> helpers;
   std::vector<std::exception_ptr> errors(t);
   auto share = [&](size_t k) {
     try {
-      hash_range(leaves, k * n / t, (k + 1) * n / t, dtypes, raw, out);
+      hash_range(leaves, cuts[k], cuts[k + 1], dtypes, raw, out);
     } catch (...) {
       errors[k] = std::current_exception();
     }
   };
-  for (size_t k = 1; k < t; ++k) helpers.emplace_back(share, k);
+  for (size_t k = 1; k < t; ++k)
+    if (cuts[k] < cuts[k + 1]) helpers.emplace_back(share, k);
   share(0);
   for (std::thread& h : helpers) h.join();
   for (const std::exception_ptr& e : errors)

@@ -1,5 +1,16 @@
 // thread_pool.cpp — the driver's fixed std::thread pool and the canonical sum.
+//
+// Waking a thread blocked on a condition variable takes tens of
+// microseconds here (a futex round trip through the scheduler), as long as
+// a small product takes. So a thread that has just finished a range, and
+// the caller waiting for the ranges, first poll for a short while (the way
+// OpenMP runtimes and OpenBLAS keep their threads warm) and only then
+// block. The atomics below only signal "new job" and "ranges done": which
+// thread computes which range, and so every result, is fixed by the
+// partition alone.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -9,17 +20,46 @@
 
 namespace cpu_driver {
 
+namespace {
+
+// How long a thread polls before it blocks: about the time of a futex wake
+// plus a small product, short enough that a pool with nothing to do gives
+// its core back at once on the scale of a training step.
+constexpr std::chrono::microseconds kPollFor{50};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `ready` until it holds or kPollFor has passed; whether it held.
+template <class Ready>
+bool poll(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kPollFor;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return ready();
+  }
+}
+
+}  // namespace
+
 struct ThreadPool::State {
   std::mutex mutex;
   std::condition_variable work_ready;
   std::condition_variable work_done;
   std::vector<std::thread> workers;
-  bool stopping = false;
-  uint64_t generation = 0;  // bumped for every parallel_for
-  // The current job: range r is [bounds[r], bounds[r+1]).
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> generation{0};  // bumped for every parallel_for, under the mutex
+  // The current job: range r is [bounds[r], bounds[r+1]). Written and read
+  // under the mutex.
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   std::vector<int64_t> bounds;
-  unsigned pending = 0;  // ranges not finished yet
+  std::atomic<unsigned> pending{0};  // ranges not finished yet
   std::vector<std::exception_ptr> errors;
 };
 
@@ -38,21 +78,26 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::worker_loop(unsigned index) {
+  State& st = *state_;
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int64_t, int64_t)>* fn;
     int64_t begin = 0, end = 0;
     bool has_range;
+    auto posted = [&] {
+      return st.stopping.load(std::memory_order_acquire) || st.generation.load(std::memory_order_acquire) != seen;
+    };
+    poll(posted);
     {
-      std::unique_lock<std::mutex> lock(state_->mutex);
-      state_->work_ready.wait(lock, [&] { return state_->stopping || state_->generation != seen; });
-      if (state_->stopping) return;
-      seen = state_->generation;
-      fn = state_->fn;
-      has_range = index + 1 < state_->bounds.size();
+      std::unique_lock<std::mutex> lock(st.mutex);
+      st.work_ready.wait(lock, posted);
+      if (st.stopping) return;
+      seen = st.generation.load(std::memory_order_relaxed);
+      fn = st.fn;
+      has_range = index + 1 < st.bounds.size();
       if (has_range) {
-        begin = state_->bounds[index];
-        end = state_->bounds[index + 1];
+        begin = st.bounds[index];
+        end = st.bounds[index + 1];
       }
     }
     if (!has_range) continue;  // this job has fewer ranges than threads
@@ -62,16 +107,16 @@ void ThreadPool::worker_loop(unsigned index) {
     } catch (...) {
       error = std::current_exception();
     }
-    {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      if (error) state_->errors[index] = error;
-      if (--state_->pending == 0) state_->work_done.notify_all();
-    }
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (error) st.errors[index] = error;
+    // Under the mutex, so that a caller about to block cannot miss it.
+    if (st.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) st.work_done.notify_all();
   }
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
+  State& st = *state_;
   grain = std::max<int64_t>(1, grain);
   int64_t ranges = std::min<int64_t>(threads_, (n + grain - 1) / grain);
   if (ranges <= 1) {
@@ -81,25 +126,27 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   std::vector<int64_t> bounds(ranges + 1);
   for (int64_t r = 0; r <= ranges; ++r) bounds[r] = n * r / ranges;
   {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->fn = &fn;
-    state_->bounds = bounds;
-    state_->pending = static_cast<unsigned>(ranges - 1);
-    state_->errors.assign(ranges, nullptr);
-    ++state_->generation;
+    std::lock_guard<std::mutex> lock(st.mutex);
+    st.fn = &fn;
+    st.bounds = bounds;
+    st.pending.store(static_cast<unsigned>(ranges - 1), std::memory_order_relaxed);
+    st.errors.assign(ranges, nullptr);
+    st.generation.fetch_add(1, std::memory_order_release);
   }
-  state_->work_ready.notify_all();
+  st.work_ready.notify_all();
   std::exception_ptr first;
   try {
     fn(bounds[0], bounds[1]);  // the calling thread takes range 0
   } catch (...) {
     first = std::current_exception();
   }
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  state_->work_done.wait(lock, [&] { return state_->pending == 0; });
-  for (auto& e : state_->errors)
+  auto done = [&] { return st.pending.load(std::memory_order_acquire) == 0; };
+  poll(done);
+  std::unique_lock<std::mutex> lock(st.mutex);
+  st.work_done.wait(lock, done);
+  for (auto& e : st.errors)
     if (!first && e) first = e;
-  state_->fn = nullptr;
+  st.fn = nullptr;
   if (first) std::rethrow_exception(first);
 }
 
