@@ -219,7 +219,7 @@ TEST_CASE("A rank that hangs stops the job within the collective timeout plus th
   CHECK(f.at("failure_code") == "COLLECTIVE_FAILURE");
   const std::string msg = f.at("message").get<std::string>();
   INFO(msg);
-  CHECK(msg.find("Timed out waiting 5000ms") != std::string::npos);
+  CHECK(msg.find("did not answer within the 5000 ms timeout") != std::string::npos);
   CHECK(msg.find("no word from rank 2 (hung, or unreachable)") != std::string::npos);
 }
 

@@ -1,8 +1,10 @@
 // comm_gloo.hpp — the cpu_driver's collectives (spec 004 0.N: device
 // collectives belong to the driver layer) over Gloo's TCP transport: the
 // ranks meet through a Gloo FileStore, then talk over a full mesh of TCP
-// pairs. Gloo moves the bytes; nothing here sums anything, so the result of
-// a collective is the same bytes whatever the world size (docs/distributed.md).
+// pairs in Gloo's synchronous mode, each collective a schedule of pairwise
+// exchanges (comm_gloo.cpp). Gloo moves the bytes; nothing here sums
+// anything, so the result of a collective is the same bytes whatever the
+// world size (docs/distributed.md).
 #pragma once
 
 #include <cstdint>
