@@ -3,9 +3,9 @@
 // file rendezvous and moves blocks far larger than a socket's buffers, so
 // a schedule in which two ranks both wait to write to each other would
 // hang (and fail at the timeout) instead of passing.
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -25,7 +25,6 @@ extern char** environ;
 namespace {
 
 using cpu_driver_test::make_host;
-
 
 // The byte at `i` of the block that rank `from` sends to rank `to` in
 // collective `which`.
@@ -97,9 +96,10 @@ TEST_CASE("one rank of the collectives job (started by the test below)", "[.coll
 // Loopback TCP here lets a socket hold up to 4 MiB sent and 32 MiB
 // received (net.core.wmem_max, net.ipv4.tcp_rmem): 40 MiB blocks overflow
 // both, so two ranks that both wrote first would wait on each other.
-TEST_CASE("cpu_driver's collectives move blocks larger than the socket buffers between real processes, each byte where "
-          "it belongs",
-          "[cpu_driver][collectives][gloo]") {
+TEST_CASE(
+    "cpu_driver's collectives move blocks larger than the socket buffers between real processes, each byte where "
+    "it belongs",
+    "[cpu_driver][collectives][gloo]") {
   for (auto [world, mib] : {std::pair{2, 40}, std::pair{3, 6}}) {
     INFO(world << " ranks, " << mib << " MiB blocks");
     char dir[] = "/tmp/umlos-big-collectives-XXXXXX";

@@ -5,8 +5,8 @@
 // message goes through Gloo's event-loop thread and a condition variable,
 // and on a machine whose cores are all busy (or a VM that parks idle
 // vCPUs) every such hand-off waits for the scheduler: an all-gather of
-// 1 KiB between two processes took 1.1 ms on average on the development
-// machine, against 55 us in synchronous mode (bench/distributed/README.md).
+// 1 KiB between two processes took 247 us on average on the development
+// machine, against 43 us in synchronous mode (bench/distributed/README.md).
 //
 // A synchronous write of a message larger than the socket buffers blocks
 // until the peer reads. So every collective is a sequence of pairwise
