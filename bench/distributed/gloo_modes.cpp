@@ -75,7 +75,10 @@ int main(int argc, char** argv) {
   const pid_t peer = ::fork();
   if (peer < 0) return 1;
   const int rank = peer == 0 ? 1 : 0;
-  if (rank == 0) std::printf("| bytes per rank | default mode: mean us | median us | synchronous: mean us | median us |\n|---:|---:|---:|---:|---:|\n");
+  if (rank == 0)
+    std::printf(
+        "| bytes per rank | default mode: mean us | median us | synchronous: mean us | median us "
+        "|\n|---:|---:|---:|---:|---:|\n");
   int k = 0;
   for (size_t bytes : sizes) {
     Result r[2];

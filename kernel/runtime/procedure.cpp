@@ -1,6 +1,8 @@
 // procedure.cpp — bootstrap, the VI loop, trace records, failure records.
 #include "procedure.hpp"
 
+#include <sched.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -825,6 +827,20 @@ Digest put_digest(RunState& rs, const std::string& name) {
   return d;
 }
 
+// Whether the hashing thread of the state fingerprint would find a core of
+// its own: a single process always may (it is the only busy thread); the
+// ranks of a job sharing this machine only when they leave a core free.
+// Otherwise every rank's hashing thread takes time from a rank's step: two
+// ranks on two cores ran digits_wide at 31.4 steps/s overlapped against
+// 36.5 hashing in place (bench/distributed/README.md).
+bool spare_core_per_rank(const WorldOptions& world) {
+  if (world.local_size <= 1) return true;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return false;
+  return world.local_size < CPU_COUNT(&cpus);
+}
+
 // Whether StateFingerprint_v1's digest may be settled during the next
 // step without changing a byte of the run: no operator reads the run value
 // state_fp; no tape or log operator runs between the fingerprint and the
@@ -835,6 +851,7 @@ Digest put_digest(RunState& rs, const std::string& name) {
 bool may_overlap_fingerprints(const Roles& roles, const RunOptions& options, const RunSettings& s) {
   if (options.sync_fingerprints || !roles.get("state_fingerprint_op") || roles.get("tape_op") || roles.get("log_op"))
     return false;
+  if (!spare_core_per_rank(options.world)) return false;
   if (s.disk_bytes > 0 || (!s.memory_bytes_is_default && s.memory_bytes > 0)) return false;
   for (const auto& [role, names] : roles.names()) {
     for (const auto& e : roles.entries(role)) {

@@ -61,14 +61,15 @@ pid_t start_rank(int rank, int nproc, const std::string& rendezvous, const std::
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
-    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "UMLOS_RENDEZVOUS" ||
-        key == "UMLOS_RENDEZVOUS_PREFIX" || key == "UMLOS_LISTEN_HOST")
+    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
+        key == "UMLOS_RENDEZVOUS" || key == "UMLOS_RENDEZVOUS_PREFIX" || key == "UMLOS_LISTEN_HOST")
       continue;
     env.push_back(kv);
   }
   env.push_back("RANK=" + std::to_string(rank));
   env.push_back("LOCAL_RANK=" + std::to_string(rank));
   env.push_back("WORLD_SIZE=" + std::to_string(nproc));
+  env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(nproc));
   env.push_back("UMLOS_RENDEZVOUS=" + rendezvous);
   env.push_back("UMLOS_RENDEZVOUS_PREFIX=job");
   env.push_back("UMLOS_LISTEN_HOST=127.0.0.1");
@@ -100,6 +101,13 @@ WorldOptions resolve_world(int32_t rank, int32_t size, const std::string& rendez
   if (w.rank >= w.size) {
     throw Failure(UMLOS_INVALID_ARGUMENT, "rank " + std::to_string(w.rank) + " of world size " +
                                               std::to_string(w.size) + ": expected 0 <= rank < world size");
+  }
+  const std::string env_local = env_or("LOCAL_WORLD_SIZE");
+  w.local_size = env_local.empty() ? 1 : static_cast<int32_t>(parse_int(env_local, "LOCAL_WORLD_SIZE", 1, 65536));
+  if (w.local_size > w.size) {
+    throw Failure(UMLOS_INVALID_ARGUMENT, "LOCAL_WORLD_SIZE " + std::to_string(w.local_size) + " of world size " +
+                                              std::to_string(w.size) +
+                                              ": expected at most the world size (ranks on this machine)");
   }
   w.rendezvous = rendezvous.empty() ? env_or("UMLOS_RENDEZVOUS") : rendezvous;
   w.prefix = env_or("UMLOS_RENDEZVOUS_PREFIX", "umlos");

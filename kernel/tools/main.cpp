@@ -172,7 +172,8 @@ int cmd_run(const std::vector<std::string>& args) {
       "print the time per operator (kernel checks, module, driver); write RUN_DIR/profile.json")(
       "sync-fingerprints", po::bool_switch(&options.sync_fingerprints),
       "hash each step's state fingerprint before the next step starts, not on a second thread while it runs "
-      "(same digests, same trace)")(
+      "(same digests, same trace; the default for the ranks of a job that leave no core free, "
+      "LOCAL_WORLD_SIZE >= cores)")(
       "checkpoint-every", po::value<int64_t>(&options.checkpoint_every),
       "write RUN_DIR/checkpoints/ckpt_<t>.pb after every N-th iteration (default: config.checkpoint_every, "
       "else none; docs/checkpoint.md)")(

@@ -6,6 +6,7 @@
 // result; ranks with different manifests and malformed worlds are refused.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -109,11 +110,19 @@ void wait_gone(pid_t pid) {
   }
 }
 
+// CPUs this process may run on.
+int usable_cores() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  REQUIRE(::sched_getaffinity(0, sizeof cpus, &cpus) == 0);
+  return CPU_COUNT(&cpus);
+}
+
 }  // namespace
 
 TEST_CASE(
     "Digits as a job of 1, 2, 3 and 4 local ranks gives the single process's state_fp sequence, parameters and "
-    "accuracy",
+    "accuracy, hashing the state fingerprint on a thread of its own only where the ranks leave a core free",
     "[distributed][gloo]") {
   const std::string m = short_digits("ranks", 60);
   const Run one = run_ok(m, "ranks-1");
@@ -129,6 +138,9 @@ TEST_CASE(
     // manifest check and one state_fp barrier per step at least.
     const json profile = json::parse(read_text(many.dir + "/profile.json"));
     CHECK(profile.at("collectives").at("calls").get<int64_t>() >= 61);
+    // The state fingerprint gets a hashing thread only where the local
+    // ranks leave a core free (same bits either way).
+    CHECK(profile.at("state_fp_overlapped").get<bool>() == (w == 1 || w < usable_cores()));
     const std::vector<json> recs = records(many.trace());
     CHECK(recs.front().at("world_size") == w);
     const json end = recs.back();
@@ -459,6 +471,12 @@ TEST_CASE("Malformed worlds and manifests that set the world are refused with th
   const CommandResult junk = run_umlos_env("WORLD_SIZE=two", "run -q '" + m + "'");
   CHECK(junk.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
   CHECK(junk.output.find("WORLD_SIZE is 'two'") != std::string::npos);
+  const CommandResult junk_local = run_umlos_env("LOCAL_WORLD_SIZE=many", "run -q '" + m + "'");
+  CHECK(junk_local.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(junk_local.output.find("LOCAL_WORLD_SIZE is 'many'") != std::string::npos);
+  const CommandResult local_over = run_umlos_env("LOCAL_WORLD_SIZE=3", "run -q '" + m + "'");
+  CHECK(local_over.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(local_over.output.find("LOCAL_WORLD_SIZE 3 of world size 1") != std::string::npos);
   const CommandResult nproc_rank = run_umlos_env("", "run -q --nproc 2 --rank 1 '" + m + "'");
   CHECK(nproc_rank.exit_status == 2);
   const std::string pinned =
