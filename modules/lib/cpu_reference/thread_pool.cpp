@@ -5,7 +5,8 @@
 // a small product takes. So a thread that has just finished a range, and
 // the caller waiting for the ranges, first poll for a short while (the way
 // OpenMP runtimes and OpenBLAS keep their threads warm) and only then
-// block. The atomics below only signal "new job" and "ranges done": which
+// block; a pool with more threads than the process has CPUs blocks at
+// once. The atomics below only signal "new job" and "ranges done": which
 // thread computes which range, and so every result, is fixed by the
 // partition alone.
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+
+#include <sched.h>
 
 #include "cpu_reference.hpp"
 
@@ -33,10 +36,11 @@ inline void cpu_relax() {
 #endif
 }
 
-// Polls `ready` until it holds or kPollFor has passed; whether it held.
+// Polls `ready` until it holds or `for_how_long` has passed; whether it
+// held.
 template <class Ready>
-bool poll(Ready ready) {
-  const auto until = std::chrono::steady_clock::now() + kPollFor;
+bool poll(Ready ready, std::chrono::microseconds for_how_long) {
+  const auto until = std::chrono::steady_clock::now() + for_how_long;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (ready()) return true;
@@ -46,9 +50,21 @@ bool poll(Ready ready) {
   }
 }
 
+// CPUs this process may run on (1 when that cannot be read).
+unsigned usable_cpus() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return 1;
+  return static_cast<unsigned>(std::max(1, CPU_COUNT(&cpus)));
+}
+
 }  // namespace
 
 struct ThreadPool::State {
+  // kPollFor when the pool's threads fit the CPUs, else 0: with more
+  // threads than CPUs a polling thread takes the CPU from one with work
+  // (digits_wide at threads: 8 on 2 CPUs took 7.5 s polling, 5.8 s not).
+  std::chrono::microseconds poll_for{0};
   std::mutex mutex;
   std::condition_variable work_ready;
   std::condition_variable work_done;
@@ -64,6 +80,7 @@ struct ThreadPool::State {
 };
 
 ThreadPool::ThreadPool(unsigned threads) : threads_(std::max(1u, threads)), state_(new State) {
+  state_->poll_for = threads_ <= usable_cpus() ? kPollFor : std::chrono::microseconds{0};
   for (unsigned i = 1; i < threads_; ++i) state_->workers.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -87,7 +104,7 @@ void ThreadPool::worker_loop(unsigned index) {
     auto posted = [&] {
       return st.stopping.load(std::memory_order_acquire) || st.generation.load(std::memory_order_acquire) != seen;
     };
-    poll(posted);
+    poll(posted, st.poll_for);
     {
       std::unique_lock<std::mutex> lock(st.mutex);
       st.work_ready.wait(lock, posted);
@@ -141,7 +158,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     first = std::current_exception();
   }
   auto done = [&] { return st.pending.load(std::memory_order_acquire) == 0; };
-  poll(done);
+  poll(done, st.poll_for);
   std::unique_lock<std::mutex> lock(st.mutex);
   st.work_done.wait(lock, done);
   for (auto& e : st.errors)
