@@ -204,9 +204,15 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
   const int mr = kr.mr, nr = kr.nr;
   const bool one_row_block = r1 - r0 <= MC;
   const bool direct_a = (A.rs == 1 || A.cs == 1) && (c1 - c0 + nr - 1) / nr <= kDirectAMaxPanels;
+  // Per-thread packing buffers that only grow: resizing one down and up
+  // again between a short and a tall product zero-filled up to 3 MB each
+  // time. Only the packed part is ever read.
   thread_local std::vector<T> apack, bpack;
-  if (!direct_a) apack.resize(static_cast<size_t>(MC * kKc));
-  bpack.resize(static_cast<size_t>((one_row_block ? nr : NC) * kKc));
+  auto at_least = [](std::vector<T>& v, int64_t n) {
+    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  };
+  if (!direct_a) at_least(apack, MC * kKc);
+  at_least(bpack, (one_row_block ? nr : NC) * kKc);
   const int64_t Mp = std::min(M, r1), Np = std::min(N, c1);
   auto round_up = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
   for (int64_t jc = c0; jc < c1; jc += NC) {
