@@ -76,9 +76,14 @@ typedef struct umlos_comm_config {
   /* A collective that has not completed after this long fails with
    * UMLOS_COLLECTIVE_FAILURE (a rank died or hangs). */
   int64_t timeout_ms;
+  /* ABI 1.9: ranks of the job on this machine, this one included (>= 1),
+   * so a driver can size its threads to its share of the CPUs. Absent
+   * (struct_size < UMLOS_COMM_CONFIG_SIZE_V1_9) or 0: unknown. */
+  int32_t local_size;
 } umlos_comm_config;
 
 #define UMLOS_COMM_CONFIG_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_comm_config, timeout_ms)
+#define UMLOS_COMM_CONFIG_SIZE_V1_9 UMLOS_STRUCT_SIZE(umlos_comm_config, local_size)
 
 /* The driver. Static storage, module-owned, valid for the process.
  * `instance` is what create() returned; `ctx` is the kernel's context for

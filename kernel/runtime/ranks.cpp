@@ -93,6 +93,7 @@ void join_world(Host& host, const Manifest& manifest, const WorldOptions& world)
     c.prefix = world.prefix.c_str();
     c.listen_host = world.listen_host.c_str();
     c.timeout_ms = world.timeout_ms;
+    c.local_size = world.local_size;
     host.device().join(c);
     agree_on_manifest(host, manifest, world);
   }

@@ -392,6 +392,9 @@ static umlos_status driver_comm_init(void* instance, umlos_ctx* ctx, const umlos
     if (!config) fail(UMLOS_INVALID_ARGUMENT, "comm_init: config is NULL");
     if (inst->comm) fail(UMLOS_FAILED_PRECONDITION, "comm_init: this instance already joined a job");
     inst->comm = new Comm(*config);
+    // The job's other ranks on this machine run pools of their own.
+    if (config->struct_size >= UMLOS_COMM_CONFIG_SIZE_V1_9 && config->local_size > 0)
+      inst->pool->share_cpus(static_cast<unsigned>(config->local_size));
   });
 }
 

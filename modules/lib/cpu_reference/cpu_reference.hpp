@@ -51,6 +51,10 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   unsigned size() const { return threads_; }
+  // This process shares the machine with `ranks` - 1 other ranks of its job
+  // (each with a pool like this one): the threads poll for work only while
+  // threads x ranks fit the CPUs. Safe to call at any time.
+  void share_cpus(unsigned ranks);
   // Runs fn(begin, end) on contiguous ranges covering [0, n), each at least
   // `grain` long (except a last short one); blocks until every range is done.
   // The first exception thrown by a range is rethrown here. Not re-entrant.

@@ -58,13 +58,20 @@ unsigned usable_cpus() {
   return static_cast<unsigned>(std::max(1, CPU_COUNT(&cpus)));
 }
 
+// How long a pool's threads poll, in microseconds: kPollFor while
+// `threads` threads for each of `ranks` ranks fit the CPUs, else 0. With
+// more threads than CPUs a polling thread takes the CPU from one with
+// work: digits_wide at `threads: 8` on 2 CPUs took 7.7-9.1 s polling,
+// 6.2-6.7 s not; two ranks at `threads: 2` on 2 CPUs 6.4-7.1 s polling,
+// 5.9-6.2 s not.
+int64_t polling_micros(unsigned threads, unsigned ranks) {
+  return uint64_t(threads) * std::max(1u, ranks) <= usable_cpus() ? kPollFor.count() : 0;
+}
+
 }  // namespace
 
 struct ThreadPool::State {
-  // kPollFor when the pool's threads fit the CPUs, else 0: with more
-  // threads than CPUs a polling thread takes the CPU from one with work
-  // (digits_wide at threads: 8 on 2 CPUs took 7.5 s polling, 5.8 s not).
-  std::chrono::microseconds poll_for{0};
+  std::atomic<int64_t> poll_us{0};
   std::mutex mutex;
   std::condition_variable work_ready;
   std::condition_variable work_done;
@@ -80,7 +87,7 @@ struct ThreadPool::State {
 };
 
 ThreadPool::ThreadPool(unsigned threads) : threads_(std::max(1u, threads)), state_(new State) {
-  state_->poll_for = threads_ <= usable_cpus() ? kPollFor : std::chrono::microseconds{0};
+  state_->poll_us = polling_micros(threads_, 1);
   for (unsigned i = 1; i < threads_; ++i) state_->workers.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -94,6 +101,8 @@ ThreadPool::~ThreadPool() {
   delete state_;
 }
 
+void ThreadPool::share_cpus(unsigned ranks) { state_->poll_us = polling_micros(threads_, ranks); }
+
 void ThreadPool::worker_loop(unsigned index) {
   State& st = *state_;
   uint64_t seen = 0;
@@ -104,7 +113,7 @@ void ThreadPool::worker_loop(unsigned index) {
     auto posted = [&] {
       return st.stopping.load(std::memory_order_acquire) || st.generation.load(std::memory_order_acquire) != seen;
     };
-    poll(posted, st.poll_for);
+    poll(posted, std::chrono::microseconds(st.poll_us.load(std::memory_order_relaxed)));
     {
       std::unique_lock<std::mutex> lock(st.mutex);
       st.work_ready.wait(lock, posted);
@@ -158,7 +167,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     first = std::current_exception();
   }
   auto done = [&] { return st.pending.load(std::memory_order_acquire) == 0; };
-  poll(done, st.poll_for);
+  poll(done, std::chrono::microseconds(st.poll_us.load(std::memory_order_relaxed)));
   std::unique_lock<std::mutex> lock(st.mutex);
   st.work_done.wait(lock, done);
   for (auto& e : st.errors)
