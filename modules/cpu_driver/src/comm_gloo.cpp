@@ -3,10 +3,10 @@
 // Every pair of the mesh runs in Gloo's synchronous mode: the calling
 // thread writes and reads the socket itself. In the default mode each
 // message goes through Gloo's event-loop thread and a condition variable,
-// and on a machine whose cores are all busy (or a VM that parks idle
-// vCPUs) every such hand-off waits for the scheduler: an all-gather of
-// 1 KiB between two processes took 247 us on average on the development
-// machine, against 43 us in synchronous mode (bench/distributed/README.md).
+// and every such hand-off waits for the scheduler to wake a thread: an
+// all-gather of 1 KiB between two processes took 247 us on average on the
+// 2-core development machine, against 43 us in synchronous mode
+// (bench/distributed/README.md).
 //
 // A synchronous write of a message larger than the socket buffers blocks
 // until the peer reads. So every collective is a sequence of pairwise
