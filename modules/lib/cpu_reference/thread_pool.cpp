@@ -5,10 +5,9 @@
 // a small product takes. So a thread that has just finished a range, and
 // the caller waiting for the ranges, first poll for a short while (the way
 // OpenMP runtimes and OpenBLAS keep their threads warm) and only then
-// block; a pool with more threads than the process has CPUs blocks at
-// once. The atomics below only signal "new job" and "ranges done": which
-// thread computes which range, and so every result, is fixed by the
-// partition alone.
+// block; a pool whose threads, with those of the job's other ranks on the
+// machine (share_cpus), outnumber the CPUs blocks at once. The atomics below only signal "new job" and "ranges done":
+// which thread computes which range, and so every result, is fixed by the partition alone.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -36,17 +35,17 @@ inline void cpu_relax() {
 #endif
 }
 
-// Polls `ready` until it holds or `for_how_long` has passed; whether it
-// held.
+// Polls `ready` until it holds or `for_how_long` has passed (the caller
+// then blocks on its condition variable, which checks `ready` again).
 template <class Ready>
-bool poll(Ready ready, std::chrono::microseconds for_how_long) {
+void poll(Ready ready, std::chrono::microseconds for_how_long) {
   const auto until = std::chrono::steady_clock::now() + for_how_long;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
-      if (ready()) return true;
+      if (ready()) return;
       cpu_relax();
     }
-    if (std::chrono::steady_clock::now() >= until) return ready();
+    if (std::chrono::steady_clock::now() >= until) return;
   }
 }
 
