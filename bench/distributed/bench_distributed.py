@@ -7,8 +7,15 @@ state_fp sequence.
 
 usage (from the repository root, after the build):
   /usr/bin/python3 bench/distributed/bench_distributed.py [--repeat 3] [--ranks 2]
-      [--manifest build/manifests/digits_wide.yaml]
+      [--manifest build/manifests/digits_wide.yaml] [--no-ceiling]
 prints markdown table rows for bench/distributed/README.md.
+
+The machine's ceiling: W one-rank runs of the same manifest started at
+once, independent (no collective, no repeated work), each hashing in place
+as the ranks of a job that fill the cores do. Their steps per second
+together are the most any W-rank job can reach on this machine: cores
+shared with other tenants, one memory system and one L3 cost them what
+they cost the ranks.
 
 Bytes: rank 0's profile counts the bytes it sent (`collectives.bytes_sent`
 in profile.json, as the usual algorithms send them: a ring all-gather sends
@@ -42,22 +49,53 @@ def umlos_run(umlos, manifest, ranks, extra):
         return {"wall": wall, "steps": len(fps), "fps": fps, "prof": prof, "grad_bytes": grad_bytes}
 
 
+def independent_runs(umlos, manifest, copies):
+    """`copies` one-rank runs of the manifest started at once, each in its own
+    UML_OS_ROOT, each hashing its state fingerprint in place
+    (--sync-fingerprints) as the ranks of a job that fill the cores do. No
+    collective, nothing repeated, nothing shared but the machine: their
+    steps per second together bound what any job of `copies` ranks can
+    reach here."""
+    roots = [tempfile.mkdtemp() for _ in range(copies)]
+    try:
+        start = time.monotonic()
+        procs = [subprocess.Popen([umlos, "run", "-q", "--sync-fingerprints", "--run-dir",
+                                   os.path.join(root, "run"), manifest],
+                                  env=dict(os.environ, UML_OS_ROOT=root), stderr=subprocess.DEVNULL)
+                 for root in roots]
+        for p in procs:
+            if p.wait() != 0:
+                sys.exit("bench_distributed: an independent run failed")
+        wall = time.monotonic() - start
+        fps = [[json.loads(line)["state_fp"] for line in open(os.path.join(root, "run", "trace.jsonl"))
+                if '"record":"iter"' in line] for root in roots]
+        return {"wall": wall, "steps": sum(len(f) for f in fps), "fps": fps}
+    finally:
+        for root in roots:
+            subprocess.run(["rm", "-rf", root], check=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--umlos", default="build/umlos")
     ap.add_argument("--manifest", default="build/manifests/digits_wide.yaml")
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-ceiling", action="store_true",
+                    help="skip the machine's ceiling (W independent one-rank runs at once)")
     ap.add_argument("--sync-fingerprints", action="store_true",
                     help="umlos run --sync-fingerprints: every process hashes on its training thread, so W ranks "
                          "use W cores, not up to 2 W")
     a = ap.parse_args()
     extra = ["--sync-fingerprints"] if a.sync_fingerprints else []
-    one, many = [], []
-    for _ in range(a.repeat):  # alternating, so a slow spell of the machine hits both
+    one, many, apart = [], [], []
+    for _ in range(a.repeat):  # alternating, so a slow spell of the machine hits all
         one.append(umlos_run(a.umlos, a.manifest, 1, extra))
         many.append(umlos_run(a.umlos, a.manifest, a.ranks, extra))
-    same = all(r["fps"] == one[0]["fps"] for r in one + many)
+        if not a.no_ceiling:
+            apart.append(independent_runs(a.umlos, a.manifest, a.ranks))
+    same = all(r["fps"] == one[0]["fps"] for r in one + many) and all(
+        f == one[0]["fps"] for r in apart for f in r["fps"])
     w = a.ranks
     s1 = statistics.median(r["steps"] / r["wall"] for r in one)
     sw = statistics.median(r["steps"] / r["wall"] for r in many)
@@ -77,6 +115,10 @@ def main():
     print("| %d | %.1f | %.2f | %.1f | %.0f | %.0f | %.2f | %.0f %% |"
           % (w, sw, sw / s1, coll["calls"] / steps, sent, ring, sent / ring,
              100 * coll["s"] / many[0]["prof"]["wall_s"]))
+    if apart:
+        sc = statistics.median(r["steps"] / r["wall"] for r in apart)
+        print("| %d independent one-rank runs at once (the machine's ceiling) | %.1f in total | %.2f | - | - | - | - | - |"
+              % (w, sc, sc / s1))
     if not same:
         sys.exit("bench_distributed: the state_fp sequences differ between runs")
 

@@ -159,6 +159,28 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "Digits at batch 1024, four 256-row chunks dealt whole to 2, 3 and 4 ranks, gives the single process's state_fp "
+    "sequence and parameters",
+    "[distributed][gloo]") {
+  // With at least as many chunks as ranks, each rank takes the chunk
+  // partials of every weight gradient from its own rows during backward
+  // and only the partials travel (docs/distributed.md); 3 ranks hold
+  // unequal shares (two chunks on rank 0).
+  const std::string m = short_digits("chunks", 12, {{"  batch_size: 64", "  batch_size: 1024"}});
+  const Run one = run_ok(m, "chunks-1");
+  const std::vector<std::string> expected = state_fps(one.trace());
+  REQUIRE(expected.size() == 12);
+  std::string latest = read_text(one.dir + "/checkpoints/latest");
+  latest = latest.substr(0, latest.find('\n'));
+  for (int w : {2, 3, 4}) {
+    INFO("world size " << w);
+    const Run many = run_ok(m, "chunks-" + std::to_string(w), "--nproc " + std::to_string(w));
+    CHECK(state_fps(many.trace()) == expected);
+    CHECK(read_text(many.dir + "/checkpoints/" + latest) == read_text(one.dir + "/checkpoints/" + latest));
+  }
+}
+
 TEST_CASE("The symbolic augment path (prototypes, equations) gives the single-process bits on 2 ranks",
           "[distributed][gloo][symbolic]") {
   const std::string m = variant("digits_augment", "ranks",

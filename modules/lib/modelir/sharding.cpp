@@ -231,13 +231,60 @@ void Sharder::dispatch_grad(const Node& n, const std::vector<const umlos_tensor*
   c_.dispatch(grad.c_str(), ins, outs, attrs_of(n));
 }
 
+std::vector<int64_t> Sharder::my_chunks() const {
+  std::vector<int64_t> mine;
+  for (int64_t c = rank_; c < layout_.chunks(); c += world_) mine.push_back(c);
+  return mine;
+}
+
+// Taken during backward, while dy is valid, so that no copy of dy has to
+// wait for finish_chunks(). For dW (matmul) the chunk's x^T dy in the
+// dtype: each element one FMA chain over the chunk's rows, as matmul_grad's
+// chunk partial in one process. For dbias the chunk's column sums in
+// binary64: the canonical sum's chunk sums, a left fold from +0.0 down the
+// rows, read a few rows at a time.
+void Sharder::take_chunk_partials(Deferred& d, const umlos_tensor* dy) {
+  const sdk::Shape ys = c_.shape(dy);
+  const int32_t ydt = c_.dtype(dy);
+  const uint64_t yrow = row_bytes_of(ys, ydt);
+  const sdk::Shape os = c_.shape(d.out);
+  // dW is [K, N] and dbias [N]; dy's rows hold N values either way.
+  const int64_t N = d.x ? os.at(1) : static_cast<int64_t>(sdk::element_count(os));
+  umlos_tensor* y = const_cast<umlos_tensor*>(dy);
+  for (int64_t chunk : my_chunks()) {
+    const int64_t n = layout_.chunk_rows(chunk), at = local_start(chunk);
+    if (d.x) {
+      const uint64_t xrow = row_bytes_of(c_.shape(d.x), c_.dtype(d.x));
+      umlos_tensor* xc = c_.view(const_cast<umlos_tensor*>(d.x), static_cast<uint64_t>(at) * xrow, c_.dtype(d.x),
+                                 {n, c_.shape(d.x).at(1)});
+      umlos_tensor* yc = c_.view(y, static_cast<uint64_t>(at) * yrow, ydt, {n, N});
+      umlos_tensor* partial = c_.temp(c_.dtype(d.out), os);
+      c_.dispatch("matmul", {xc, yc}, {partial}, {sdk::Attr::integer("trans_a", 1)});
+      d.partials.push_back(partial);
+      continue;
+    }
+    std::vector<double> sums(static_cast<size_t>(N), 0.0);
+    constexpr int64_t kRows = 16;
+    std::vector<double> rows(static_cast<size_t>(kRows * N));
+    for (int64_t r0 = 0; r0 < n; r0 += kRows) {
+      const int64_t m = std::min(kRows, n - r0);
+      c_.read_f64(c_.view(y, static_cast<uint64_t>(at + r0) * yrow, ydt, {m, N}), rows.data(),
+                  static_cast<size_t>(m * N));
+      // Row by row: each column's sum is still a left fold down the rows.
+      for (int64_t r = 0; r < m; ++r) {
+        const double* row = rows.data() + static_cast<size_t>(r * N);
+        for (int64_t col = 0; col < N; ++col) sums[static_cast<size_t>(col)] += row[col];
+      }
+    }
+    d.sums.push_back(std::move(sums));
+  }
+}
+
 void Sharder::finish_chunks() {
   // This rank's chunks: c = rank, rank + W, ...; chunk c's rows are local
   // rows (c / W) * 256 onwards.
-  std::vector<int64_t> mine;
-  for (int64_t c = rank_; c < layout_.chunks(); c += world_) mine.push_back(c);
+  const std::vector<int64_t> mine = my_chunks();
   const int64_t slots = (layout_.chunks() + world_ - 1) / world_;  // chunks per rank, at most
-  auto local_start = [&](int64_t c) { return (c / world_) * RowLayout::kChunk; };
   // Each gradient's elements are cut into W slices; rank s folds slice s
   // (a reduce-scatter), then the folded slices are all-gathered. A rank
   // sends (W-1)/W of a gradient per chunk it holds, plus (W-1)/W of it
@@ -281,39 +328,15 @@ void Sharder::finish_chunks() {
     auto slot_at = [&](int64_t s, size_t j) {
       return static_cast<uint64_t>(s) * block + e.send_off + j * static_cast<uint64_t>(e.most) * e.part_es;
     };
-    if (d.x) {
-      const sdk::Shape os = c_.shape(d.out);
-      const uint64_t xrow = row_bytes_of(c_.shape(d.x), c_.dtype(d.x));
-      const uint64_t yrow = row_bytes_of(c_.shape(d.dy), c_.dtype(d.dy));
-      umlos_tensor* partial = c_.temp(e.dtype, os);
-      for (size_t j = 0; j < mine.size(); ++j) {
-        const int64_t n = layout_.chunk_rows(mine[j]), at = local_start(mine[j]);
-        umlos_tensor* xc = c_.view(const_cast<umlos_tensor*>(d.x), static_cast<uint64_t>(at) * xrow, c_.dtype(d.x),
-                                   {n, c_.shape(d.x).at(1)});
-        umlos_tensor* yc = c_.view(d.dy, static_cast<uint64_t>(at) * yrow, c_.dtype(d.dy), {n, os.at(1)});
-        c_.dispatch("matmul", {xc, yc}, {partial}, {sdk::Attr::integer("trans_a", 1)});
-        for (int64_t s = 0; s < W; ++s) {
-          const int64_t lo = e.lo(s, world_), len = e.lo(s + 1, world_) - lo;
-          if (len == 0) continue;
-          c_.dispatch("copy", {c_.view(partial, static_cast<uint64_t>(lo) * e.out_es, e.dtype, {len})},
+    for (size_t j = 0; j < mine.size(); ++j) {
+      for (int64_t s = 0; s < W; ++s) {
+        const int64_t lo = e.lo(s, world_), len = e.lo(s + 1, world_) - lo;
+        if (len == 0) continue;
+        if (d.x) {
+          c_.dispatch("copy", {c_.view(d.partials[j], static_cast<uint64_t>(lo) * e.out_es, e.dtype, {len})},
                       {c_.view(send, slot_at(s, j), e.dtype, {len})});
-        }
-      }
-    } else {
-      const std::vector<double> dy = c_.read_f64(d.dy);
-      const int64_t N = e.E;
-      std::vector<double> sums(static_cast<size_t>(N));
-      for (size_t j = 0; j < mine.size(); ++j) {
-        const int64_t n = layout_.chunk_rows(mine[j]), at = local_start(mine[j]);
-        std::fill(sums.begin(), sums.end(), 0.0);
-        // Row by row: each column's sum is still a left fold down the rows.
-        for (int64_t r = 0; r < n; ++r) {
-          const double* row = dy.data() + static_cast<size_t>((at + r) * N);
-          for (int64_t col = 0; col < N; ++col) sums[static_cast<size_t>(col)] += row[col];
-        }
-        for (int64_t s = 0; s < W; ++s) {
-          const int64_t lo = e.lo(s, world_), len = e.lo(s + 1, world_) - lo;
-          if (len > 0) c_.write_bytes(send, slot_at(s, j), sums.data() + lo, static_cast<uint64_t>(len) * 8);
+        } else {
+          c_.write_bytes(send, slot_at(s, j), d.sums[j].data() + lo, static_cast<uint64_t>(len) * 8);
         }
       }
     }
@@ -509,14 +532,19 @@ void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const u
     } else {
       d.bias = ins[1];
     }
-    d.same_dy_as = layout_.chunked ? SIZE_MAX : find_same_dy(dy);
+    d.out = grads[1];
+    if (layout_.chunked) {
+      take_chunk_partials(d, dy);
+      deferred_.push_back(std::move(d));
+      return;
+    }
+    d.same_dy_as = find_same_dy(dy);
     if (d.same_dy_as == SIZE_MAX) {
       d.dy = c_.temp(c_.dtype(dy), c_.shape(dy));
       c_.dispatch("copy", {dy}, {d.dy});
     } else {
       d.dy = deferred_[d.same_dy_as].dy;
     }
-    d.out = grads[1];
     deferred_.push_back(d);
     return;
   }

@@ -147,14 +147,28 @@ class Sharder {
     std::string x_id;                 // matmul: the sharded input
     const umlos_tensor* x = nullptr;  // matmul: its rows (bound for the whole call)
     const umlos_tensor* bias = nullptr;
-    umlos_tensor* dy = nullptr;  // a copy of this rank's rows (the original buffer may be reused)
+    // Rows layout: a copy of this rank's rows of dy (the original buffer
+    // may be reused before finish_backward()). Chunks layout: none; the
+    // chunk partials below are taken while dy is still valid.
+    umlos_tensor* dy = nullptr;
     umlos_tensor* out = nullptr;
+    // Chunks layout, one per chunk this rank holds (ascending): matmul's
+    // x^T dy over the chunk's rows, in the dtype; bias_add's column sums
+    // over them, in binary64.
+    std::vector<umlos_tensor*> partials;
+    std::vector<std::vector<double>> sums;
     // Index of an earlier entry whose dy holds the same bytes (bias_add's
     // dy is its matmul's dy when the bias is the product's only consumer):
     // gathered once.
     size_t same_dy_as = SIZE_MAX;
   };
   size_t find_same_dy(const umlos_tensor* dy) const;
+  // The chunk partials of entry `d` from this rank's rows of `dy`.
+  void take_chunk_partials(Deferred& d, const umlos_tensor* dy);
+  // This rank's chunks (c = rank, rank + W, ...) and where each one's rows
+  // start among the local rows.
+  std::vector<int64_t> my_chunks() const;
+  int64_t local_start(int64_t chunk) const { return (chunk / world_) * RowLayout::kChunk; }
   // finish_backward() for each layout.
   void finish_rows();
   void finish_chunks();
