@@ -316,11 +316,8 @@ void Sharder::finish_chunks() {
   block = std::max<uint64_t>(block, 8);
   folded = std::max<uint64_t>(folded, 8);
   const int64_t W = world_;
-  // 1. This rank's chunk partials, sliced into the blocks of the exchange:
-  // for dW (matmul) the chunk's x^T dy in the dtype (each element one FMA
-  // chain over the chunk's rows, as matmul_grad's chunk partial in one
-  // process); for dbias the chunk's column sums in binary64 (the canonical
-  // sum's chunk sums, a left fold from +0.0 down the rows).
+  // 1. This rank's chunk partials (take_chunk_partials(), during backward),
+  // sliced into the blocks of the exchange.
   umlos_tensor* send = c_.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(block) * W});
   for (size_t i = 0; i < deferred_.size(); ++i) {
     const Deferred& d = deferred_[i];
