@@ -157,7 +157,7 @@ Values make_inputs(const Case& c, uint64_t seed) {
 
 Values round_to_f32(const Case& c, Values v) {
   for (size_t i = 0; i < v.size(); ++i)
-    if (c.inputs[i].init != Init::Index)
+    if (c.inputs[i].init != Init::Index && c.inputs[i].dtype == 0)
       for (double& e : v[i]) e = static_cast<float>(e);
   return v;
 }
@@ -167,7 +167,11 @@ namespace {
 std::vector<TensorPtr> upload_inputs(Host& host, const Case& c, int32_t dtype, const Values& inputs) {
   std::vector<TensorPtr> ts;
   for (size_t i = 0; i < c.inputs.size(); ++i)
-    ts.push_back(upload(host, c.inputs[i].init == Init::Index ? UMLOS_DTYPE_I64 : dtype, c.inputs[i].dims, inputs[i]));
+    ts.push_back(upload(host,
+                        c.inputs[i].init == Init::Index ? UMLOS_DTYPE_I64
+                        : c.inputs[i].dtype             ? c.inputs[i].dtype
+                                                        : dtype,
+                        c.inputs[i].dims, inputs[i]));
   return ts;
 }
 
@@ -374,6 +378,29 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
        {{{R, D}}},
        {float_attr("lo", -0.5), float_attr("hi", 0.7)},
        [=](const Values& in) { return elementwise(in[0], clamp_ref); }});
+
+  // --- the optimiser step: theta and g in the case's dtype, the moments in
+  // binary64 (Update_v1's layout); grad_scale as after clipping.
+  add({"adam",
+       "adam",
+       {{{R, D}}, {{R, D}}, {{R, D}, Init::Uniform, 0, UMLOS_DTYPE_F64}, {{R, D}, Init::Positive, 0, UMLOS_DTYPE_F64}},
+       {{{R, D}}, {{R, D}, UMLOS_DTYPE_F64}, {{R, D}, UMLOS_DTYPE_F64}},
+       {float_attr("lr", 0.01), float_attr("beta1", 0.9), float_attr("beta2", 0.999), float_attr("eps", 1e-8),
+        float_attr("weight_decay", 0.01), float_attr("beta1_pow", 0.729), float_attr("beta2_pow", 0.997002999),
+        float_attr("grad_scale", 0.5)},
+       [=](const Values& in) {
+         Values out(3, std::vector<double>(in[0].size()));
+         for (size_t k = 0; k < in[0].size(); ++k) {
+           const double g = in[1][k] * 0.5;
+           const double m = 0.9 * in[2][k] + (1 - 0.9) * g, v = 0.999 * in[3][k] + (1 - 0.999) * (g * g);
+           const double step = (m / (1 - 0.729)) / (std::sqrt(v / (1 - 0.997002999)) + 1e-8) + 0.01 * in[0][k];
+           out[0][k] = in[0][k] - 0.01 * step;
+           out[1][k] = m;
+           out[2][k] = v;
+         }
+         return out;
+       },
+       false});
 
   // --- softmax family and losses
   add({"softmax", "softmax", {{{R, D}}}, {{{R, D}}}, {}, [=](const Values& in) {
@@ -654,6 +681,11 @@ const std::set<std::string>& required_by_shipped_operators() {
     }
     return x;
   }();
+  return s;
+}
+
+const std::set<std::string>& used_when_offered_by_shipped_operators() {
+  static const std::set<std::string> s = {"adam"};
   return s;
 }
 

@@ -49,6 +49,7 @@ struct InputSpec {
   std::vector<int64_t> dims;
   Init init = Init::Uniform;  // Uniform in [-1.5, 1.5], Positive in [0.5, 2], Unit in [0.05, 0.95]
   int64_t index_range = 0;    // Index: integers in [0, index_range), dtype I64
+  int32_t dtype = 0;          // 0: the float dtype the case runs in (Index inputs: I64)
 };
 struct OutputSpec {
   std::vector<int64_t> dims;
@@ -109,5 +110,8 @@ bool close_enough(double got, double want, int32_t dtype);
 // manifests. Kept honest by a test that runs every shipped manifest and
 // compares with the primitives really dispatched.
 const std::set<std::string>& required_by_shipped_operators();
+// Primitives the shipped operators dispatch only when the driver offers
+// them, doing the same work themselves otherwise (Update_v1's adam).
+const std::set<std::string>& used_when_offered_by_shipped_operators();
 
 }  // namespace umlos::catalogue

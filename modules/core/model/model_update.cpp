@@ -28,12 +28,25 @@ T one_element(const sdk::Context& c, const umlos_tensor* t, const char* name) {
 
 }  // namespace
 
-std::vector<double> moment(const sdk::Context& c, const umlos_tensor* t, const std::string& name, const Param& p) {
+namespace {
+
+void check_moment(const sdk::Context& c, const umlos_tensor* t, const std::string& name, const Param& p) {
   if (c.dtype(t) != UMLOS_DTYPE_F64 || c.shape(t) != p.shape) {
     throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value '", name, "' is ", sdk::dtype_name(c.dtype(t)),
                      sdk::shape_string(c.shape(t)), ", expected f64", sdk::shape_string(p.shape),
                      " (the shape of theta.", p.id, ")");
   }
+}
+
+bool driver_has(const sdk::Context& c, const char* primitive) {
+  const std::vector<std::string> names = c.driver_primitives().primitives;
+  return std::find(names.begin(), names.end(), primitive) != names.end();
+}
+
+}  // namespace
+
+std::vector<double> moment(const sdk::Context& c, const umlos_tensor* t, const std::string& name, const Param& p) {
+  check_moment(c, t, name, p);
   return c.read<double>(t);
 }
 
@@ -114,10 +127,39 @@ void update(sdk::Context& c) {
       b1_pow = one_element<double>(c, p1, "opt.beta1_pow") * b1;
     if (const umlos_tensor* p2 = c.optional_input("opt.beta2_pow"))
       b2_pow = one_element<double>(c, p2, "opt.beta2_pow") * b2;
+    // Where the driver has the optimiser step (docs/primitives.md,
+    // "Optimiser"), each parameter's step runs there on the tensors as
+    // they lie; otherwise here, on copies. The same operations in the same
+    // order: the same bits.
+    const bool on_driver = driver_has(c, "adam");
     for (size_t i = 0; i < ps.size(); ++i) {
       const std::string m_name = "opt.m." + ps[i].id, v_name = "opt.v." + ps[i].id;
       const umlos_tensor* mt = c.optional_input(m_name.c_str());
       const umlos_tensor* vt = c.optional_input(v_name.c_str());
+      umlos_tensor* theta_t = b.at(ps[i].id);
+      auto grad_it = grads.find(ps[i].id);
+      if (on_driver && c.dtype(theta_t) == d.dtype && (grad_it == grads.end() || c.dtype(grad_it->second) == d.dtype)) {
+        if (c.shape(theta_t) != ps[i].shape) {
+          throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " is ", sdk::shape_string(c.shape(theta_t)),
+                           ", expected ", sdk::shape_string(ps[i].shape));
+        }
+        // Absent moments (the first step) and an absent gradient (a
+        // parameter the loss does not reach) are zeros, as on the host.
+        if (mt) check_moment(c, mt, m_name, ps[i]);
+        if (vt) check_moment(c, vt, v_name, ps[i]);
+        const umlos_tensor* g = grad_it != grads.end() ? grad_it->second : c.temp(d.dtype, ps[i].shape);
+        if (!mt) mt = c.temp(UMLOS_DTYPE_F64, ps[i].shape);
+        if (!vt) vt = c.temp(UMLOS_DTYPE_F64, ps[i].shape);
+        c.dispatch(
+            "adam", {theta_t, g, mt, vt},
+            {c.output(("theta." + ps[i].id).c_str(), d.dtype, ps[i].shape),
+             c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape),
+             c.output(v_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape)},
+            {sdk::Attr::real("lr", lr), sdk::Attr::real("beta1", b1), sdk::Attr::real("beta2", b2),
+             sdk::Attr::real("eps", eps), sdk::Attr::real("weight_decay", wd), sdk::Attr::real("beta1_pow", b1_pow),
+             sdk::Attr::real("beta2_pow", b2_pow), sdk::Attr::real("grad_scale", scale)});
+        continue;
+      }
       std::vector<double> m = mt ? moment(c, mt, m_name, ps[i]) : std::vector<double>(size_of(i), 0.0);
       std::vector<double> v = vt ? moment(c, vt, v_name, ps[i]) : std::vector<double>(size_of(i), 0.0);
       std::vector<double> theta = c.read_f64(b.at(ps[i].id));

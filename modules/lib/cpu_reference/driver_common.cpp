@@ -18,6 +18,7 @@ const std::map<std::string, PrimitiveInfo>& primitive_registry() {
     register_reductions(all);
     register_linalg(all);
     register_shape_ops(all);
+    register_optimizers(all);
     std::map<std::string, PrimitiveInfo> m;
     for (const auto& p : all) m.emplace(p.name, p);
     return m;
