@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 9
+#define UMLOS_ABI_MINOR 10
 
 /* The UML_OS specification this ABI implements: a manifest's default
  * spec_version, and the spec_version bytes that spec 004 hashes into

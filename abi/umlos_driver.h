@@ -146,10 +146,21 @@ typedef struct umlos_driver_desc {
   /* `in` and `out` hold world_size equal blocks: block k of `in` goes to
    * rank k; block j of `out` comes from rank j. */
   umlos_status (*all_to_all)(void *instance, umlos_ctx *ctx, const umlos_tensor_view *in, const umlos_tensor_view *out);
+
+  /* --- 1.10: host-visible memory. The address, in this process, of byte
+   * `offset` of `buffer` (offset at most the buffer's size), or NULL where
+   * the driver's memory is not addressable by the host (device memory):
+   * the kernel then copies with buffer_read. An asynchronous driver
+   * returns it only once the work queued on the buffer has finished. The
+   * kernel only reads through it, between the driver's calls, never past
+   * the buffer's end; the address is valid until the buffer is freed.
+   * NULL slot: never host-visible. */
+  const void *(*buffer_host_address)(void *instance, const umlos_buffer *buffer, uint64_t offset);
 } umlos_driver_desc;
 
 #define UMLOS_DRIVER_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_driver_desc, synchronize)
 #define UMLOS_DRIVER_DESC_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_driver_desc, all_to_all)
+#define UMLOS_DRIVER_DESC_SIZE_V1_10 UMLOS_STRUCT_SIZE(umlos_driver_desc, buffer_host_address)
 
 #ifdef __cplusplus
 } /* extern "C" */

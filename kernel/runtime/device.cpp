@@ -170,6 +170,12 @@ void Device::read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset) c
   driver_status(*t.driver, s, "buffer_read");
 }
 
+const uint8_t* Device::host_address(const Tensor& t) const {
+  const umlos_driver_desc* d = t.driver->desc;
+  if (d->struct_size < UMLOS_DRIVER_DESC_SIZE_V1_10 || !d->buffer_host_address) return nullptr;
+  return static_cast<const uint8_t*>(d->buffer_host_address(t.driver->instance, t.buffer, t.byte_offset));
+}
+
 HostTensor Device::to_host(const Tensor& t) const {
   HostTensor h;
   h.dtype = t.dtype;

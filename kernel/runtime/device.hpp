@@ -46,6 +46,10 @@ class Device {
   TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true);
   void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0);
   void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const;
+  // The tensor's bytes where the driver keeps them in host memory (ABI
+  // 1.10 buffer_host_address), for reading in place between driver calls;
+  // nullptr where it does not (then read()).
+  const uint8_t* host_address(const Tensor& t) const;
   HostTensor to_host(const Tensor& t) const;
   TensorPtr from_host(const HostTensor& h);
   umlos_tensor_view view_of(const Tensor& t) const;

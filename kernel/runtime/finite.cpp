@@ -68,30 +68,45 @@ int64_t first_nonfinite(int32_t dtype, const uint8_t* data, uint64_t count, Fini
 
 int64_t first_nonfinite(const HostTensor& h) { return first_nonfinite(h.dtype, h.data.data(), element_count(h.shape)); }
 
-// Every floating output of every call is read back and scanned for NaN and
-// infinities (spec 004 0.A, 0.K), in pieces that stay in the cache: the
-// output is read from driver memory once, not copied whole and read again.
+namespace {
+
+[[noreturn]] void not_finite(const std::string& who, const std::string& name, uint64_t index, const uint8_t* at,
+                             uint64_t width) {
+  double value;
+  if (width == 8) {
+    std::memcpy(&value, at, 8);
+  } else {
+    float f;
+    std::memcpy(&f, at, 4);
+    value = f;
+  }
+  throw Failure(UMLOS_CONTRACT_VIOLATION, who + ": output '" + name + "' is not finite: element " +
+                                              std::to_string(index) + " = " + std::to_string(value) +
+                                              " (minimal counterexample: that element; declare NONFINITE_OK if "
+                                              "intended)");
+}
+
+}  // namespace
+
+// Every floating output of every call is scanned for NaN and infinities
+// (spec 004 0.A, 0.K). Where the driver keeps it in host memory (ABI 1.10)
+// it is scanned where it lies; otherwise it is read back in pieces that
+// stay in the cache: read from driver memory once, not copied whole and
+// read again.
 void check_finite(const Host& host, const std::string& who, const std::string& name, const Tensor& t) {
+  const uint64_t width = t.dtype == UMLOS_DTYPE_F64 ? 8 : 4;
+  if (const uint8_t* data = host.device().host_address(t)) {
+    const int64_t bad = first_nonfinite(t.dtype, data, t.bytes / width);
+    if (bad >= 0) not_finite(who, name, static_cast<uint64_t>(bad), data + bad * width, width);
+    return;
+  }
   constexpr uint64_t kPiece = uint64_t(256) << 10;  // a multiple of every element width
   thread_local std::vector<uint8_t> piece(kPiece);
-  const uint64_t width = t.dtype == UMLOS_DTYPE_F64 ? 8 : 4;
   for (uint64_t off = 0; off < t.bytes; off += kPiece) {
     const uint64_t n = std::min(kPiece, t.bytes - off);
     host.read(t, piece.data(), n, off);
     const int64_t bad = first_nonfinite(t.dtype, piece.data(), n / width);
-    if (bad < 0) continue;
-    double value;
-    if (width == 8) {
-      std::memcpy(&value, piece.data() + bad * 8, 8);
-    } else {
-      float f;
-      std::memcpy(&f, piece.data() + bad * 4, 4);
-      value = f;
-    }
-    throw Failure(UMLOS_CONTRACT_VIOLATION,
-                  who + ": output '" + name + "' is not finite: element " +
-                      std::to_string(off / width + static_cast<uint64_t>(bad)) + " = " + std::to_string(value) +
-                      " (minimal counterexample: that element; declare NONFINITE_OK if intended)");
+    if (bad >= 0) not_finite(who, name, off / width + static_cast<uint64_t>(bad), piece.data() + bad * width, width);
   }
 }
 

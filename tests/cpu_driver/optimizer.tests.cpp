@@ -76,8 +76,8 @@ TEST_CASE("The adam primitive computes Update_v1's host Adam step bit for bit, a
                                              float_attr("grad_scale", scale)};
       for (int threads : {1, 2, 3}) {
         for (bool in_place : {false, true}) {
-          INFO((dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << ", grad_scale " << scale << ", " << threads
-                                                          << " threads, in place " << in_place);
+          INFO((dtype == UMLOS_DTYPE_F32 ? "f32" : "f64")
+               << ", grad_scale " << scale << ", " << threads << " threads, in place " << in_place);
           auto host = make_host(threads);
           const int64_t N = static_cast<int64_t>(n);
           auto tt = upload(*host, dtype, {N}, in.theta), tg = upload(*host, dtype, {N}, in.g);

@@ -271,6 +271,14 @@ static umlos_status driver_buffer_read(void* instance, umlos_ctx* ctx, const uml
   });
 }
 
+// Host memory is this driver's memory: the kernel may read a buffer in
+// place (ABI 1.10). NULL for a missing buffer or an offset past its end.
+static const void* driver_buffer_host_address(void*, const umlos_buffer* buffer, uint64_t offset) {
+  const auto* b = reinterpret_cast<const Buffer*>(buffer);
+  if (!b || offset > b->bytes) return nullptr;
+  return b->data + offset;
+}
+
 // A view -> an operand over host memory, with every bound checked.
 // The operand of view `v`, role_of() naming it ("input x") for messages. A
 // view that passes every check, as nearly all do, is taken without
@@ -461,6 +469,7 @@ static umlos_driver_desc make_driver_desc() {
   d.all_gather = driver_all_gather;
   d.broadcast = driver_broadcast;
   d.all_to_all = driver_all_to_all;
+  d.buffer_host_address = driver_buffer_host_address;
   return d;
 }
 

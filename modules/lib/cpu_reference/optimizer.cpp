@@ -84,6 +84,8 @@ void adam_entry(Call& c) {
 
 }  // namespace
 
-void register_optimizers(std::vector<PrimitiveInfo>& out) { out.push_back({"adam", "theta,g,m,v", "theta,m,v", adam_entry}); }
+void register_optimizers(std::vector<PrimitiveInfo>& out) {
+  out.push_back({"adam", "theta,g,m,v", "theta,m,v", adam_entry});
+}
 
 }  // namespace cpu_driver
