@@ -2,6 +2,7 @@
 // function checks its arguments and the calling context's rights, then
 // serves the call from the host's parts. A kernel exception never crosses
 // the ABI: it becomes a status and the context's message.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -284,14 +285,24 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
       if (umlos_status s = check_known(ctx, inputs[i], "dispatch input")) return s;
       in[i] = h.view_of(*as_tensor(inputs[i]));
     }
+    const bool routed = h.module_primitive(primitive) || h.runs_on_fallback(primitive) || h.fallback_has(primitive);
+    // A driver primitive writes every element of its outputs
+    // (docs/primitives.md, "Conventions"), except accumulate, which reads
+    // its output first: an output handed out unzeroed is zeroed only if
+    // the call fails, not before it. Routed calls keep the plain rule.
+    const bool overwrites = !routed && std::strcmp(primitive, "accumulate") != 0;
+    std::vector<const umlos_tensor*> unsettled;
     for (uint32_t i = 0; i < n_outputs; ++i) {
-      if (umlos_status s = check_writable(ctx, outputs[i], "dispatch output")) return s;
+      const bool is_input = std::find(inputs, inputs + n_inputs, outputs[i]) != inputs + n_inputs;
+      const bool defer = overwrites && !is_input && !ctx->unzeroed.empty();
+      if (umlos_status s = check_writable(ctx, outputs[i], "dispatch output", !defer)) return s;
+      if (defer) unsettled.push_back(outputs[i]);
       out[i] = h.view_of(*as_tensor(outputs[i]));
     }
     const umlos_driver_desc* d = h.driver();
     const auto t0 = std::chrono::steady_clock::now();
     umlos_status s = UMLOS_OK;
-    if (h.module_primitive(primitive) || h.runs_on_fallback(primitive) || h.fallback_has(primitive)) {
+    if (routed) {
       // Host::dispatch routes it (docs/abi.md, "Who runs a primitive"): a
       // module's primitive on host copies, the fallback driver for a name
       // the active driver lacks or a call it refuses; errors carry who ran it.
@@ -302,6 +313,8 @@ umlos_status svc_dispatch(umlos_ctx* ctx, const char* primitive, const umlos_ten
       h.dispatch(primitive, ti, to, std::vector<umlos_attr>(attrs, attrs + n_attrs));
     } else {
       s = d->dispatch(h.driver_instance(), ctx, primitive, in.data(), n_inputs, out.data(), n_outputs, attrs, n_attrs);
+      // Written whole, or (a failed call writes nothing) zeroed now.
+      for (const umlos_tensor* t : unsettled) settle_zero(ctx, t, s == UMLOS_OK);
     }
     const auto ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());

@@ -184,9 +184,19 @@ auto with_pointers(const std::vector<TensorPtr>& in, const std::vector<TensorPtr
   return f(ip, op);
 }
 
+// An output tensor filled with all-ones bytes (NaN in a float, -1 in an
+// integer): a primitive must write every element of its outputs
+// (docs/primitives.md, "Conventions"), and one it leaves shows.
+TensorPtr canary(Host& host, int32_t dtype, const std::vector<int64_t>& dims) {
+  TensorPtr t = empty(host, dtype, dims);
+  const std::vector<uint8_t> ones(t->bytes, 0xff);
+  if (!ones.empty()) host.write(*t, ones.data(), ones.size());
+  return t;
+}
+
 std::vector<TensorPtr> forward_tensors(Host& host, const Case& c, int32_t dtype, const Values& inputs) {
   std::vector<TensorPtr> in = upload_inputs(host, c, dtype, inputs), out;
-  for (const OutputSpec& o : c.outputs) out.push_back(empty(host, o.dtype ? o.dtype : dtype, o.dims));
+  for (const OutputSpec& o : c.outputs) out.push_back(canary(host, o.dtype ? o.dtype : dtype, o.dims));
   with_pointers(in, out, [&](auto& ip, auto& op) {
     host.dispatch(c.primitive, ip, op, c.attrs);
     return 0;
@@ -199,7 +209,7 @@ std::vector<TensorPtr> grad_tensors(Host& host, const Case& c, int32_t dtype, co
   std::vector<TensorPtr> in = upload_inputs(host, c, dtype, inputs), out;
   in.push_back(upload(host, dtype, c.outputs[0].dims, upstream));
   for (const InputSpec& s : c.inputs)
-    if (s.init != Init::Index) out.push_back(empty(host, dtype, s.dims));
+    if (s.init != Init::Index) out.push_back(canary(host, dtype, s.dims));
   with_pointers(in, out, [&](auto& ip, auto& op) {
     host.dispatch(c.primitive + "_grad", ip, op, c.attrs);
     return 0;
