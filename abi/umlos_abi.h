@@ -356,6 +356,13 @@ typedef struct umlos_services {
    * overlaps StateFingerprint_v1's hashing with the next step this way).
    * The output counts as produced; it is not written by the module. */
   umlos_status (*digest_output)(umlos_ctx *ctx, const char *name, const void *bytes, uint64_t size);
+
+  /* --- 1.10: a scratch tensor whose contents are unspecified (not zeroed),
+   * released when the call returns, for a module that writes every byte
+   * before it reads any: an arena whose placed tensors are each written by
+   * their producer. Reading a byte not yet written gives whatever the
+   * memory held. */
+  umlos_status (*tensor_temp_uninit)(umlos_ctx *ctx, int32_t dtype, const umlos_shape *shape, umlos_tensor **out);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
@@ -365,6 +372,7 @@ typedef struct umlos_services {
 #define UMLOS_SERVICES_SIZE_V1_4 UMLOS_STRUCT_SIZE(umlos_services, driver_primitives)
 #define UMLOS_SERVICES_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_services, all_to_all)
 #define UMLOS_SERVICES_SIZE_V1_8 UMLOS_STRUCT_SIZE(umlos_services, digest_output)
+#define UMLOS_SERVICES_SIZE_V1_10 UMLOS_STRUCT_SIZE(umlos_services, tensor_temp_uninit)
 
 /* ------------------------------------------------------------- operators */
 

@@ -156,11 +156,16 @@ typedef struct umlos_driver_desc {
    * the buffer's end; the address is valid until the buffer is freed.
    * NULL slot: never host-visible. */
   const void *(*buffer_host_address)(void *instance, const umlos_buffer *buffer, uint64_t offset);
+  /* As buffer_alloc, but the contents are unspecified: for a caller that
+   * writes every byte before it reads any (an arena whose tensors are each
+   * written by their producer). NULL slot: the kernel uses buffer_alloc. */
+  umlos_status (*buffer_alloc_uninit)(void *instance, umlos_ctx *ctx, uint64_t bytes, uint64_t alignment,
+                                      umlos_buffer **out);
 } umlos_driver_desc;
 
 #define UMLOS_DRIVER_DESC_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_driver_desc, synchronize)
 #define UMLOS_DRIVER_DESC_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_driver_desc, all_to_all)
-#define UMLOS_DRIVER_DESC_SIZE_V1_10 UMLOS_STRUCT_SIZE(umlos_driver_desc, buffer_host_address)
+#define UMLOS_DRIVER_DESC_SIZE_V1_10 UMLOS_STRUCT_SIZE(umlos_driver_desc, buffer_alloc_uninit)
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -71,7 +71,7 @@ Digest Device::fingerprint() const {
   return d;
 }
 
-TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget) {
+TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget, bool zeroed) {
   require_driver(driver_);
   if (dtype_size(dtype) == 0)
     throw Failure(UMLOS_INVALID_ARGUMENT, "tensor dtype " + std::to_string(dtype) + " is invalid");
@@ -91,7 +91,11 @@ TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool chec
   }
   t->driver = driver_;
   umlos_buffer* b = nullptr;
-  umlos_status s = driver_->desc->buffer_alloc(driver_->instance, driver_->ctx, t->bytes ? t->bytes : 1, 128, &b);
+  const umlos_driver_desc* d = driver_->desc;
+  auto alloc = zeroed || d->struct_size < UMLOS_DRIVER_DESC_SIZE_V1_10 || !d->buffer_alloc_uninit
+                   ? d->buffer_alloc
+                   : d->buffer_alloc_uninit;
+  umlos_status s = alloc(driver_->instance, driver_->ctx, t->bytes ? t->bytes : 1, 128, &b);
   driver_status(*driver_, s, "buffer_alloc(" + std::to_string(t->bytes) + " bytes)");
   t->buffer = b;
   *held_bytes_ += t->bytes;

@@ -43,7 +43,10 @@ class Device {
   // A tensor in a new driver buffer. `check_budget`: held against the
   // memory budget first (QUOTA_EXCEEDED naming the key, the tensor, its
   // size and the budget).
-  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true);
+  // `zeroed` false: its bytes are unspecified (the caller writes each before
+  // reading it), on a driver that can allocate so (ABI 1.10); zeroed
+  // otherwise.
+  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true, bool zeroed = true);
   void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0);
   void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const;
   // The tensor's bytes where the driver keeps them in host memory (ABI

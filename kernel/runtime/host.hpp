@@ -103,8 +103,8 @@ class Host {
   Digest driver_fingerprint() const { return device_.fingerprint(); }
 
   // ---- tensors (through the active driver)
-  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true) {
-    return device_.make_tensor(dtype, shape, check_budget);
+  TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true, bool zeroed = true) {
+    return device_.make_tensor(dtype, shape, check_budget, zeroed);
   }
   void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0) { device_.write(t, src, bytes, offset); }
   void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const {

@@ -232,18 +232,27 @@ umlos_status svc_value_create(umlos_ctx* ctx, const char* name, int32_t dtype, c
   });
 }
 
-umlos_status svc_tensor_temp(umlos_ctx* ctx, int32_t dtype, const umlos_shape* shape, umlos_tensor** out) {
+umlos_status make_temp(umlos_ctx* ctx, int32_t dtype, const umlos_shape* shape, umlos_tensor** out, bool zeroed) {
   return guarded(ctx, [&]() -> umlos_status {
     if (out == nullptr || !shape_ok(shape) || dtype_size(dtype) == 0) {
-      return set_error(ctx, UMLOS_INVALID_ARGUMENT, "tensor_temp: invalid dtype or shape");
+      return set_error(ctx, UMLOS_INVALID_ARGUMENT,
+                       std::string(zeroed ? "tensor_temp" : "tensor_temp_uninit") + ": invalid dtype or shape");
     }
-    TensorPtr t = host_of(ctx).make_tensor(dtype, *shape);
+    TensorPtr t = host_of(ctx).make_tensor(dtype, *shape, true, zeroed);
     ctx->known.insert(t.get());
     ctx->writable.insert(t.get());
     ctx->temps.push_back(t);
     *out = as_handle(t.get());
     return UMLOS_OK;
   });
+}
+
+umlos_status svc_tensor_temp(umlos_ctx* ctx, int32_t dtype, const umlos_shape* shape, umlos_tensor** out) {
+  return make_temp(ctx, dtype, shape, out, true);
+}
+
+umlos_status svc_tensor_temp_uninit(umlos_ctx* ctx, int32_t dtype, const umlos_shape* shape, umlos_tensor** out) {
+  return make_temp(ctx, dtype, shape, out, false);
 }
 
 umlos_status svc_tensor_info(umlos_ctx* ctx, const umlos_tensor* t, int32_t* out_dtype, umlos_shape* out_shape) {
@@ -659,6 +668,7 @@ const umlos_services kServices = {
     svc_broadcast,
     svc_all_to_all,
     svc_digest_output,
+    svc_tensor_temp_uninit,
 };
 
 }  // namespace

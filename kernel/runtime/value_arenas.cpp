@@ -169,7 +169,10 @@ void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
     umlos_shape s{};
     s.rank = 1;
     s.dims[0] = static_cast<int64_t>(report.arena_footprint[a]);
-    fresh[a] = host_.make_tensor(UMLOS_DTYPE_U8, s, /*check_budget=*/false);  // checked as a plan above
+    // Unzeroed: every value is copied into its slot below, and a slot
+    // handed out later is zeroed then (allocate()); nothing reads the rest.
+    fresh[a] =
+        host_.make_tensor(UMLOS_DTYPE_U8, s, /*check_budget=*/false, /*zeroed=*/false);  // checked as a plan above
   }
 
   std::map<std::string, Placement> placements;

@@ -79,8 +79,10 @@ TEST_CASE("cpu_driver buffers start zeroed and reads or writes past the end fail
   CHECK(s == UMLOS_OK);
 }
 
-TEST_CASE("A large cpu_driver buffer freed and allocated again, as training steps do, starts zeroed again",
-          "[cpu_driver]") {
+TEST_CASE(
+    "A large cpu_driver buffer freed and allocated again, as training steps do, starts zeroed again unless asked "
+    "unzeroed",
+    "[cpu_driver]") {
   // Buffers of 64 KiB and more are kept when freed and handed out again
   // for the same size: the reused block must be zeros, not the last
   // tensor's values, at every size around the cache's threshold.
@@ -94,6 +96,21 @@ TEST_CASE("A large cpu_driver buffer freed and allocated again, as training step
       host->write(*t, ones.data(), ones.size() * 8);
     }  // each t is freed here, and the next round may get its block
   }
+  // An unzeroed allocation (ABI 1.10, for arenas written before they are
+  // read) may hand the same block out with its old bytes; the block is
+  // zeros again for the next zeroed allocation.
+  const int64_t n = int64_t(1) << 16;
+  umlos_shape shape{};
+  shape.rank = 1;
+  shape.dims[0] = n;
+  const std::vector<double> twos(static_cast<size_t>(n), 2.5);
+  for (int round = 0; round < 3; ++round) {
+    umlos::TensorPtr u = host->device().make_tensor(UMLOS_DTYPE_F64, shape, true, /*zeroed=*/false);
+    REQUIRE(u->bytes == static_cast<uint64_t>(n) * 8);
+    host->write(*u, twos.data(), twos.size() * 8);
+    CHECK(download(*host, *u) == twos);
+  }
+  CHECK(download(*host, *empty(*host, UMLOS_DTYPE_F64, {n})) == std::vector<double>(static_cast<size_t>(n), 0.0));
   // Tensors still alive when their driver instance goes away are freed
   // after it without touching it (the cache outlives the instance).
   umlos::TensorPtr late;

@@ -585,6 +585,16 @@ TEST_CASE("Services an older kernel lacks are reported as UNIMPLEMENTED, not cal
   k.table.struct_size = sizeof(umlos_services);
   k.table.dispatch = nullptr;  // a NULL slot means "not provided"
   CHECK_THROWS_WITH(c.dispatch("add", {}, {}), Catch::Contains("dispatch is not provided"));
+  // An unzeroed temporary (1.10) from a kernel without the slot is an
+  // ordinary, zeroed one: never a call through NULL.
+  REQUIRE(k.table.tensor_temp_uninit == nullptr);
+  umlos_tensor* t = c.temp_uninit(UMLOS_DTYPE_F64, {3});
+  CHECK(c.read<double>(t) == std::vector<double>(3, 0.0));
+  k.table.struct_size = UMLOS_STRUCT_SIZE(umlos_services, digest_output);  // a 1.8 table
+  k.table.tensor_temp_uninit = [](umlos_ctx*, int32_t, const umlos_shape*, umlos_tensor**) -> umlos_status {
+    return UMLOS_INTERNAL;  // beyond the table's size: must not be called
+  };
+  CHECK(c.read<double>(c.temp_uninit(UMLOS_DTYPE_F64, {2})) == std::vector<double>(2, 0.0));
 }
 
 TEST_CASE("SDK invariants and strategies are wrapped like operators", "[sdk]") {

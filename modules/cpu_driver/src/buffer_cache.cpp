@@ -9,7 +9,7 @@ namespace cpu_driver {
 
 BufferCache::~BufferCache() { close(); }
 
-void* BufferCache::take(uint64_t rounded, uint64_t align) {
+void* BufferCache::take(uint64_t rounded, uint64_t align, bool zero) {
   void* p = nullptr;
   if (rounded >= kMinCached) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -24,7 +24,7 @@ void* BufferCache::take(uint64_t rounded, uint64_t align) {
     }
   }
   if (!p) p = std::aligned_alloc(align, rounded);
-  if (p) std::memset(p, 0, rounded);
+  if (p && zero) std::memset(p, 0, rounded);
   return p;
 }
 

@@ -26,8 +26,9 @@ class BufferCache {
 
   ~BufferCache();
   // `rounded` bytes aligned to `align` (a power of two, rounded a multiple
-  // of it), every byte 0; nullptr when memory is exhausted.
-  void* take(uint64_t rounded, uint64_t align);
+  // of it), every byte 0 unless `zero` is false (then whatever the block
+  // held); nullptr when memory is exhausted.
+  void* take(uint64_t rounded, uint64_t align, bool zero = true);
   // Gives a block from take() back: kept for reuse, or freed.
   void give(void* p, uint64_t rounded, uint64_t align);
   // Frees every kept block and keeps none from now on (the driver instance

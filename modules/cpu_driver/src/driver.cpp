@@ -211,8 +211,10 @@ static umlos_status driver_fingerprint(void* instance, uint8_t out_sha256[32]) {
   return UMLOS_OK;
 }
 
-static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t bytes, uint64_t alignment,
-                                        umlos_buffer** out) {
+// buffer_alloc (zeroed) and, ABI 1.10, buffer_alloc_uninit (`zero` false:
+// a block from the cache keeps its bytes, a fresh one its page's zeros).
+static umlos_status alloc_buffer(void* instance, umlos_ctx* ctx, uint64_t bytes, uint64_t alignment, umlos_buffer** out,
+                                 bool zero) {
   auto* inst = static_cast<Instance*>(instance);
   return guarded(inst->svc, ctx, [&] {
     if (!out) fail(UMLOS_INVALID_ARGUMENT, "buffer_alloc: out is NULL");
@@ -224,7 +226,7 @@ static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t
     uint64_t rounded = (std::max<uint64_t>(bytes, 1) + align - 1) / align * align;
     if (rounded < bytes)
       fail(UMLOS_RESOURCE_EXHAUSTED, "buffer_alloc: " + std::to_string(bytes) + " bytes is too large");
-    void* p = inst->buffers->take(rounded, align);  // zeroed
+    void* p = inst->buffers->take(rounded, align, zero);
     if (!p)
       fail(UMLOS_RESOURCE_EXHAUSTED,
            "buffer_alloc: could not allocate " + std::to_string(bytes) + " bytes aligned to " + std::to_string(align));
@@ -236,6 +238,16 @@ static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t
     b->cache = inst->buffers;
     *out = reinterpret_cast<umlos_buffer*>(b);
   });
+}
+
+static umlos_status driver_buffer_alloc(void* instance, umlos_ctx* ctx, uint64_t bytes, uint64_t alignment,
+                                        umlos_buffer** out) {
+  return alloc_buffer(instance, ctx, bytes, alignment, out, true);
+}
+
+static umlos_status driver_buffer_alloc_uninit(void* instance, umlos_ctx* ctx, uint64_t bytes, uint64_t alignment,
+                                               umlos_buffer** out) {
+  return alloc_buffer(instance, ctx, bytes, alignment, out, false);
 }
 
 static void driver_buffer_free(void*, umlos_buffer* buffer) {
@@ -470,6 +482,7 @@ static umlos_driver_desc make_driver_desc() {
   d.broadcast = driver_broadcast;
   d.all_to_all = driver_all_to_all;
   d.buffer_host_address = driver_buffer_host_address;
+  d.buffer_alloc_uninit = driver_buffer_alloc_uninit;
   return d;
 }
 

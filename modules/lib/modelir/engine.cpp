@@ -701,7 +701,10 @@ PlannedArena plan_arena(sdk::Context& c, const umlos_plan_arena& arena, const st
     res.arena_footprint = &p.footprint;
     c.plan_memory(req, res);
   }
-  p.base = c.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(p.footprint, 1))});
+  // Unzeroed: every tensor placed in the arena is written whole by its
+  // producer before anything reads it (the placement reuses bytes, so no
+  // tensor can count on zeros anyway).
+  p.base = c.temp_uninit(UMLOS_DTYPE_U8, {static_cast<int64_t>(std::max<uint64_t>(p.footprint, 1))});
   return p;
 }
 

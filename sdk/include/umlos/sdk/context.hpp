@@ -70,6 +70,18 @@ class Context {
           "tensor_temp(", dtype_name(dtype), shape_string(shape), ")");
     return t;
   }
+  // ABI 1.10: a scratch tensor whose bytes are unspecified, for a caller
+  // that writes every byte before reading any (an arena of placed
+  // tensors); a zeroed temp() against an older kernel.
+  umlos_tensor* temp_uninit(int32_t dtype, const Shape& shape) const {
+    if (!svc_ || svc_->struct_size < UMLOS_STRUCT_SIZE(umlos_services, tensor_temp_uninit) || !svc_->tensor_temp_uninit)
+      return temp(dtype, shape);
+    const umlos_shape s = to_abi_shape(shape);
+    umlos_tensor* t = nullptr;
+    check(svc_->tensor_temp_uninit(ctx_, dtype, &s, &t), "tensor_temp_uninit(", dtype_name(dtype), shape_string(shape),
+          ")");
+    return t;
+  }
 
   // ---- tensor facts
 
