@@ -7,6 +7,7 @@
 #include <string>
 
 #include "error.hpp"
+#include "umlos_sum.h"
 
 namespace umlos::catalogue {
 
@@ -148,7 +149,16 @@ Values make_inputs(const Case& c, uint64_t seed) {
           // primitive must refuse as out of range.
           e = in.index_range > 0 ? static_cast<double>(rng.next() % static_cast<uint64_t>(in.index_range)) : 0.0;
           break;
+        case Init::SumState:
+          break;
       }
+    }
+    if (in.init == Init::SumState && x.size() == 3) {
+      // A chunk left open part way, as after a tensor whose size is not a
+      // multiple of the chunk.
+      x[2] = static_cast<double>(1 + rng.next() % (UMLOS_SUM_CHUNK - 1));
+      x[1] = rng.uniform(0.5, 2.0) * x[2];
+      x[0] = rng.uniform(0.0, 100.0);
     }
     v.push_back(std::move(x));
   }
@@ -409,6 +419,23 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
            out[2][k] = v;
          }
          return out;
+       },
+       false});
+
+  // --- the gradient norm's sum of squares, continued from a sum left
+  // with a chunk open; scale as after clipping.
+  add({"sum_squares",
+       "sum_squares",
+       {{{R, D}}, {{3}, Init::SumState, 0, UMLOS_DTYPE_F64}},
+       {{{3}, UMLOS_DTYPE_F64}},
+       {float_attr("scale", 0.37)},
+       [=](const Values& in) {
+         umlos_canonical_sum s{in[1][0], in[1][1], static_cast<int64_t>(in[1][2])};
+         for (double x : in[0]) {
+           const double y = x * 0.37;
+           umlos_canonical_sum_add(&s, y * y);
+         }
+         return Values{{s.total, s.chunk, static_cast<double>(s.count)}};
        },
        false});
 
@@ -695,7 +722,7 @@ const std::set<std::string>& required_by_shipped_operators() {
 }
 
 const std::set<std::string>& used_when_offered_by_shipped_operators() {
-  static const std::set<std::string> s = {"adam"};
+  static const std::set<std::string> s = {"adam", "sum_squares"};
   return s;
 }
 

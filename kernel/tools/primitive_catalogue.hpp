@@ -44,10 +44,11 @@ class Rand {
   uint64_t state_;
 };
 
-enum class Init { Uniform, Positive, Unit, Index };
+enum class Init { Uniform, Positive, Unit, Index, SumState };
 struct InputSpec {
   std::vector<int64_t> dims;
-  Init init = Init::Uniform;  // Uniform in [-1.5, 1.5], Positive in [0.5, 2], Unit in [0.05, 0.95]
+  Init init = Init::Uniform;  // Uniform in [-1.5, 1.5], Positive in [0.5, 2], Unit in [0.05, 0.95];
+                              // SumState: a canonical sum in progress (total, open chunk, count; dims {3})
   int64_t index_range = 0;    // Index: integers in [0, index_range), dtype I64
   int32_t dtype = 0;          // 0: the float dtype the case runs in (Index inputs: I64)
 };
@@ -111,7 +112,8 @@ bool close_enough(double got, double want, int32_t dtype);
 // compares with the primitives really dispatched.
 const std::set<std::string>& required_by_shipped_operators();
 // Primitives the shipped operators dispatch only when the driver offers
-// them, doing the same work themselves otherwise (Update_v1's adam).
+// them, doing the same work themselves otherwise (Update_v1's adam and its
+// gradient norm's sum_squares).
 const std::set<std::string>& used_when_offered_by_shipped_operators();
 
 }  // namespace umlos::catalogue

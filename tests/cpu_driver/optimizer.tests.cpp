@@ -1,9 +1,11 @@
-// optimizer.tests.cpp — the adam primitive (docs/primitives.md,
-// "Optimiser") against Update_v1's host loop: umlos::numerics::adam_step on
-// the widened gradient, scaled as after clipping, bit for bit, for f32 and
-// f64 parameters, at 1, 2 and 3 driver threads, with outputs in their own
-// buffers and in the inputs' own.
+// optimizer.tests.cpp — the optimiser primitives (docs/primitives.md,
+// "Optimiser"), bit for bit, for f32 and f64, at 1, 2 and 3 driver threads:
+// the adam primitive against Update_v1's host loop (umlos::numerics::
+// adam_step on the widened gradient, scaled as after clipping), with
+// outputs in their own buffers and in the inputs' own; sum_squares against
+// the canonical sum of abi/umlos_sum.h, one addition at a time.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -118,4 +120,94 @@ TEST_CASE("The adam primitive refuses moments that are not binary64 and shapes t
     CHECK(f.code() == UMLOS_SHAPE_MISMATCH);
     CHECK_THAT(std::string(f.what()), Catch::Contains("adam") && Catch::Contains("v"));
   }
+}
+
+namespace {
+
+// The canonical sum in progress after adding each value in turn: the
+// definition of abi/umlos_sum.h, one addition at a time.
+std::vector<double> state_of(const umlos_canonical_sum& s) { return {s.total, s.chunk, static_cast<double>(s.count)}; }
+
+// Values over twenty binary orders of magnitude, so that any other order
+// of additions gives other bits.
+std::vector<double> spread(int32_t dtype, size_t n, uint64_t seed) {
+  Rand rng(seed);
+  std::vector<double> x;
+  for (size_t k = 0; k < n; ++k) {
+    double v = rng.uniform(-1, 1) * std::ldexp(1.0, static_cast<int>(rng.next() % 20) - 10);
+    if (dtype == UMLOS_DTYPE_F32) v = static_cast<float>(v);
+    x.push_back(v);
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "The sum_squares primitive carried from tensor to tensor gives the canonical sum of squares of their "
+    "concatenation, bit for bit, at every thread count",
+    "[cpu_driver][optimizer]") {
+  // Tensors that end inside a chunk, on a chunk's edge, hold no value, fill
+  // less than a chunk, and span many chunks over the pool's ranges.
+  const std::vector<size_t> sizes = {300, 0, 1, 211, 256 * 70 + 13, 5, 256 * 3, 40000, 7};
+  for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+    for (double scale : {1.0, 0.37}) {
+      std::vector<std::vector<double>> xs;
+      std::vector<double> flat;
+      std::vector<std::vector<double>> want;  // the state after each tensor
+      umlos_canonical_sum ref = UMLOS_CANONICAL_SUM_INIT;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        xs.push_back(spread(dtype, sizes[i], 100 + i + static_cast<uint64_t>(dtype)));
+        for (double v : xs.back()) {
+          const double y = scale != 1.0 ? v * scale : v;
+          flat.push_back(y);
+          umlos_canonical_sum_add(&ref, y * y);
+        }
+        want.push_back(state_of(ref));
+      }
+      // Update_v1's host path over the whole sequence agrees with the
+      // definition.
+      REQUIRE(umlos::numerics::canonical_sum_of_squares(flat.data(), flat.size()) == umlos_canonical_sum_result(&ref));
+      for (int threads : {1, 2, 3}) {
+        INFO((dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << ", scale " << scale << ", " << threads << " threads");
+        auto host = make_host(threads);
+        auto state = upload(*host, UMLOS_DTYPE_F64, {3}, std::vector<double>{0, 0, 0});
+        for (size_t i = 0; i < xs.size(); ++i) {
+          INFO("after tensor " << i << " of " << sizes[i] << " values");
+          auto x = upload(*host, dtype, {static_cast<int64_t>(sizes[i])}, xs[i]);
+          host->dispatch("sum_squares", {x.get(), state.get()}, {state.get()}, {float_attr("scale", scale)});
+          CHECK(raw_bytes(*host, *state) == bytes_of(want[i], UMLOS_DTYPE_F64));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("The sum_squares primitive refuses a state that no sum reaches and operands of the wrong dtype or shape",
+          "[cpu_driver][optimizer]") {
+  auto host = make_host(1);
+  auto x = upload(*host, UMLOS_DTYPE_F32, {4}, std::vector<double>(4, 0.5));
+  auto out = empty(*host, UMLOS_DTYPE_F64, {3});
+  for (const std::vector<double>& bad : std::vector<std::vector<double>>{
+           {1.0, 2.0, 256.0}, {1.0, 2.0, -1.0}, {1.0, 2.0, 1.5}, {1.0, 2.0, 0.0}, {1.0, 0.0, std::nan("")}}) {
+    INFO("state " << bad[0] << ", " << bad[1] << ", " << bad[2]);
+    auto s = upload(*host, UMLOS_DTYPE_F64, {3}, bad);
+    try {
+      host->dispatch("sum_squares", {x.get(), s.get()}, {out.get()}, {});
+      FAIL("the state was accepted");
+    } catch (const umlos::Failure& f) {
+      CHECK(f.code() == UMLOS_INVALID_ARGUMENT);
+      CHECK_THAT(std::string(f.what()), Catch::Contains("sum_squares: input 's' is not a canonical sum in progress"));
+    }
+  }
+  auto s32 = upload(*host, UMLOS_DTYPE_F32, {3}, std::vector<double>{0, 0, 0});
+  auto s4 = upload(*host, UMLOS_DTYPE_F64, {4}, std::vector<double>{0, 0, 0, 0});
+  auto xi = upload(*host, UMLOS_DTYPE_I64, {4}, std::vector<double>(4, 1));
+  auto s = upload(*host, UMLOS_DTYPE_F64, {3}, std::vector<double>{0, 0, 0});
+  CHECK_THROWS_WITH(host->dispatch("sum_squares", {x.get(), s32.get()}, {out.get()}, {}),
+                    Catch::Contains("sum_squares: input 1 's': expected dtype f64, got f32"));
+  CHECK_THROWS_WITH(host->dispatch("sum_squares", {x.get(), s4.get()}, {out.get()}, {}),
+                    Catch::Contains("sum_squares") && Catch::Contains("'s'"));
+  CHECK_THROWS_WITH(host->dispatch("sum_squares", {xi.get(), s.get()}, {out.get()}, {}),
+                    Catch::Contains("sum_squares") && Catch::Contains("i64"));
 }

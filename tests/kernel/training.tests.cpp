@@ -538,3 +538,31 @@ TEST_CASE("A state fingerprint role of two operators, one bound elsewhere, gives
   CHECK(state_fps(a.trace()).size() == 12);
   CHECK(result_files(a.dir) == result_files(b.dir));
 }
+
+TEST_CASE(
+    "Gradient clipping scales every step whose norm passes clip_norm, and the states are the same at 1 and 3 driver "
+    "threads",
+    "[training][update]") {
+  // At clip_norm 0.05 every step of digits clips: the norm's sum of squares
+  // runs twice (before and after scaling), over the driver's pool.
+  auto clipped = [](int threads) {
+    return variant("digits", "clip" + std::to_string(threads),
+                   {{"max_steps: 1500", "max_steps: 40"},
+                    {"clip_norm: 5.0", "clip_norm: 0.05"},
+                    {"config: {threads: 1}", "config: {threads: " + std::to_string(threads) + "}"}});
+  };
+  Run one = run_ok(clipped(1), "clip1");
+  Run three = run_ok(clipped(3), "clip3");
+  Run plain = run_ok(variant("digits", "noclip", {{"max_steps: 1500", "max_steps: 40"}}), "noclip");
+  int steps = 0;
+  for (const json& r : records(one.trace())) {
+    if (!r.contains("grad_norm") || !r.contains("state_fp")) continue;
+    ++steps;
+    CHECK(r["grad_norm"].get<double>() > 0.05);
+  }
+  CHECK(steps == 40);
+  const std::vector<std::string> a = state_fps(one.trace());
+  CHECK(a.size() == 40);
+  CHECK(a == state_fps(three.trace()));
+  CHECK(a.back() != state_fps(plain.trace()).back());  // the clipping changed the updates
+}

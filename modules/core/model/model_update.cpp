@@ -45,6 +45,60 @@ bool driver_has(const sdk::Context& c, const char* primitive) {
 
 }  // namespace
 
+namespace {
+
+// The canonical sum of the squares of every gradient, in registration
+// order as one sequence (a parameter the loss does not reach counts as
+// zeros), each value multiplied by `scale` unless that is 1. On the driver
+// (its `sum_squares`, docs/primitives.md "Optimiser") the sum in progress
+// is carried from one gradient to the next where they lie; here, over one
+// binary64 copy of them all. The same additions in the same order.
+double sum_of_squares(sdk::Context& c, const std::vector<Param>& ps, const std::map<std::string, umlos_tensor*>& grads,
+                      int32_t dtype, double scale) {
+  if (driver_has(c, "sum_squares")) {
+    umlos_tensor* state = c.temp(UMLOS_DTYPE_F64, {3});
+    for (const Param& q : ps) {
+      auto it = grads.find(q.id);
+      const umlos_tensor* g = it != grads.end() ? it->second : c.temp(dtype, q.shape);
+      c.dispatch("sum_squares", {g, state}, {state}, {sdk::Attr::real("scale", scale)});
+    }
+    const std::vector<double> s = c.read<double>(state);
+    return s[2] != 0 ? s[0] + s[1] : s[0];
+  }
+  std::vector<size_t> at(ps.size() + 1, 0);
+  for (size_t i = 0; i < ps.size(); ++i) at[i + 1] = at[i] + sdk::element_count(ps[i].shape);
+  std::vector<double> flat(at.back(), 0.0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto it = grads.find(ps[i].id);
+    if (it != grads.end()) c.read_f64(it->second, flat.data() + at[i], at[i + 1] - at[i]);
+  }
+  if (scale != 1.0)
+    for (double& x : flat) x *= scale;
+  return num::canonical_sum_of_squares(flat.data(), flat.size());
+}
+
+struct GradientNorm {
+  double norm = 0, scale = 1.0, clipped = 0;
+};
+
+// Global L2 norm in binary64, then the clipping factor for config
+// clip_norm, and the norm after clipping, recomputed so that Validate_v1
+// checks the bound on the gradient actually applied. (Unclipped, x * 1.0
+// == x and the sum of the same squares is the same value: the norm itself.)
+GradientNorm gradient_norm(sdk::Context& c, const std::vector<Param>& ps,
+                           const std::map<std::string, umlos_tensor*>& grads, int32_t dtype) {
+  GradientNorm r;
+  r.norm = UMLOS_SQRT(sum_of_squares(c, ps, grads, dtype, 1.0));
+  if (!std::isfinite(r.norm))
+    throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", r.norm, " (no update applied)");
+  const double clip = c.config<double>("clip_norm", 5.0);
+  if (clip > 0 && r.norm > clip) r.scale = clip / r.norm;
+  r.clipped = r.scale != 1.0 ? UMLOS_SQRT(sum_of_squares(c, ps, grads, dtype, r.scale)) : r.norm;
+  return r;
+}
+
+}  // namespace
+
 std::vector<double> moment(const sdk::Context& c, const umlos_tensor* t, const std::string& name, const Param& p) {
   check_moment(c, t, name, p);
   return c.read<double>(t);
@@ -85,32 +139,18 @@ void update(sdk::Context& c) {
   const std::map<std::string, umlos_tensor*> grads =
       ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc, bound.sharder());
 
-  // The gradients, in registration order, as one binary64 vector: the
-  // norm's canonical sum runs over them as one sequence.
-  std::vector<size_t> at(ps.size() + 1, 0);
-  for (size_t i = 0; i < ps.size(); ++i) at[i + 1] = at[i] + sdk::element_count(ps[i].shape);
-  std::vector<double> flat(at.back(), 0.0);
-  for (size_t i = 0; i < ps.size(); ++i) {
+  const GradientNorm gn = gradient_norm(c, ps, grads, d.dtype);
+  const double norm = gn.norm, scale = gn.scale, clipped = gn.clipped;
+  // A gradient as binary64, scaled as clipping asks, for the optimiser
+  // steps that run here; zeros where the loss does not reach the parameter.
+  auto host_grad = [&](size_t i) {
+    std::vector<double> g(sdk::element_count(ps[i].shape), 0.0);
     auto it = grads.find(ps[i].id);
-    if (it != grads.end()) c.read_f64(it->second, flat.data() + at[i], at[i + 1] - at[i]);
-  }
-  const double norm = UMLOS_SQRT(num::canonical_sum_of_squares(flat.data(), flat.size()));
-  if (!std::isfinite(norm))
-    throw sdk::Error(UMLOS_INVALID_OBJECTIVE, "the gradient norm is ", norm, " (no update applied)");
-  const double clip = c.config<double>("clip_norm", 5.0);
-  double scale = 1.0;
-  if (clip > 0 && norm > clip) scale = clip / norm;
-  // The norm after clipping, recomputed so Validate_v1 checks the bound on
-  // the gradient actually applied.
-  // (Unclipped, x * 1.0 == x and the sum of the same squares is the same
-  // value: the norm itself.)
-  double clipped = norm;
-  if (scale != 1.0) {
-    for (double& x : flat) x *= scale;
-    clipped = UMLOS_SQRT(num::canonical_sum_of_squares(flat.data(), flat.size()));
-  }
-  auto grad_of = [&](size_t i) { return flat.data() + at[i]; };
-  auto size_of = [&](size_t i) { return at[i + 1] - at[i]; };
+    if (it != grads.end()) c.read_f64(it->second, g.data(), g.size());
+    if (scale != 1.0)
+      for (double& x : g) x *= scale;
+    return g;
+  };
 
   const std::string opt = c.config("optimizer.name", "adam");
   const double lr = c.config<double>("optimizer.lr", 1e-3);
@@ -160,14 +200,15 @@ void update(sdk::Context& c) {
              sdk::Attr::real("beta2_pow", b2_pow), sdk::Attr::real("grad_scale", scale)});
         continue;
       }
-      std::vector<double> m = mt ? moment(c, mt, m_name, ps[i]) : std::vector<double>(size_of(i), 0.0);
-      std::vector<double> v = vt ? moment(c, vt, v_name, ps[i]) : std::vector<double>(size_of(i), 0.0);
+      const std::vector<double> g = host_grad(i);
+      std::vector<double> m = mt ? moment(c, mt, m_name, ps[i]) : std::vector<double>(g.size(), 0.0);
+      std::vector<double> v = vt ? moment(c, vt, v_name, ps[i]) : std::vector<double>(g.size(), 0.0);
       std::vector<double> theta = c.read_f64(b.at(ps[i].id));
-      if (theta.size() != size_of(i)) {
+      if (theta.size() != g.size()) {
         throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
-                         size_of(i));
+                         g.size());
       }
-      num::adam_step(num::isa_best(), theta.size(), grad_of(i), m.data(), v.data(), theta.data(),
+      num::adam_step(num::isa_best(), theta.size(), g.data(), m.data(), v.data(), theta.data(),
                      {b1, b2, eps, lr, wd, b1_pow, b2_pow});
       c.write(c.output(m_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), m);
       c.write(c.output(v_name.c_str(), UMLOS_DTYPE_F64, ps[i].shape), v);
@@ -179,14 +220,14 @@ void update(sdk::Context& c) {
     const double momentum = c.config<double>("optimizer.momentum", 0.9);
     for (size_t i = 0; i < ps.size(); ++i) {
       const std::string m_name = "opt.m." + ps[i].id;
-      std::vector<double> m(size_of(i), 0.0);
+      const std::vector<double> g = host_grad(i);
+      std::vector<double> m(g.size(), 0.0);
       if (const umlos_tensor* t = c.optional_input(m_name.c_str())) m = moment(c, t, m_name, ps[i]);
       std::vector<double> theta = c.read_f64(b.at(ps[i].id));
-      if (theta.size() != size_of(i)) {
+      if (theta.size() != g.size()) {
         throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "theta.", ps[i].id, " holds ", theta.size(), " elements, expected ",
-                         size_of(i));
+                         g.size());
       }
-      const double* g = grad_of(i);
       for (size_t k = 0; k < theta.size(); ++k) {
         m[k] = momentum * m[k] + g[k];
         theta[k] -= lr * (m[k] + wd * theta[k]);

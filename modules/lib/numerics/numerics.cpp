@@ -2,6 +2,8 @@
 // and the baseline loops.
 #include "numerics.hpp"
 
+#include <algorithm>
+
 #include "loops.hpp"
 #include "umlos_sum.h"
 
@@ -37,12 +39,10 @@ Isa isa_best() {
 }
 
 // Four chunks at a time, each its own left fold from +0.0 (four independent
-// chains of additions instead of one), then their sums into the total in
-// ascending chunk order: the canonical sum's bits, about four times sooner.
-double canonical_sum_of_squares(const double* x, size_t n) {
+// chains of additions instead of one): the chunk sums of the canonical sum,
+// about four times sooner than one chain.
+void chunk_sums_of_squares(const double* x, size_t chunks, double* sums) {
   constexpr size_t C = UMLOS_SUM_CHUNK;
-  const size_t chunks = n / C;
-  double total = 0.0;
   size_t c = 0;
   for (; c + 4 <= chunks; c += 4) {
     const double *x0 = x + c * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
@@ -53,23 +53,39 @@ double canonical_sum_of_squares(const double* x, size_t n) {
       s2 += x2[i] * x2[i];
       s3 += x3[i] * x3[i];
     }
-    total += s0;
-    total += s1;
-    total += s2;
-    total += s3;
+    sums[c] = s0;
+    sums[c + 1] = s1;
+    sums[c + 2] = s2;
+    sums[c + 3] = s3;
   }
   for (; c < chunks; ++c) {
     double s = 0.0;
     for (size_t i = c * C; i < (c + 1) * C; ++i) s += x[i] * x[i];
-    total += s;
+    sums[c] = s;
   }
-  // The last, partial chunk counts only when it holds a value.
-  if (chunks * C < n) {
-    double s = 0.0;
-    for (size_t i = chunks * C; i < n; ++i) s += x[i] * x[i];
-    total += s;
+}
+
+// The chunk s has open is finished value by value; the whole chunks after
+// it go through chunk_sums_of_squares, their sums folded into the total in
+// order; what is left opens the next chunk.
+void canonical_add_squares(umlos_canonical_sum& s, const double* x, size_t n) {
+  constexpr size_t C = UMLOS_SUM_CHUNK;
+  size_t i = 0;
+  for (; i < n && s.count > 0; ++i) umlos_canonical_sum_add(&s, x[i] * x[i]);
+  double sums[64];
+  while (n - i >= C) {
+    const size_t chunks = std::min<size_t>((n - i) / C, 64);
+    chunk_sums_of_squares(x + i, chunks, sums);
+    for (size_t c = 0; c < chunks; ++c) s.total += sums[c];
+    i += chunks * C;
   }
-  return total;
+  for (; i < n; ++i) umlos_canonical_sum_add(&s, x[i] * x[i]);
+}
+
+double canonical_sum_of_squares(const double* x, size_t n) {
+  umlos_canonical_sum s = UMLOS_CANONICAL_SUM_INIT;
+  canonical_add_squares(s, x, n);
+  return umlos_canonical_sum_result(&s);
 }
 
 void adam_step(Isa isa, size_t n, const double* g, double* m, double* v, double* theta, const AdamCoefficients& a) {

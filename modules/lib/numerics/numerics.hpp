@@ -15,6 +15,8 @@
 
 #include <cstddef>
 
+#include "umlos_sum.h"
+
 namespace umlos::numerics {
 
 enum class Isa : int { baseline = 0, avx2 = 1, avx512 = 2 };
@@ -25,6 +27,16 @@ Isa isa_best();               // the widest path this CPU supports
 
 // The canonical sum (spec 004 0.E) of x[k] * x[k] for k in [0, n).
 double canonical_sum_of_squares(const double* x, size_t n);
+
+// x[k] * x[k] for k in [0, n) added to the canonical sum in progress s, in
+// order: exactly umlos_canonical_sum_add of each square, so a sum over
+// several arrays in turn is the sum over their concatenation.
+void canonical_add_squares(umlos_canonical_sum& s, const double* x, size_t n);
+
+// sums[c] = the left fold from +0.0 of the squares of the c-th of `chunks`
+// whole UMLOS_SUM_CHUNK-value chunks starting at x: the chunk sums the
+// canonical sum then folds in ascending order.
+void chunk_sums_of_squares(const double* x, size_t chunks, double* sums);
 
 struct AdamCoefficients {
   double b1, b2, eps, lr, wd, b1_pow, b2_pow;
