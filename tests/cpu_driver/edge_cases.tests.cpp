@@ -1,6 +1,7 @@
 // edge_cases.tests.cpp — exact arithmetic of matmul and layer_norm,
 // zero-size operands, NaN ordering in sort, and gradients of
 // broadcast operands summed in canonical order.
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -175,4 +176,67 @@ TEST_CASE("softmax and cross_entropy stay finite for logits of magnitude 1e4", "
   std::vector<double> pv = download(*host, *p);
   for (double v : pv) CHECK(std::isfinite(v));
   CHECK(pv[3] == Approx(0.5));
+}
+
+TEST_CASE(
+    "sort gives the stable comparison order on lines full of ties, signed zeros, NaNs of both signs, infinities and "
+    "subnormals, along every axis, in both directions",
+    "[cpu_driver]") {
+  // The definition (docs/primitives.md): NaNs last in both directions, ties
+  // (-0 == +0) in their original order, as a stable sort by comparison.
+  auto reference = [](const std::vector<double>& line, bool descending) {
+    std::vector<int64_t> perm(line.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
+      const double a = line[i], b = line[j];
+      const bool na = std::isnan(a), nb = std::isnan(b);
+      if (na || nb) return !na && nb;
+      return descending ? a > b : a < b;
+    });
+    return perm;
+  };
+  const double pool_of_values[] = {0.0,          -0.0,          1.0,    -1.0,    1.5,  -1.5,  INFINITY, -INFINITY,
+                                   std::nan(""), -std::nan(""), 1e-310, -1e-310, 3e38, -3e38, 2.0,      0.25};
+  Rand rng(77);
+  for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+    const int64_t rows = 5, len = 300;
+    std::vector<double> x(static_cast<size_t>(rows * len));
+    for (double& v : x) {
+      v = pool_of_values[rng.next() % 16];
+      if (dtype == UMLOS_DTYPE_F32 && std::isfinite(v) && std::fabs(v) < 1e-300) v = v > 0 ? 1e-40 : -1e-40;
+      if (dtype == UMLOS_DTYPE_F32 && std::isfinite(v)) v = static_cast<float>(v);
+    }
+    for (int threads : {1, 3}) {
+      auto host = make_host(threads);
+      auto t = upload(*host, dtype, {rows, len}, x);
+      for (int axis : {1, 0}) {
+        for (int descending : {0, 1}) {
+          INFO((dtype == UMLOS_DTYPE_F32 ? "f32" : "f64")
+               << ", axis " << axis << ", descending " << descending << ", " << threads << " threads");
+          auto y = empty(*host, dtype, {rows, len});
+          auto idx = empty(*host, UMLOS_DTYPE_I64, {rows, len});
+          host->dispatch("sort", {t.get()}, {y.get(), idx.get()},
+                         {int_attr("axis", axis), int_attr("descending", descending)});
+          const std::vector<double> got = download(*host, *idx);
+          const int64_t lines = axis == 1 ? rows : len, n = axis == 1 ? len : rows;
+          bool same = true;
+          for (int64_t l = 0; l < lines && same; ++l) {
+            std::vector<double> line;
+            for (int64_t k = 0; k < n; ++k) line.push_back(axis == 1 ? x[l * len + k] : x[k * len + l]);
+            const std::vector<int64_t> want = reference(line, descending != 0);
+            for (int64_t k = 0; k < n; ++k) {
+              const double g = axis == 1 ? got[l * len + k] : got[k * len + l];
+              if (g != static_cast<double>(want[k])) {
+                same = false;
+                INFO("line " << l << ", position " << k << ": index " << g << ", expected " << want[k]);
+                CHECK(g == static_cast<double>(want[k]));
+                break;
+              }
+            }
+          }
+          CHECK(same);
+        }
+      }
+    }
+  }
 }

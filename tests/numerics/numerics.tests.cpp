@@ -55,7 +55,10 @@ TEST_CASE("the gradient's sum of squares equals the canonical sum of its squares
   CHECK(order_shows);
 }
 
-TEST_CASE("the Adam step gives the scalar formula's bits on every instruction-set path the CPU has", "[numerics]") {
+TEST_CASE(
+    "the Adam step gives the scalar formula's bits on every instruction-set path the CPU has, in place or into other "
+    "arrays",
+    "[numerics]") {
   const opt::AdamCoefficients a{0.9, 0.999, 1e-8, 1e-3, 0.01, 0.9 * 0.9 * 0.9, 0.999 * 0.999 * 0.999};
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const double tiny = std::numeric_limits<double>::denorm_min();
@@ -88,6 +91,12 @@ TEST_CASE("the Adam step gives the scalar formula's bits on every instruction-se
       CHECK(std::memcmp(pm.data(), rm.data(), n * 8) == 0);
       CHECK(std::memcmp(pv.data(), rv.data(), n * 8) == 0);
       CHECK(std::memcmp(pt.data(), rt.data(), n * 8) == 0);
+      // Read from one place and written to another: the same bits.
+      std::vector<double> qm(n, -7.0), qv(n, -7.0), qt = theta;
+      opt::adam_step_to(isa, n, g.data(), m.data(), v.data(), qm.data(), qv.data(), qt.data(), a);
+      CHECK(std::memcmp(qm.data(), rm.data(), n * 8) == 0);
+      CHECK(std::memcmp(qv.data(), rv.data(), n * 8) == 0);
+      CHECK(std::memcmp(qt.data(), rt.data(), n * 8) == 0);
     }
   }
 }

@@ -19,6 +19,9 @@ namespace {
 // (the binary64 arrays of this length stay in the L1 and L2 caches).
 constexpr int64_t kAdamBlock = 2048;
 
+// Whether n binary64 values at a and at b share any byte.
+bool overlaps(const double* a, size_t n, const double* b) { return a < b + n && b < a + n; }
+
 // adam: theta, g (the parameter's dtype), m, v (binary64, theta's shape)
 // -> theta', m', v'. Per element, exactly Update_v1's host loop: g widened
 // to binary64 and multiplied by grad_scale unless that is 1, theta
@@ -54,13 +57,23 @@ void adam(Call& c) {
       }
       if (scale != 1.0)
         for (int64_t i = 0; i < len; ++i) gb[i] *= scale;
-      // The moments are updated where the outputs lie: in place when an
-      // output is its input's buffer, else after copying the input there.
-      double* mo = m_out + at;
-      double* vo = v_out + at;
-      if (mo != m + at) std::memmove(mo, m + at, static_cast<size_t>(len) * 8);
-      if (vo != v + at) std::memmove(vo, v + at, static_cast<size_t>(len) * 8);
-      umlos::numerics::adam_step(isa, static_cast<size_t>(len), gb.data(), mo, vo, tb.data(), k);
+      // The moments are written where the outputs lie: in place when the
+      // outputs are the inputs' buffers, read from the inputs when apart,
+      // and through a copy in any other layout.
+      const size_t count = static_cast<size_t>(len);
+      const double *mi = m + at, *vi = v + at;
+      double *mo = m_out + at, *vo = v_out + at;
+      if (mo != mi || vo != vi) {
+        if (!overlaps(mi, count, mo) && !overlaps(vi, count, vo) && !overlaps(mi, count, vo) &&
+            !overlaps(vi, count, mo)) {
+          umlos::numerics::adam_step_to(isa, count, gb.data(), mi, vi, mo, vo, tb.data(), k);
+          for (int64_t i = 0; i < len; ++i) theta_out[at + i] = static_cast<T>(tb[i]);
+          continue;
+        }
+        std::memmove(mo, mi, count * 8);
+        std::memmove(vo, vi, count * 8);
+      }
+      umlos::numerics::adam_step(isa, count, gb.data(), mo, vo, tb.data(), k);
       for (int64_t i = 0; i < len; ++i) theta_out[at + i] = static_cast<T>(tb[i]);
     }
   });

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 
 #include "cpu_reference.hpp"
@@ -379,17 +380,59 @@ SortLines sort_lines(const Call& c) {
 }
 
 // The stable permutation of one line: NaNs last in both directions, ties
-// keep their original order.
+// (-0 and +0 among them) keep their original order. Each element becomes
+// one unsigned key that orders as the comparison does, with its position
+// below it: keys are then distinct, so an unstable integer sort gives the
+// stable permutation, without a comparison function per step.
+template <class T>
+struct SortKey;
+template <>
+struct SortKey<float> {
+  using Bits = uint32_t;
+  using Wide = uint64_t;  // key << 32 | position
+};
+template <>
+struct SortKey<double> {
+  using Bits = uint64_t;
+  using Wide = unsigned __int128;  // key << 64 | position
+};
+
+// The order key of x: ascending keys for ascending values, +0 for -0, and
+// the largest key for every NaN; descending order inverts the others.
+template <class T>
+typename SortKey<T>::Bits order_key(T x, bool descending) {
+  using Bits = typename SortKey<T>::Bits;
+  constexpr Bits sign = Bits(1) << (8 * sizeof(T) - 1);
+  if (std::isnan(x)) return ~Bits(0);
+  if (x == T(0)) x = T(0);
+  Bits u;
+  std::memcpy(&u, &x, sizeof u);
+  u = (u & sign) ? ~u : (u | sign);
+  // No value but a NaN has the key ~0, so an inverted key never reaches it.
+  return descending ? ~u : u;
+}
+
 template <class T>
 void line_permutation(const T* x, int64_t len, int64_t stride, bool descending, std::vector<int64_t>& perm) {
+  if (static_cast<uint64_t>(len) > UINT32_MAX && sizeof(T) == 4) {
+    // Positions past 32 bits: the comparison itself (the same order).
+    perm.resize(static_cast<size_t>(len));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
+      return order_key(x[i * stride], descending) < order_key(x[j * stride], descending);
+    });
+    return;
+  }
+  using Wide = typename SortKey<T>::Wide;
+  constexpr int shift = 8 * sizeof(typename SortKey<T>::Bits);
+  thread_local std::vector<Wide> keys;
+  keys.resize(static_cast<size_t>(len));
+  for (int64_t i = 0; i < len; ++i)
+    keys[i] = (Wide(order_key(x[i * stride], descending)) << shift) | static_cast<Wide>(static_cast<uint64_t>(i));
+  std::sort(keys.begin(), keys.end());
   perm.resize(static_cast<size_t>(len));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
-    T a = x[i * stride], b = x[j * stride];
-    bool na = std::isnan(a), nb = std::isnan(b);
-    if (na || nb) return !na && nb;
-    return descending ? a > b : a < b;
-  });
+  const Wide low = (Wide(1) << shift) - 1;
+  for (int64_t k = 0; k < len; ++k) perm[k] = static_cast<int64_t>(keys[k] & low);
 }
 
 template <class T>

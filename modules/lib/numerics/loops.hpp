@@ -26,6 +26,19 @@ namespace {
   }
 }
 
+// adam_loop with the moments read from m_in, v_in and written to m, v.
+[[maybe_unused]] inline void adam_loop_to(size_t n, const double* __restrict g, const double* __restrict m_in,
+                                          const double* __restrict v_in, double* __restrict m, double* __restrict v,
+                                          double* __restrict theta, const AdamCoefficients& a) {
+  const double c1 = 1.0 - a.b1, c2 = 1.0 - a.b2, d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
+  for (size_t k = 0; k < n; ++k) {
+    m[k] = a.b1 * m_in[k] + c1 * g[k];
+    v[k] = a.b2 * v_in[k] + c2 * (g[k] * g[k]);
+    const double mhat = m[k] / d1, vhat = v[k] / d2;
+    theta[k] -= a.lr * (mhat / (__builtin_sqrt(vhat) + a.eps) + a.wd * theta[k]);
+  }
+}
+
 // The deterministic log and sine/cosine are written with selects, not
 // branches, so this loop vectorises too.
 [[maybe_unused]] inline void box_muller_loop(size_t n, const double* __restrict u1, const double* __restrict u2,

@@ -94,6 +94,13 @@ void adam_step(Isa isa, size_t n, const double* g, double* m, double* v, double*
   adam_loop(n, g, m, v, theta, a);
 }
 
+void adam_step_to(Isa isa, size_t n, const double* g, const double* m_in, const double* v_in, double* m, double* v,
+                  double* theta, const AdamCoefficients& a) {
+  if (isa == Isa::avx512 && isa_supported(Isa::avx512)) return adam_step_to_avx512(n, g, m_in, v_in, m, v, theta, a);
+  if (isa == Isa::avx2 && isa_supported(Isa::avx2)) return adam_step_to_avx2(n, g, m_in, v_in, m, v, theta, a);
+  adam_loop_to(n, g, m_in, v_in, m, v, theta, a);
+}
+
 void box_muller(Isa isa, size_t n, const double* u1, const double* u2, double* eps) {
   if (isa == Isa::avx512 && isa_supported(Isa::avx512)) return box_muller_avx512(n, u1, u2, eps);
   if (isa == Isa::avx2 && isa_supported(Isa::avx2)) return box_muller_avx2(n, u1, u2, eps);

@@ -47,6 +47,11 @@ struct AdamCoefficients {
 //   theta -= lr (  (m / (1 - b1_pow)) / (sqrt(v / (1 - b2_pow)) + eps)
 //                + wd theta )
 void adam_step(Isa isa, size_t n, const double* g, double* m, double* v, double* theta, const AdamCoefficients& a);
+// The same step with the moments read from m_in, v_in and written to m, v:
+// the same bits as copying them there first and stepping in place. An
+// input must not overlap an output.
+void adam_step_to(Isa isa, size_t n, const double* g, const double* m_in, const double* v_in, double* m, double* v,
+                  double* theta, const AdamCoefficients& a);
 
 // eps[k] = sqrt(-2 log u1[k]) cos(2 pi u2[k]) with the deterministic log
 // and cosine of abi/umlos_philox.h (Box-Muller, spec 004 V.B).
@@ -55,6 +60,10 @@ void box_muller(Isa isa, size_t n, const double* u1, const double* u2, double* e
 // The paths, one per file compiled for its instruction set (internal).
 void adam_step_avx2(size_t n, const double* g, double* m, double* v, double* theta, const AdamCoefficients& a);
 void adam_step_avx512(size_t n, const double* g, double* m, double* v, double* theta, const AdamCoefficients& a);
+void adam_step_to_avx2(size_t n, const double* g, const double* m_in, const double* v_in, double* m, double* v,
+                       double* theta, const AdamCoefficients& a);
+void adam_step_to_avx512(size_t n, const double* g, const double* m_in, const double* v_in, double* m, double* v,
+                         double* theta, const AdamCoefficients& a);
 void box_muller_avx2(size_t n, const double* u1, const double* u2, double* eps);
 void box_muller_avx512(size_t n, const double* u1, const double* u2, double* eps);
 

@@ -8,6 +8,11 @@ void adam_step_avx512(size_t n, const double* g, double* m, double* v, double* t
   adam_loop(n, g, m, v, theta, a);
 }
 
+void adam_step_to_avx512(size_t n, const double* g, const double* m_in, const double* v_in, double* m, double* v,
+                         double* theta, const AdamCoefficients& a) {
+  adam_loop_to(n, g, m_in, v_in, m, v, theta, a);
+}
+
 void box_muller_avx512(size_t n, const double* u1, const double* u2, double* eps) { box_muller_loop(n, u1, u2, eps); }
 
 }  // namespace umlos::numerics
