@@ -1,4 +1,11 @@
 // sharding.cpp — Sharder (sharding.hpp).
+//
+// Temporaries that are written whole before anything reads them (a
+// primitive's output, a collective's result, bytes written over the whole
+// tensor) come unzeroed (temp_uninit). The exchange buffers that hold gaps
+// between their slices (finish_chunks' `send` and `fold`, the weight
+// blocks' `pack`) stay zeroed: a collective sends them whole, and stale
+// bytes must not leave the process.
 #include "sharding.hpp"
 
 #include <algorithm>
@@ -144,9 +151,9 @@ std::vector<umlos_tensor*> Sharder::gather(const std::vector<const umlos_tensor*
   for (size_t i = 0; i < locals.size(); ++i)
     if (rows() > 0) c_.read_bytes(locals[i], 0, mine.data() + offset[i], row[i] * static_cast<uint64_t>(rows()));
   const int64_t per_rank = static_cast<int64_t>(mine.size());
-  umlos_tensor* send = c_.temp(UMLOS_DTYPE_U8, {per_rank});
+  umlos_tensor* send = c_.temp_uninit(UMLOS_DTYPE_U8, {per_rank});
   c_.write_bytes(send, 0, mine.data(), mine.size());
-  umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {per_rank * world_});
+  umlos_tensor* all = c_.temp_uninit(UMLOS_DTYPE_U8, {per_rank * world_});
   c_.all_gather(send, all);
   std::vector<uint8_t> blocks(static_cast<size_t>(per_rank * world_));
   c_.read_bytes(all, 0, blocks.data(), blocks.size());
@@ -160,7 +167,7 @@ std::vector<umlos_tensor*> Sharder::gather(const std::vector<const umlos_tensor*
     }
     sdk::Shape fs = c_.shape(locals[i]);
     fs[0] = batch_;
-    umlos_tensor* full = c_.temp(c_.dtype(locals[i]), fs);
+    umlos_tensor* full = c_.temp_uninit(c_.dtype(locals[i]), fs);
     c_.write_bytes(full, 0, ordered.data(), ordered.size());
     out.push_back(full);
   }
@@ -211,7 +218,7 @@ void Sharder::take_rows(const umlos_tensor* full, umlos_tensor* local) {
 }
 
 umlos_tensor* Sharder::local_rows(const umlos_tensor* full) {
-  umlos_tensor* t = c_.temp(c_.dtype(full), local_shape(c_.shape(full)));
+  umlos_tensor* t = c_.temp_uninit(c_.dtype(full), local_shape(c_.shape(full)));
   take_rows(full, t);
   return t;
 }
@@ -258,7 +265,7 @@ void Sharder::take_chunk_partials(Deferred& d, const umlos_tensor* dy) {
       umlos_tensor* xc = c_.view(const_cast<umlos_tensor*>(d.x), static_cast<uint64_t>(at) * xrow, c_.dtype(d.x),
                                  {n, c_.shape(d.x).at(1)});
       umlos_tensor* yc = c_.view(y, static_cast<uint64_t>(at) * yrow, ydt, {n, N});
-      umlos_tensor* partial = c_.temp(c_.dtype(d.out), os);
+      umlos_tensor* partial = c_.temp_uninit(c_.dtype(d.out), os);
       c_.dispatch("matmul", {xc, yc}, {partial}, {sdk::Attr::integer("trans_a", 1)});
       d.partials.push_back(partial);
       continue;
@@ -340,7 +347,7 @@ void Sharder::finish_chunks() {
   }
   // 2. The exchange: block r of `got` holds rank r's partials of this
   // rank's slices.
-  umlos_tensor* got = c_.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(block) * W});
+  umlos_tensor* got = c_.temp_uninit(UMLOS_DTYPE_U8, {static_cast<int64_t>(block) * W});
   c_.all_to_all(send, got);
   // 3. Fold this rank's slices: chunk partials in ascending chunk order,
   // from +0.0 (matmul: in the dtype, as matmul_grad adds each chunk's
@@ -370,7 +377,7 @@ void Sharder::finish_chunks() {
     }
   }
   // 4. Every rank's folded slices, in one collective: the gradients whole.
-  umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {static_cast<int64_t>(folded) * W});
+  umlos_tensor* all = c_.temp_uninit(UMLOS_DTYPE_U8, {static_cast<int64_t>(folded) * W});
   c_.all_gather(fold, all);
   for (size_t i = 0; i < deferred_.size(); ++i) {
     const Entry& e = es[i];
@@ -448,7 +455,7 @@ void Sharder::finish_rows() {
     const Deferred& d = deferred_[i];
     umlos_tensor* dy_full = full[dy_at[i]];
     if (!d.x) {
-      umlos_tensor* dx = c_.temp(c_.dtype(dy_full), c_.shape(dy_full));
+      umlos_tensor* dx = c_.temp_uninit(c_.dtype(dy_full), c_.shape(dy_full));
       dispatch_grad(*d.node, {dy_full, d.bias, dy_full}, {dx, d.out});
       continue;
     }
@@ -478,13 +485,13 @@ void Sharder::finish_rows() {
     for (int64_t p = 0; p < batch_; ++p)
       std::memcpy(cols.data() + static_cast<size_t>(p * kc) * es, x.data() + static_cast<size_t>(p * bl.K + k0) * es,
                   static_cast<size_t>(kc) * es);
-    umlos_tensor* xc = c_.temp(bl.dtype, {batch_, kc});
+    umlos_tensor* xc = c_.temp_uninit(bl.dtype, {batch_, kc});
     c_.write_bytes(xc, 0, cols.data(), cols.size());
     umlos_tensor* rows = c_.view(pack, bl.offset, bl.dtype, {kc, bl.N});
     c_.dispatch("matmul", {xc, full[dy_at[bl.d]]}, {rows}, {sdk::Attr::integer("trans_a", 1)});
   }
   // 3. Every rank's blocks, in one collective; dW = the blocks in rank order.
-  umlos_tensor* all = c_.temp(UMLOS_DTYPE_U8, {per_rank * world_});
+  umlos_tensor* all = c_.temp_uninit(UMLOS_DTYPE_U8, {per_rank * world_});
   c_.all_gather(pack, all);
   for (const Block& bl : blocks) {
     const uint64_t es = sdk::dtype_size(bl.dtype);
@@ -537,7 +544,7 @@ void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const u
     }
     d.same_dy_as = find_same_dy(dy);
     if (d.same_dy_as == SIZE_MAX) {
-      d.dy = c_.temp(c_.dtype(dy), c_.shape(dy));
+      d.dy = c_.temp_uninit(c_.dtype(dy), c_.shape(dy));
       c_.dispatch("copy", {dy}, {d.dy});
     } else {
       d.dy = deferred_[d.same_dy_as].dy;
@@ -555,7 +562,7 @@ void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const u
   for (size_t j = 0; j < slots.size(); ++j) {
     if (!sharded_.count(n.inputs[slots[j]])) continue;
     const umlos_tensor* w = whole[slots[j]];
-    outs[j] = c_.temp(c_.dtype(w), c_.shape(w));
+    outs[j] = c_.temp_uninit(c_.dtype(w), c_.shape(w));
   }
   dispatch_grad(n, whole, outs);
   for (size_t j = 0; j < slots.size(); ++j)
