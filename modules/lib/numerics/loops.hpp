@@ -12,31 +12,31 @@
 namespace umlos::numerics {
 namespace {
 
+// One element of the Adam step, in numerics.hpp's order of operations:
+// m_in, v_in the moments before, m, v after. d1, d2: 1 - b1_pow, 1 - b2_pow.
+inline void adam_element(double g, double m_in, double v_in, double& m, double& v, double& theta,
+                         const AdamCoefficients& a, double d1, double d2) {
+  m = a.b1 * m_in + (1.0 - a.b1) * g;
+  v = a.b2 * v_in + (1.0 - a.b2) * (g * g);
+  const double mhat = m / d1, vhat = v / d2;
+  theta -= a.lr * (mhat / (__builtin_sqrt(vhat) + a.eps) + a.wd * theta);
+}
+
 // No element depends on another, so the compiler vectorises the loops to
 // the file's instruction set; see numerics.hpp for why the bits do not
 // change.
 [[maybe_unused]] inline void adam_loop(size_t n, const double* __restrict g, double* __restrict m, double* __restrict v,
                                        double* __restrict theta, const AdamCoefficients& a) {
-  const double c1 = 1.0 - a.b1, c2 = 1.0 - a.b2, d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
-  for (size_t k = 0; k < n; ++k) {
-    m[k] = a.b1 * m[k] + c1 * g[k];
-    v[k] = a.b2 * v[k] + c2 * (g[k] * g[k]);
-    const double mhat = m[k] / d1, vhat = v[k] / d2;
-    theta[k] -= a.lr * (mhat / (__builtin_sqrt(vhat) + a.eps) + a.wd * theta[k]);
-  }
+  const double d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
+  for (size_t k = 0; k < n; ++k) adam_element(g[k], m[k], v[k], m[k], v[k], theta[k], a, d1, d2);
 }
 
 // adam_loop with the moments read from m_in, v_in and written to m, v.
 [[maybe_unused]] inline void adam_loop_to(size_t n, const double* __restrict g, const double* __restrict m_in,
                                           const double* __restrict v_in, double* __restrict m, double* __restrict v,
                                           double* __restrict theta, const AdamCoefficients& a) {
-  const double c1 = 1.0 - a.b1, c2 = 1.0 - a.b2, d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
-  for (size_t k = 0; k < n; ++k) {
-    m[k] = a.b1 * m_in[k] + c1 * g[k];
-    v[k] = a.b2 * v_in[k] + c2 * (g[k] * g[k]);
-    const double mhat = m[k] / d1, vhat = v[k] / d2;
-    theta[k] -= a.lr * (mhat / (__builtin_sqrt(vhat) + a.eps) + a.wd * theta[k]);
-  }
+  const double d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
+  for (size_t k = 0; k < n; ++k) adam_element(g[k], m_in[k], v_in[k], m[k], v[k], theta[k], a, d1, d2);
 }
 
 // The deterministic log and sine/cosine are written with selects, not
