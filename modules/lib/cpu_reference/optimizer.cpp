@@ -98,10 +98,9 @@ void adam_entry(Call& c) {
   });
 }
 
-// Elements widened per pass of the sum of squares: a whole number of
-// canonical-sum chunks, in the L1 and L2 caches as binary64.
+// Canonical-sum chunks per range of the pool and per pass of the sum of
+// squares: their binary64 values stay in the L1 and L2 caches.
 constexpr int64_t kSquaresChunks = 64;
-constexpr int64_t kSquaresBlock = kSquaresChunks * UMLOS_SUM_CHUNK;
 
 // The canonical sum in progress, as the F64[3] operand carries it (total,
 // open chunk, values in the open chunk). Refuses a state that no sequence
