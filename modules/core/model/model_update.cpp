@@ -26,10 +26,6 @@ T one_element(const sdk::Context& c, const umlos_tensor* t, const char* name) {
   return v[0];
 }
 
-}  // namespace
-
-namespace {
-
 void check_moment(const sdk::Context& c, const umlos_tensor* t, const std::string& name, const Param& p) {
   if (c.dtype(t) != UMLOS_DTYPE_F64 || c.shape(t) != p.shape) {
     throw sdk::Error(UMLOS_CONTRACT_VIOLATION, "value '", name, "' is ", sdk::dtype_name(c.dtype(t)),
@@ -43,18 +39,16 @@ bool driver_has(const sdk::Context& c, const char* primitive) {
   return std::find(names.begin(), names.end(), primitive) != names.end();
 }
 
-}  // namespace
-
-namespace {
-
 // The canonical sum of the squares of every gradient, in registration
 // order as one sequence (a parameter the loss does not reach counts as
-// zeros), each value multiplied by `scale` unless that is 1. On the driver
-// (its `sum_squares`, docs/primitives.md "Optimiser") the sum in progress
-// is carried from one gradient to the next where they lie; here, over one
-// binary64 copy of them all. The same additions in the same order.
+// zeros), each value multiplied by `scale` unless that is 1. The sum in
+// progress is carried from one gradient to the next: on the driver (its
+// `sum_squares`, docs/primitives.md "Optimiser") over each gradient where
+// it lies, here over a binary64 copy of each. The same additions in the
+// same order.
 double sum_of_squares(sdk::Context& c, const std::vector<Param>& ps, const std::map<std::string, umlos_tensor*>& grads,
                       int32_t dtype, double scale) {
+  umlos_canonical_sum s = UMLOS_CANONICAL_SUM_INIT;
   if (driver_has(c, "sum_squares")) {
     umlos_tensor* state = c.temp(UMLOS_DTYPE_F64, {3});
     for (const Param& q : ps) {
@@ -62,19 +56,20 @@ double sum_of_squares(sdk::Context& c, const std::vector<Param>& ps, const std::
       const umlos_tensor* g = it != grads.end() ? it->second : c.temp(dtype, q.shape);
       c.dispatch("sum_squares", {g, state}, {state}, {sdk::Attr::real("scale", scale)});
     }
-    const std::vector<double> s = c.read<double>(state);
-    return s[2] != 0 ? s[0] + s[1] : s[0];
+    const std::vector<double> v = c.read<double>(state);
+    s = {v[0], v[1], static_cast<int64_t>(v[2])};
+  } else {
+    std::vector<double> g;
+    for (const Param& q : ps) {
+      g.assign(sdk::element_count(q.shape), 0.0);
+      auto it = grads.find(q.id);
+      if (it != grads.end()) c.read_f64(it->second, g.data(), g.size());
+      if (scale != 1.0)
+        for (double& x : g) x *= scale;
+      num::canonical_add_squares(s, g.data(), g.size());
+    }
   }
-  std::vector<size_t> at(ps.size() + 1, 0);
-  for (size_t i = 0; i < ps.size(); ++i) at[i + 1] = at[i] + sdk::element_count(ps[i].shape);
-  std::vector<double> flat(at.back(), 0.0);
-  for (size_t i = 0; i < ps.size(); ++i) {
-    auto it = grads.find(ps[i].id);
-    if (it != grads.end()) c.read_f64(it->second, flat.data() + at[i], at[i + 1] - at[i]);
-  }
-  if (scale != 1.0)
-    for (double& x : flat) x *= scale;
-  return num::canonical_sum_of_squares(flat.data(), flat.size());
+  return umlos_canonical_sum_result(&s);
 }
 
 struct GradientNorm {

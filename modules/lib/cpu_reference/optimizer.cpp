@@ -63,17 +63,16 @@ void adam(Call& c) {
       const size_t count = static_cast<size_t>(len);
       const double *mi = m + at, *vi = v + at;
       double *mo = m_out + at, *vo = v_out + at;
-      if (mo != mi || vo != vi) {
-        if (!overlaps(mi, count, mo) && !overlaps(vi, count, vo) && !overlaps(mi, count, vo) &&
-            !overlaps(vi, count, mo)) {
-          umlos::numerics::adam_step_to(isa, count, gb.data(), mi, vi, mo, vo, tb.data(), k);
-          for (int64_t i = 0; i < len; ++i) theta_out[at + i] = static_cast<T>(tb[i]);
-          continue;
-        }
+      if (mo == mi && vo == vi) {
+        umlos::numerics::adam_step(isa, count, gb.data(), mo, vo, tb.data(), k);
+      } else if (!overlaps(mi, count, mo) && !overlaps(vi, count, vo) && !overlaps(mi, count, vo) &&
+                 !overlaps(vi, count, mo)) {
+        umlos::numerics::adam_step_to(isa, count, gb.data(), mi, vi, mo, vo, tb.data(), k);
+      } else {
         std::memmove(mo, mi, count * 8);
         std::memmove(vo, vi, count * 8);
+        umlos::numerics::adam_step(isa, count, gb.data(), mo, vo, tb.data(), k);
       }
-      umlos::numerics::adam_step(isa, count, gb.data(), mo, vo, tb.data(), k);
       for (int64_t i = 0; i < len; ++i) theta_out[at + i] = static_cast<T>(tb[i]);
     }
   });
