@@ -87,10 +87,12 @@ TEST_CASE("matmul elements are 256-chunk sums of fused multiply-adds in the tens
           "[cpu_driver][determinism]") {
   // 5 x 7: edge tiles only. The rest: whole column panels over 1 to 11
   // leftover rows of the last row panel (12-row AVX-512 and 6-row AVX2
-  // kernels), which have kernels of their own.
-  for (const auto& [M, K, N] :
-       {std::array<int64_t, 3>{5, 1000, 7}, std::array<int64_t, 3>{13, 600, 64}, std::array<int64_t, 3>{20, 600, 64},
-        std::array<int64_t, 3>{23, 300, 64}, std::array<int64_t, 3>{64, 300, 64}}) {
+  // kernels), which have kernels of their own. 30 x 700 x 200: a dozen
+  // column panels, each packed by the tiles of the one before (a k chunk of
+  // 188 shared unevenly over 3 tiles), then a partial one.
+  for (const auto& [M, K, N] : {std::array<int64_t, 3>{5, 1000, 7}, std::array<int64_t, 3>{13, 600, 64},
+                                std::array<int64_t, 3>{20, 600, 64}, std::array<int64_t, 3>{23, 300, 64},
+                                std::array<int64_t, 3>{64, 300, 64}, std::array<int64_t, 3>{30, 700, 200}}) {
     INFO("[" << M << "," << K << "] x [" << K << "," << N << "]");
     check_matmul_elements<double>(UMLOS_DTYPE_F64, M, K, N);
     check_matmul_elements<float>(UMLOS_DTYPE_F32, M, K, N);

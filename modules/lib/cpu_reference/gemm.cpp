@@ -9,7 +9,8 @@
 // panels; for each block of MC rows, A's block is packed into MR-row panels;
 // then every MR x NR tile of the block is one micro-kernel call. The B panel
 // of a tile column stays in L1 while the A panels stream from L2. Short
-// products (all rows in one A block) pack each B panel just before use.
+// products (all rows in one A block) take B one panel at a time, each
+// packed by the micro-kernels of the panel before (short_product_chunk).
 //
 // Threads own disjoint sets of whole output elements (ranges of column
 // panels, or of row panels when C is taller than wide); every element's
@@ -164,12 +165,44 @@ APanels<T> direct_panels(GemmMatrix<const T> A, int64_t i0, int64_t k0) {
   return {base, 1, A.cs, 1};
 }
 
-// One block: every tile of rows [i0, i0+mc) x columns [j0, j0+nc).
+// The next B panel, packed by the micro-kernels of the current one (their
+// side job, GemmPanelCopy): `src` (row stride ld) copied to `dst`, a share
+// of its kc rows per tile, while `prefetch`, the panel two after it, is
+// fetched, so that its rows are in cache by the time the tiles of the panel
+// after next copy it. Null src: no side job.
 template <class T>
-void macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
-                 int64_t kc, bool first, const APanels<T>& a, const T* b, GemmMatrix<T> C) {
+struct NextPanel {
+  const T* src = nullptr;
+  const T* prefetch = nullptr;
+  T* dst = nullptr;
+  int64_t ld = 0;
+};
+
+// The side job of the tile starting at row p of a block of `tiles` tiles,
+// or null when its share is empty. Counts the rows it gives out in *given.
+template <class T>
+const GemmPanelCopy<T>* side_job(const NextPanel<T>& next, int64_t p, int mr, int nr, int64_t kc, int64_t tiles,
+                                 GemmPanelCopy<T>* job, int64_t* given) {
+  if (next.src == nullptr) return nullptr;
+  const int64_t share = (kc + tiles - 1) / tiles, k0 = (p / mr) * share, n = std::min(share, kc - k0);
+  if (n <= 0) return nullptr;
+  *job = {next.src + k0 * next.ld, next.prefetch ? next.prefetch + k0 * next.ld : nullptr, next.dst + k0 * nr, next.ld,
+          n};
+  *given += n;
+  return job;
+}
+
+// One block: every tile of rows [i0, i0+mc) x columns [j0, j0+nc). With
+// `next` (only for a block one panel wide), its tiles also pack the next
+// panel; returns how many of its kc rows they copied.
+template <class T>
+int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
+                    int64_t kc, bool first, const APanels<T>& a, const T* b, GemmMatrix<T> C,
+                    const NextPanel<T>& next) {
   const int mr = kr.mr, nr = kr.nr;
   T tile[kGemmMaxMr * 64];  // mr * nr <= 12 * 32
+  const int64_t tiles = (std::min(mc, M - i0) + mr - 1) / mr;
+  int64_t copied = 0;
   for (int64_t q = 0; q < nc; q += nr) {
     const int64_t j = j0 + q, cols = std::min<int64_t>(nr, N - j);
     if (cols <= 0) break;
@@ -178,17 +211,56 @@ void macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int6
       if (rows <= 0) break;
       const typename GemmKernel<T>::Ukr ukr = kr.rows[a.layout][rows - 1];
       const T* bp = b + q * kc;
+      GemmPanelCopy<T> slot;
+      const GemmPanelCopy<T>* job = q == 0 ? side_job(next, p, mr, nr, kc, tiles, &slot, &copied) : nullptr;
       if (cols == nr && C.cs == 1) {
-        ukr(kc, a.at(p), a.lda, bp, C.p + i * C.rs + j, C.rs, first);
+        T* ct = C.p + i * C.rs + j;
+        // The tile's old values are read only after its last k: fetching
+        // them now hides the miss (C is swept once per k chunk) behind the
+        // multiply-adds.
+        if (!first)
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < nr; c += 64 / int64_t(sizeof(T))) __builtin_prefetch(ct + r * C.rs + c, 1, 3);
+        ukr(kc, a.at(p), a.lda, bp, ct, C.rs, first, job);
         continue;
       }
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < nr; ++c)
           tile[r * nr + c] = (!first && c < cols) ? C.p[(i + r) * C.rs + (j + c) * C.cs] : T(0);
-      ukr(kc, a.at(p), a.lda, bp, tile, nr, first);
+      ukr(kc, a.at(p), a.lda, bp, tile, nr, first, job);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) C.p[(i + r) * C.rs + (j + c) * C.cs] = tile[r * nr + c];
     }
+  }
+  return copied;
+}
+
+// One k chunk of a short product (all rows in one block) over the column
+// panels of [jc, jc+nc): each panel's tiles read it from one of two buffers
+// while packing the next panel into the other (NextPanel). A panel is
+// packed here instead when no tile packed it: the first, one after a
+// partial panel, or a B whose rows are not contiguous.
+template <class T>
+void short_product_chunk(const GemmKernel<T>& kr, int64_t Mp, int64_t Np, GemmMatrix<const T> B, int64_t r0, int64_t mc,
+                         int64_t jc, int64_t nc, int64_t pc, int64_t kc, bool first, const APanels<T>& a, T* buffers,
+                         GemmMatrix<T> C) {
+  const int nr = kr.nr;
+  T* cur = buffers;
+  T* other = buffers + nr * kKc;
+  bool packed = false;
+  for (int64_t q = 0; q < nc && jc + q < Np; q += nr) {
+    if (!packed) pack_b(B, Np, pc, kc, jc + q, int64_t(nr), nr, cur);
+    NextPanel<T> next;
+    if (B.cs == 1 && q + nr < nc && jc + q + 2 * nr <= Np) {
+      next.src = B.p + pc * B.rs + (jc + q + nr);
+      next.dst = other;
+      next.ld = B.rs;
+      if (q + 3 * nr < nc && jc + q + 4 * nr <= Np) next.prefetch = next.src + 2 * nr;
+    }
+    const int64_t copied = macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, a, cur, C, next);
+    // Every row or none: a panel the tiles did not fill whole is packed again.
+    packed = next.src != nullptr && copied == kc;
+    std::swap(cur, other);
   }
 }
 
@@ -212,7 +284,7 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
     if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
   };
   if (!direct_a) at_least(apack, MC * kKc);
-  at_least(bpack, (one_row_block ? nr : NC) * kKc);
+  at_least(bpack, (one_row_block ? 2 * nr : NC) * kKc);
   const int64_t Mp = std::min(M, r1), Np = std::min(N, c1);
   auto round_up = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
   for (int64_t jc = c0; jc < c1; jc += NC) {
@@ -224,10 +296,7 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
         const int64_t mc = round_up(r1 - r0, mr);
         if (!direct_a) pack_a(A, M, r0, mc, pc, kc, mr, apack.data());
         const APanels<T> a = direct_a ? direct_panels(A, r0, pc) : packed_panels(apack.data(), kc, mr);
-        for (int64_t q = 0; q < nc && jc + q < Np; q += nr) {
-          pack_b(B, N, pc, kc, jc + q, int64_t(nr), nr, bpack.data());
-          macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, a, bpack.data(), C);
-        }
+        short_product_chunk(kr, Mp, Np, B, r0, mc, jc, nc, pc, kc, first, a, bpack.data(), C);
         continue;
       }
       pack_b(B, N, pc, kc, jc, nc, nr, bpack.data());
@@ -235,7 +304,7 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
         const int64_t mc = round_up(std::min(MC, r1 - ic), mr);
         if (!direct_a) pack_a(A, M, ic, mc, pc, kc, mr, apack.data());
         const APanels<T> a = direct_a ? direct_panels(A, ic, pc) : packed_panels(apack.data(), kc, mr);
-        macro_block(kr, Mp, Np, ic, mc, jc, nc, kc, first, a, bpack.data(), C);
+        macro_block(kr, Mp, Np, ic, mc, jc, nc, kc, first, a, bpack.data(), C, NextPanel<T>{});
       }
     }
   }

@@ -55,11 +55,27 @@ void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMa
 // rows[1][R - 1] at a[k * lda + r] (a column-major A in place),
 // rows[2][R - 1] at a[r * lda + k] (a row-major A in place). No padded rows
 // are computed, and each element's arithmetic is the same whatever the
-// layout, R or tile.
+// layout, R or tile. A non-null `copy` gives the kernel a side job.
 inline constexpr int kGemmMaxMr = 16;
+
+// A kernel's side job: packing part of the next B panel while its
+// multiply-adds run, so that the copy's cache misses overlap arithmetic
+// instead of stalling between tiles (B is read with a stride of a whole row,
+// which the hardware prefetchers do not follow across pages). The kernel
+// copies `rows` rows of NR elements, dst[k * NR + c] = src[k * ld + c], then
+// prefetches the same rows of `prefetch` (if not null), a later panel.
+template <class T>
+struct GemmPanelCopy {
+  const T* src;
+  const T* prefetch;
+  T* dst;
+  int64_t ld, rows;
+};
+
 template <class T>
 struct GemmKernel {
-  using Ukr = void (*)(int64_t kc, const T* a, int64_t lda, const T* b, T* c, int64_t ldc, int first);
+  using Ukr = void (*)(int64_t kc, const T* a, int64_t lda, const T* b, T* c, int64_t ldc, int first,
+                       const GemmPanelCopy<T>* copy);
   int mr, nr;
   Ukr rows[3][kGemmMaxMr];
 };

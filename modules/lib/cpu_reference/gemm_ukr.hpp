@@ -28,33 +28,71 @@ namespace {
     static V add(V a, V b) { return add_(a, b); }                                          \
     static void store(T* p, V v) { storeu(p, v); }                                         \
   };
+// One k of the tile: acc[r][v] = fma(A(r, k), B(k, v), acc[r][v]).
+template <class Ops, int MR, int NV, int Layout, int AS>
+__attribute__((always_inline)) inline void gemm_ukr_step(int64_t k, const typename Ops::T* a, int64_t lda,
+                                                         const typename Ops::T* b, typename Ops::V (&acc)[MR][NV]) {
+  using V = typename Ops::V;
+  constexpr int W = Ops::W, NR = NV * Ops::W;
+  V bv[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) bv[v] = Ops::load(b + k * NR + v * W);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    const V ar = Ops::set1(Layout == 0 ? a[k * AS + r] : Layout == 1 ? a[k * lda + r] : a[r * lda + k]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = Ops::fma(ar, bv[v], acc[r][v]);
+  }
+}
+
+// The side job of GemmPanelCopy, run during the first k of a tile: copy
+// its rows while the multiply-adds go on, then prefetch one row every 8 k
+// (few misses in flight at once, so none is dropped). Returns the first k
+// not yet computed. Touches no accumulator but through gemm_ukr_step, so the
+// tile's arithmetic is unchanged.
+template <class Ops, int MR, int NV, int Layout, int AS>
+__attribute__((always_inline)) inline int64_t gemm_ukr_with_copy(int64_t kc, const typename Ops::T* a, int64_t lda,
+                                                                 const typename Ops::T* b,
+                                                                 const GemmPanelCopy<typename Ops::T>& copy,
+                                                                 typename Ops::V (&acc)[MR][NV]) {
+  constexpr int W = Ops::W, NR = NV * Ops::W;
+  constexpr int kLine = 64 / int(sizeof(typename Ops::T));
+  const int64_t n = copy.rows < kc ? copy.rows : kc;
+  int64_t k = 0;
+  for (; k < n; ++k) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) Ops::store(copy.dst + k * NR + v * W, Ops::load(copy.src + k * copy.ld + v * W));
+    gemm_ukr_step<Ops, MR, NV, Layout, AS>(k, a, lda, b, acc);
+  }
+  if (copy.prefetch == nullptr) return k;
+  for (int64_t r = 0; k + 8 <= kc && r < copy.rows; k += 8, ++r) {
+#pragma GCC unroll 4
+    for (int l = 0; l < NR; l += kLine) __builtin_prefetch(copy.prefetch + r * copy.ld + l, 0, 3);
+#pragma GCC unroll 8
+    for (int kk = 0; kk < 8; ++kk) gemm_ukr_step<Ops, MR, NV, Layout, AS>(k + kk, a, lda, b, acc);
+  }
+  return k;
+}
+
 // MR rows of C. A's element (r, k) is, by Layout (GemmKernel::rows' first
 // index): 0, a[k * AS + r] (a packed panel AS rows wide; lda unused, so the
 // offsets are constants); 1, a[k * lda + r] (a column-major A read in
 // place); 2, a[r * lda + k] (a row-major A read in place). Either way each
 // output is the same fma chain over k in ascending order.
+// With `copy`, the tile also does GemmPanelCopy's side job.
 template <class Ops, int MR, int NV, int Layout, int AS>
 void gemm_ukr(int64_t kc, const typename Ops::T* a, int64_t lda, const typename Ops::T* b, typename Ops::T* c,
-              int64_t ldc, int first) {
+              int64_t ldc, int first, const GemmPanelCopy<typename Ops::T>* copy) {
   using V = typename Ops::V;
-  constexpr int W = Ops::W, NR = NV * Ops::W;
+  constexpr int W = Ops::W;
   V acc[MR][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = Ops::zero();
+  int64_t k = copy != nullptr ? gemm_ukr_with_copy<Ops, MR, NV, Layout, AS>(kc, a, lda, b, *copy, acc) : 0;
 #pragma GCC unroll 4
-  for (int64_t k = 0; k < kc; ++k) {
-    V bv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = Ops::load(b + k * NR + v * W);
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      const V ar = Ops::set1(Layout == 0 ? a[k * AS + r] : Layout == 1 ? a[k * lda + r] : a[r * lda + k]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = Ops::fma(ar, bv[v], acc[r][v]);
-    }
-  }
+  for (; k < kc; ++k) gemm_ukr_step<Ops, MR, NV, Layout, AS>(k, a, lda, b, acc);
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
