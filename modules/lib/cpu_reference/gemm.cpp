@@ -113,6 +113,19 @@ void pack_a(GemmMatrix<const T> A, int64_t M, int64_t i0, int64_t mc, int64_t k0
         continue;
       }
       const T* row = A.p + i * A.rs + k0 * A.cs;
+      if (A.cs == 1 && i + 2 < M) {
+        // Rows are copied one after another, each a short run that the
+        // hardware prefetchers pick up too late: fetch the row after next
+        // while this one is copied.
+        const T* ahead = row + 2 * A.rs;
+        constexpr int64_t kLine = 64 / int64_t(sizeof(T));
+        for (int64_t k0l = 0; k0l < kc; k0l += kLine) {
+          __builtin_prefetch(ahead + k0l, 0, 3);
+          const int64_t k1 = std::min(kc, k0l + kLine);
+          for (int64_t k = k0l; k < k1; ++k) panel[k * mr + r] = row[k];
+        }
+        continue;
+      }
       for (int64_t k = 0; k < kc; ++k) panel[k * mr + r] = row[k * A.cs];
     }
   }
