@@ -131,12 +131,36 @@ void pack_a(GemmMatrix<const T> A, int64_t M, int64_t i0, int64_t mc, int64_t k0
   }
 }
 
+// One panel, b[k][c] for k in [k0, k0+kc) and columns [j, j+cols) of a
+// transposed B (a column's k consecutive in memory, as W in X * W^T), zero
+// in columns [cols, nr). Walking k one cache line at a time and the
+// columns within it reads each line of B whole once: columns a large power
+// of two apart share an L1 set, so reading one element of every column per
+// k (the row-wise order) missed L1 on nearly every element.
+template <class T>
+void pack_b_panel_transposed(GemmMatrix<const T> B, int64_t k0, int64_t kc, int64_t j, int64_t cols, int nr, T* panel) {
+  constexpr int64_t kLine = 64 / int64_t(sizeof(T));
+  for (int64_t kb = 0; kb < kc; kb += kLine) {
+    const int64_t kn = std::min(kLine, kc - kb);
+    for (int64_t c = 0; c < cols; ++c) {
+      const T* src = B.p + (k0 + kb) + (j + c) * B.cs;
+      for (int64_t k = 0; k < kn; ++k) panel[(kb + k) * nr + c] = src[k];
+    }
+    for (int64_t k = 0; k < kn; ++k)
+      for (int64_t c = cols; c < nr; ++c) panel[(kb + k) * nr + c] = T(0);
+  }
+}
+
 // b[q][k][c] for k in [k0, k0+kc) and columns [j0, j0+nc) of B, zero past N.
 template <class T>
 void pack_b(GemmMatrix<const T> B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, T* out) {
   for (int64_t q = 0; q < nc; q += nr) {
     T* panel = out + q * kc;
     const int64_t cols = std::min<int64_t>(nr, std::min(nc - q, N - (j0 + q)));
+    if (B.rs == 1 && B.cs != 1) {
+      pack_b_panel_transposed(B, k0, kc, j0 + q, cols, nr, panel);
+      continue;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       const T* src = B.p + (k0 + k) * B.rs + (j0 + q) * B.cs;
       T* dst = panel + k * nr;
