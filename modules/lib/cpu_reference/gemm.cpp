@@ -252,12 +252,11 @@ int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, i
       const GemmPanelCopy<T>* job = q == 0 ? side_job(next, p, mr, nr, kc, tiles, &slot, &copied) : nullptr;
       if (cols == nr && C.cs == 1) {
         T* ct = C.p + i * C.rs + j;
-        // The tile's old values are read only after its last k: fetching
-        // them now hides the miss (C is swept once per k chunk) behind the
-        // multiply-adds.
-        if (!first)
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < nr; c += 64 / int64_t(sizeof(T))) __builtin_prefetch(ct + r * C.rs + c, 1, 3);
+        // The tile is read (after the first k chunk) and written only after
+        // its last k: fetching its lines for writing now hides the misses
+        // (C is swept once per k chunk) behind the multiply-adds.
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < nr; c += 64 / int64_t(sizeof(T))) __builtin_prefetch(ct + r * C.rs + c, 1, 3);
         ukr(kc, a.at(p), a.lda, bp, ct, C.rs, first, job);
         continue;
       }
