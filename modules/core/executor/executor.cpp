@@ -639,18 +639,39 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
     // With placement tmmu the gradient buffers, like the activations, live
     // where the manifest's strategy puts them (one "gradients" arena).
     const std::vector<ir::Seed> seeds = {{G.loss, 1.0}};
+    // A parameter's gradient is accumulated straight into its output
+    // model.grad.<id> (the buffer backward() returns it in), not copied
+    // there afterwards: the same values, one pass over every gradient less.
+    std::map<std::string, const ir::TensorDecl*> param_decl;
+    for (const ir::TensorDecl& d : G.declared)
+      if (d.role == "parameter") param_decl[d.id] = &d;
+    std::map<std::string, umlos_tensor*> grad_out;
+    auto grad_output = [&](const std::string& id) {
+      auto [it, fresh] = grad_out.try_emplace(id, nullptr);
+      if (fresh) {
+        const ir::TensorDecl& d = *param_decl.at(id);
+        it->second = c.output(("model.grad." + d.id).c_str(), d.dtype, d.shape);
+      }
+      return it->second;
+    };
+    const ir::OwnGradBuffer own = [&](const ir::GradBuffer& gb) -> umlos_tensor* {
+      auto it = param_decl.find(gb.result_of);
+      if (it == param_decl.end() || it->second->dtype != gb.dtype || it->second->shape != gb.shape) return nullptr;
+      return grad_output(gb.result_of);
+    };
     const ir::GradAllocator grad_alloc =
-        placement == "tmmu" ? ir::place_gradient_buffers(c, G, tensor, seeds, params, order.order).alloc
-                            : ir::GradAllocator{};
+        placement == "tmmu" ? ir::place_gradient_buffers(c, G, tensor, seeds, params, order.order, own).alloc
+                            : ir::temp_gradient_buffers(c, G, tensor, seeds, params, order.order, own);
     std::map<std::string, umlos_tensor*> grads =
         ir::backward(c, G, tensor, seeds, params, order.order, trace, grad_alloc);
     // CollectGradients_v1: parameters in declaration (registration) order.
     for (const ir::TensorDecl& d : G.declared) {
       if (d.role != "parameter") continue;
-      umlos_tensor* out = c.output(("model.grad." + d.id).c_str(), d.dtype, d.shape);
+      umlos_tensor* out = grad_output(d.id);
       auto it = grads.find(d.id);
-      if (it != grads.end()) c.dispatch("copy", {it->second}, {out});
-      // else: the parameter does not reach the loss; its gradient stays zero.
+      if (it != grads.end() && it->second != out) c.dispatch("copy", {it->second}, {out});
+      // else: already there, or the parameter does not reach the loss and
+      // its gradient stays zero.
       critical.push_back({"grad." + d.id, out});
     }
     std::vector<double> loss = c.read_f64(tensor.at(G.loss));

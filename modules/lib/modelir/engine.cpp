@@ -669,7 +669,10 @@ std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const 
         return has;
       },
       h);
-  for (const auto& [id, index] : result) out[index].end = last;
+  for (const auto& [id, index] : result) {
+    out[index].end = last;
+    out[index].result_of = id;
+  }
   memo.edges.clear();
   for (const Node& n : g.nodes) memo.edges.emplace_back(n.inputs, n.output);
   memo.seeds.clear();
@@ -711,13 +714,45 @@ PlannedArena plan_arena(sdk::Context& c, const umlos_plan_arena& arena, const st
 PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                        const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                        const std::vector<size_t>& order) {
-  const std::vector<GradBuffer> buffers = gradient_buffers(c, g, b, seeds, wrt, order);
-  std::vector<umlos_plan_tensor> tensors(buffers.size());
+  return place_gradient_buffers(c, g, b, seeds, wrt, order, OwnGradBuffer{});
+}
+
+namespace {
+
+// own(buffer) for each buffer, checked: a tensor provided for a buffer
+// must be one backward() can write as that buffer.
+std::vector<umlos_tensor*> owned_buffers(sdk::Context& c, const std::vector<GradBuffer>& buffers,
+                                         const OwnGradBuffer& own) {
+  std::vector<umlos_tensor*> owned(buffers.size(), nullptr);
+  if (!own) return owned;
   for (size_t i = 0; i < buffers.size(); ++i) {
-    std::memset(&tensors[i], 0, sizeof tensors[i]);
-    tensors[i].size = std::max<uint64_t>(buffers[i].bytes, 1);
-    tensors[i].begin = buffers[i].begin;
-    tensors[i].end = buffers[i].end;
+    umlos_tensor* t = own(buffers[i]);
+    if (t != nullptr && (c.dtype(t) != buffers[i].dtype || c.shape(t) != buffers[i].shape))
+      throw sdk::Error(UMLOS_INTERNAL, "the tensor provided for the gradient buffer of '", buffers[i].of,
+                       "' does not have its dtype and shape");
+    owned[i] = t;
+  }
+  return owned;
+}
+
+}  // namespace
+
+PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
+                                       const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                       const std::vector<size_t>& order, const OwnGradBuffer& own) {
+  const std::vector<GradBuffer> buffers = gradient_buffers(c, g, b, seeds, wrt, order);
+  const std::vector<umlos_tensor*> owned = owned_buffers(c, buffers, own);
+  std::vector<umlos_plan_tensor> tensors;
+  std::vector<size_t> item(buffers.size(), 0);  // buffer -> its entry in `tensors`
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (owned[i] != nullptr) continue;
+    item[i] = tensors.size();
+    umlos_plan_tensor t;
+    std::memset(&t, 0, sizeof t);
+    t.size = std::max<uint64_t>(buffers[i].bytes, 1);
+    t.begin = buffers[i].begin;
+    t.end = buffers[i].end;
+    tensors.push_back(t);
   }
   const PlannedArena planned = plan_arena(c, umlos_plan_arena{"gradients", 64, 0, 0, 0}, tensors);
   PlacedGradients p;
@@ -726,11 +761,22 @@ PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Bi
   p.footprint = planned.footprint;
   umlos_tensor* base = p.arena;
   const std::vector<uint64_t> offsets = p.offsets;
-  p.alloc = [&c, base, offsets](size_t i, int32_t dtype, const sdk::Shape& shape) {
-    if (i >= offsets.size()) throw sdk::Error(UMLOS_INTERNAL, "gradient buffer ", i, " was not planned");
-    return c.view(base, offsets[i], dtype, shape);
+  p.alloc = [&c, base, offsets, owned, item](size_t i, int32_t dtype, const sdk::Shape& shape) {
+    if (i >= owned.size()) throw sdk::Error(UMLOS_INTERNAL, "gradient buffer ", i, " was not planned");
+    if (owned[i] != nullptr) return owned[i];
+    return c.view(base, offsets[item[i]], dtype, shape);
   };
   return p;
+}
+
+GradAllocator temp_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b, const std::vector<Seed>& seeds,
+                                    const std::vector<std::string>& wrt, const std::vector<size_t>& order,
+                                    const OwnGradBuffer& own) {
+  const std::vector<umlos_tensor*> owned = owned_buffers(c, gradient_buffers(c, g, b, seeds, wrt, order), own);
+  return [&c, owned](size_t i, int32_t dtype, const sdk::Shape& shape) {
+    if (i >= owned.size()) throw sdk::Error(UMLOS_INTERNAL, "gradient buffer ", i, " was not planned");
+    return owned[i] != nullptr ? owned[i] : c.temp(dtype, shape);
+  };
 }
 
 std::vector<umlos_plan_tensor> plan_tensors(const std::vector<Interval>& live, const std::vector<size_t>& items) {

@@ -175,7 +175,8 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
 // The Binding must hold every tensor backward() would read (after forward()).
 using GradAllocator = std::function<umlos_tensor*(size_t index, int32_t dtype, const sdk::Shape& shape)>;
 struct GradBuffer {
-  std::string of;  // the tensor this buffer is a gradient (contribution) of
+  std::string of;         // the tensor this buffer is a gradient (contribution) of
+  std::string result_of;  // the `wrt` tensor whose gradient backward() returns in it, or empty
   int32_t dtype = UMLOS_DTYPE_F64;
   sdk::Shape shape;
   uint64_t bytes = 0;
@@ -221,6 +222,21 @@ struct PlacedGradients {
 PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                        const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                        const std::vector<size_t>& order);
+
+// Buffers the caller provides itself: a tensor of the buffer's dtype and
+// shape that backward() may write in full, or null for "place it as
+// usual". Lets the gradients a caller returns (result_of) be written
+// straight into its outputs instead of copied there afterwards.
+using OwnGradBuffer = std::function<umlos_tensor*(const GradBuffer&)>;
+// place_gradient_buffers() with the buffers `own` provides left out of the
+// plan (alloc() hands those out instead).
+PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
+                                       const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                       const std::vector<size_t>& order, const OwnGradBuffer& own);
+// Temps for every buffer but those `own` provides (placement temps).
+GradAllocator temp_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b, const std::vector<Seed>& seeds,
+                                    const std::vector<std::string>& wrt, const std::vector<size_t>& order,
+                                    const OwnGradBuffer& own);
 
 // The node outputs of one forward() call (no backward) placed by the
 // manifest's TMMU strategy: liveness() in inference mode, so an output dies
