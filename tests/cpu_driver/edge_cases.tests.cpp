@@ -81,7 +81,55 @@ void check_matmul_elements(int32_t dtype, int64_t M, int64_t K, int64_t N) {
   CHECK(mul_add_differs > 0);  // FMA matters for these values: the check has teeth
 }
 
+// matmul_grad's two products against the same definition: dA = dC * B^T
+// (B read transposed) and dB = A^T * dC (A read transposed).
+template <class T>
+void check_matmul_grad_elements(int32_t dtype, int64_t M, int64_t K, int64_t N) {
+  auto host = make_host(2);
+  Rand rng(91);
+  std::vector<double> a = spread_values(rng, M * K), b = spread_values(rng, K * N), dc = spread_values(rng, M * N);
+  auto ta = upload(*host, dtype, {M, K}, a);
+  auto tb = upload(*host, dtype, {K, N}, b);
+  auto tdc = upload(*host, dtype, {M, N}, dc);
+  auto tda = empty(*host, dtype, {M, K});
+  auto tdb = empty(*host, dtype, {K, N});
+  host->dispatch("matmul_grad", {ta.get(), tb.get(), tdc.get()}, {tda.get(), tdb.get()});
+  const std::vector<double> da = download(*host, *tda), db = download(*host, *tdb);
+  auto t = [](double x) { return static_cast<T>(x); };
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      std::vector<T> row, col;
+      for (int64_t j = 0; j < N; ++j) {
+        row.push_back(t(dc[i * N + j]));
+        col.push_back(t(b[k * N + j]));
+      }
+      INFO("dA[" << i << "][" << k << "]");
+      CHECK(same_bits(da[i * K + k], static_cast<double>(chunked_dot(row, col, true))));
+    }
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) {
+      std::vector<T> row, col;
+      for (int64_t i = 0; i < M; ++i) {
+        row.push_back(t(a[i * K + k]));
+        col.push_back(t(dc[i * N + j]));
+      }
+      INFO("dB[" << k << "][" << j << "]");
+      CHECK(same_bits(db[k * N + j], static_cast<double>(chunked_dot(row, col, true))));
+    }
+}
+
 }  // namespace
+
+TEST_CASE(
+    "matmul_grad's products, through a transposed B and a transposed A, are 256-chunk sums of fused "
+    "multiply-adds, bit for bit",
+    "[cpu_driver][determinism]") {
+  // dA = dC[30,700] * B^T: 200 columns in a dozen panels, each packed from
+  // the transposed B by the tiles of the one before, over k chunks of 256,
+  // 256 and 188; dB = A^T * dC: 200 rows, 700 columns, k = 30.
+  check_matmul_grad_elements<double>(UMLOS_DTYPE_F64, 30, 200, 700);
+  check_matmul_grad_elements<float>(UMLOS_DTYPE_F32, 30, 200, 700);
+}
 
 TEST_CASE("matmul elements are 256-chunk sums of fused multiply-adds in the tensor dtype, bit for bit",
           "[cpu_driver][determinism]") {

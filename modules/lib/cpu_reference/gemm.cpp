@@ -213,6 +213,7 @@ struct NextPanel {
   const T* prefetch = nullptr;
   T* dst = nullptr;
   int64_t ld = 0;
+  int transposed = 0;  // GemmPanelCopy::transposed
 };
 
 // The side job of the tile starting at row p of a block of `tiles` tiles,
@@ -223,8 +224,9 @@ const GemmPanelCopy<T>* side_job(const NextPanel<T>& next, int64_t p, int mr, in
   if (next.src == nullptr) return nullptr;
   const int64_t share = (kc + tiles - 1) / tiles, k0 = (p / mr) * share, n = std::min(share, kc - k0);
   if (n <= 0) return nullptr;
-  *job = {next.src + k0 * next.ld, next.prefetch ? next.prefetch + k0 * next.ld : nullptr, next.dst + k0 * nr, next.ld,
-          n};
+  const int64_t k_step = next.transposed ? 1 : next.ld;
+  *job = {next.src + k0 * k_step, next.prefetch ? next.prefetch + k0 * k_step : nullptr, next.dst + k0 * nr, next.ld, n,
+          next.transposed};
   *given += n;
   return job;
 }
@@ -275,7 +277,7 @@ int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, i
 // panels of [jc, jc+nc): each panel's tiles read it from one of two buffers
 // while packing the next panel into the other (NextPanel). A panel is
 // packed here instead when no tile packed it: the first, one after a
-// partial panel, or a B whose rows are not contiguous.
+// partial panel, or a B with neither rows nor columns contiguous.
 template <class T>
 void short_product_chunk(const GemmKernel<T>& kr, int64_t Mp, int64_t Np, GemmMatrix<const T> B, int64_t r0, int64_t mc,
                          int64_t jc, int64_t nc, int64_t pc, int64_t kc, bool first, const APanels<T>& a, T* buffers,
@@ -287,11 +289,19 @@ void short_product_chunk(const GemmKernel<T>& kr, int64_t Mp, int64_t Np, GemmMa
   for (int64_t q = 0; q < nc && jc + q < Np; q += nr) {
     if (!packed) pack_b(B, Np, pc, kc, jc + q, int64_t(nr), nr, cur);
     NextPanel<T> next;
-    if (B.cs == 1 && q + nr < nc && jc + q + 2 * nr <= Np) {
+    const bool next_whole = q + nr < nc && jc + q + 2 * nr <= Np;
+    if (next_whole && B.cs == 1) {
       next.src = B.p + pc * B.rs + (jc + q + nr);
       next.dst = other;
       next.ld = B.rs;
       if (q + 3 * nr < nc && jc + q + 4 * nr <= Np) next.prefetch = next.src + 2 * nr;
+    } else if (next_whole && B.rs == 1) {
+      // A transposed B: the columns' k runs are consecutive, which the
+      // hardware prefetchers follow; no prefetch of ours.
+      next.src = B.p + pc + (jc + q + nr) * B.cs;
+      next.dst = other;
+      next.ld = B.cs;
+      next.transposed = 1;
     }
     const int64_t copied = macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, a, cur, C, next);
     // Every row or none: a panel the tiles did not fill whole is packed again.

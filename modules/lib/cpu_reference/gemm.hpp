@@ -60,16 +60,20 @@ inline constexpr int kGemmMaxMr = 16;
 
 // A kernel's side job: packing part of the next B panel while its
 // multiply-adds run, so that the copy's cache misses overlap arithmetic
-// instead of stalling between tiles (B is read with a stride of a whole row,
-// which the hardware prefetchers do not follow across pages). The kernel
-// copies `rows` rows of NR elements, dst[k * NR + c] = src[k * ld + c], then
-// prefetches the same rows of `prefetch` (if not null), a later panel.
+// instead of stalling between tiles (B's rows are a whole row apart, which
+// the hardware prefetchers do not follow across pages; a transposed B is
+// a gather). The kernel copies `rows` rows of NR elements: with
+// transposed == 0, dst[k * NR + c] = src[k * ld + c], then prefetches the
+// same rows of `prefetch` (if not null), a later panel; with transposed != 0
+// (a column's k consecutive), dst[k * NR + c] = src[k + c * ld], runs of up
+// to 8 k of one column at a time.
 template <class T>
 struct GemmPanelCopy {
   const T* src;
   const T* prefetch;
   T* dst;
   int64_t ld, rows;
+  int transposed;
 };
 
 template <class T>

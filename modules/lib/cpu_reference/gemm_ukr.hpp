@@ -59,6 +59,22 @@ __attribute__((always_inline)) inline int64_t gemm_ukr_with_copy(int64_t kc, con
   constexpr int kLine = 64 / int(sizeof(typename Ops::T));
   const int64_t n = copy.rows < kc ? copy.rows : kc;
   int64_t k = 0;
+  if (copy.transposed) {
+    // Job j: column j % NR, k from 8 * (j / NR), up to 8 of them; the jobs
+    // left when the tile's k run out are done after its last k.
+    const int64_t jobs = (n + 7) / 8 * NR;
+    auto run = [&](int64_t j) {
+      const int64_t c = j % NR, k0 = j / NR * 8, k1 = k0 + 8 < n ? k0 + 8 : n;
+      for (int64_t kk = k0; kk < k1; ++kk) copy.dst[kk * NR + c] = copy.src[kk + c * copy.ld];
+    };
+    int64_t j = 0;
+    for (; j < jobs && k < kc; ++j, ++k) {
+      run(j);
+      gemm_ukr_step<Ops, MR, NV, Layout, AS>(k, a, lda, b, acc);
+    }
+    for (; j < jobs; ++j) run(j);
+    return k;
+  }
   for (; k < n; ++k) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) Ops::store(copy.dst + k * NR + v * W, Ops::load(copy.src + k * copy.ld + v * W));
