@@ -296,12 +296,14 @@ void short_product_chunk(const GemmKernel<T>& kr, int64_t Mp, int64_t Np, GemmMa
       next.ld = B.rs;
       if (q + 3 * nr < nc && jc + q + 4 * nr <= Np) next.prefetch = next.src + 2 * nr;
     } else if (next_whole && B.rs == 1) {
-      // A transposed B: the columns' k runs are consecutive, which the
-      // hardware prefetchers follow; no prefetch of ours.
+      // A transposed B: each column's k run is consecutive, but the runs
+      // of a panel's columns are read a few lines at a time, too many
+      // streams at once for the hardware prefetchers.
       next.src = B.p + pc + (jc + q + nr) * B.cs;
       next.dst = other;
       next.ld = B.cs;
       next.transposed = 1;
+      if (q + 3 * nr < nc && jc + q + 4 * nr <= Np) next.prefetch = next.src + 2 * nr * B.cs;
     }
     const int64_t copied = macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, a, cur, C, next);
     // Every row or none: a panel the tiles did not fill whole is packed again.

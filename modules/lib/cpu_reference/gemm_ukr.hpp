@@ -65,6 +65,7 @@ __attribute__((always_inline)) inline int64_t gemm_ukr_with_copy(int64_t kc, con
     const int64_t jobs = (n + 7) / 8 * NR;
     auto run = [&](int64_t j) {
       const int64_t c = j % NR, k0 = j / NR * 8, k1 = k0 + 8 < n ? k0 + 8 : n;
+      if (copy.prefetch != nullptr) __builtin_prefetch(copy.prefetch + k0 + c * copy.ld, 0, 3);
       for (int64_t kk = k0; kk < k1; ++kk) copy.dst[kk * NR + c] = copy.src[kk + c * copy.ld];
     };
     int64_t j = 0;
