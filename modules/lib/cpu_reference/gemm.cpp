@@ -216,6 +216,17 @@ struct NextPanel {
   int transposed = 0;  // GemmPanelCopy::transposed
 };
 
+// How many tiles (micro-kernel calls) one column panel of the block of rows
+// [i0, i0+mc) takes, rows past M left out.
+inline int64_t block_tiles(int64_t M, int64_t i0, int64_t mc, int mr) { return (std::min(mc, M - i0) + mr - 1) / mr; }
+
+// Whether the tiles of a block can gather a transposed panel within their k:
+// each tile's share of its kc rows takes NR jobs per 8 rows, one per k.
+inline bool transposed_side_job_fits(int64_t kc, int64_t tiles, int nr) {
+  const int64_t share = (kc + tiles - 1) / tiles;
+  return (share + 7) / 8 * nr <= kc;
+}
+
 // The side job of the tile starting at row p of a block of `tiles` tiles,
 // or null when its share is empty. Counts the rows it gives out in *given.
 template <class T>
@@ -240,7 +251,7 @@ int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, i
                     const NextPanel<T>& next) {
   const int mr = kr.mr, nr = kr.nr;
   T tile[kGemmMaxMr * 64];  // mr * nr <= 12 * 32
-  const int64_t tiles = (std::min(mc, M - i0) + mr - 1) / mr;
+  const int64_t tiles = block_tiles(M, i0, mc, mr);
   int64_t copied = 0;
   for (int64_t q = 0; q < nc; q += nr) {
     const int64_t j = j0 + q, cols = std::min<int64_t>(nr, N - j);
@@ -295,7 +306,7 @@ void short_product_chunk(const GemmKernel<T>& kr, int64_t Mp, int64_t Np, GemmMa
       next.dst = other;
       next.ld = B.rs;
       if (q + 3 * nr < nc && jc + q + 4 * nr <= Np) next.prefetch = next.src + 2 * nr;
-    } else if (next_whole && B.rs == 1) {
+    } else if (next_whole && B.rs == 1 && transposed_side_job_fits(kc, block_tiles(Mp, r0, mc, kr.mr), nr)) {
       // A transposed B: each column's k run is consecutive, but the runs
       // of a panel's columns are read a few lines at a time, too many
       // streams at once for the hardware prefetchers.
