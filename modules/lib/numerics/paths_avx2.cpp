@@ -8,8 +8,11 @@ void adam_step_avx2(size_t n, const double* g, double* m, double* v, double* the
   adam_loop(n, g, m, v, theta, a);
 }
 
-void adam_step_to_avx2(size_t n, const double* g, const double* m_in, const double* v_in, double* m, double* v,
-                       double* theta, const AdamCoefficients& a) {
+// __restrict here as in the loop: once inlined, the loop's own qualifiers
+// were lost, and six arrays are more pairs than GCC versions a loop for.
+void adam_step_to_avx2(size_t n, const double* __restrict g, const double* __restrict m_in,
+                       const double* __restrict v_in, double* __restrict m, double* __restrict v,
+                       double* __restrict theta, const AdamCoefficients& a) {
   adam_loop_to(n, g, m_in, v_in, m, v, theta, a);
 }
 
