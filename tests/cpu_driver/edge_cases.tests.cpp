@@ -95,27 +95,26 @@ void check_matmul_grad_elements(int32_t dtype, int64_t M, int64_t K, int64_t N) 
   auto tdb = empty(*host, dtype, {K, N});
   host->dispatch("matmul_grad", {ta.get(), tb.get(), tdc.get()}, {tda.get(), tdb.get()});
   const std::vector<double> da = download(*host, *tda), db = download(*host, *tdb);
-  auto t = [](double x) { return static_cast<T>(x); };
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k) {
-      std::vector<T> row, col;
-      for (int64_t j = 0; j < N; ++j) {
-        row.push_back(t(dc[i * N + j]));
-        col.push_back(t(b[k * N + j]));
+  // got[r * cols + c] against the chunked dot over i < inner of x(r, i) y(i, c).
+  auto check = [](const char* what, int64_t rows, int64_t cols, int64_t inner, auto x, auto y,
+                  const std::vector<double>& got) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        std::vector<T> row, col;
+        for (int64_t i = 0; i < inner; ++i) {
+          row.push_back(static_cast<T>(x(r, i)));
+          col.push_back(static_cast<T>(y(i, c)));
+        }
+        INFO(what << "[" << r << "][" << c << "]");
+        CHECK(same_bits(got[r * cols + c], static_cast<double>(chunked_dot(row, col, true))));
       }
-      INFO("dA[" << i << "][" << k << "]");
-      CHECK(same_bits(da[i * K + k], static_cast<double>(chunked_dot(row, col, true))));
-    }
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) {
-      std::vector<T> row, col;
-      for (int64_t i = 0; i < M; ++i) {
-        row.push_back(t(a[i * K + k]));
-        col.push_back(t(dc[i * N + j]));
-      }
-      INFO("dB[" << k << "][" << j << "]");
-      CHECK(same_bits(db[k * N + j], static_cast<double>(chunked_dot(row, col, true))));
-    }
+  };
+  check(
+      "dA", M, K, N, [&](int64_t i, int64_t j) { return dc[i * N + j]; },
+      [&](int64_t j, int64_t k) { return b[k * N + j]; }, da);
+  check(
+      "dB", K, N, M, [&](int64_t k, int64_t i) { return a[i * K + k]; },
+      [&](int64_t i, int64_t j) { return dc[i * N + j]; }, db);
 }
 
 }  // namespace
