@@ -12,6 +12,11 @@
 //     widest path's f32 FMA peak, since a ratio to a crippled peer proves
 //     nothing.
 //
+// It also times the Adam step of umlos_numerics (what cpu_driver's `adam`
+// primitive and Update_v1 run) on each instruction-set path the CPU has,
+// against the baseline path: a vector path that is no faster than the
+// baseline has lost its vectorisation (as the read-apart loop once did).
+//
 // Usage: umlos_bench_cpu_driver [M=128] [K=768] [N=3072] [repeats=7] [python=/usr/bin/python3|none]
 //        umlos_bench_cpu_driver peak   (prints the FMA peaks as one JSON line,
 //                                       for the benches written in Python)
@@ -32,6 +37,7 @@
 #include "../common/fma_peak.hpp"
 #include "cbor.hpp"
 #include "host.hpp"
+#include "numerics.hpp"
 
 namespace {
 
@@ -93,6 +99,53 @@ nlohmann::json torch_peer(const std::string& python, int threads, int64_t M, int
   while (p && std::fgets(buf, sizeof buf, p)) out += buf;
   if (!p || ::pclose(p) != 0 || out.empty()) return nullptr;
   return nlohmann::json::parse(out);
+}
+
+// ---------------------------------------------------------------- adam
+
+// Best ns per element of the Adam step over n elements on one path, moments
+// updated in place (`to` false) or read from other arrays (`to` true).
+double adam_ns_per_element(umlos::numerics::Isa isa, bool to, size_t n, int repeats) {
+  std::vector<double> g(n), m_in(n), v_in(n), m(n), v(n), theta(n);
+  for (size_t k = 0; k < n; ++k) {
+    g[k] = 1e-3 * static_cast<double>(k % 97) - 0.05;
+    m_in[k] = 1e-4 * static_cast<double>(k % 13);
+    v_in[k] = 1e-6 * static_cast<double>(k % 7 + 1);
+    theta[k] = 0.5 - 1e-5 * static_cast<double>(k % 31);
+  }
+  m = m_in;
+  v = v_in;
+  const umlos::numerics::AdamCoefficients a{0.9, 0.999, 1e-8, 1e-3, 1e-2, 0.9, 0.999};
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20; ++i) {
+      if (to)
+        umlos::numerics::adam_step_to(isa, n, g.data(), m_in.data(), v_in.data(), m.data(), v.data(), theta.data(), a);
+      else
+        umlos::numerics::adam_step(isa, n, g.data(), m.data(), v.data(), theta.data(), a);
+    }
+    best = std::min(best, seconds_since(t0) / 20);
+  }
+  return 1e9 * best / static_cast<double>(n);
+}
+
+void print_adam_table(int repeats) {
+  namespace nm = umlos::numerics;
+  const size_t n = size_t(1) << 16;
+  std::printf(
+      "\n| Adam step (umlos_numerics), %zu elements, binary64 | path | ns / element | baseline / path |\n"
+      "|---|---|---:|---:|\n",
+      n);
+  for (bool to : {false, true}) {
+    const double base = adam_ns_per_element(nm::Isa::baseline, to, n, repeats);
+    for (nm::Isa isa : {nm::Isa::baseline, nm::Isa::avx2, nm::Isa::avx512}) {
+      if (!nm::isa_supported(isa)) continue;
+      const double ns = isa == nm::Isa::baseline ? base : adam_ns_per_element(isa, to, n, repeats);
+      std::printf("| %s | %s | %.2f | %.2f |\n", to ? "moments read from other arrays" : "moments in place",
+                  nm::isa_name(isa), ns, base / ns);
+    }
+  }
 }
 
 }  // namespace
@@ -168,6 +221,7 @@ int main(int argc, char** argv) {
                       100.0 * g / (peak[p][f32 ? 0 : 1] * t), torch.c_str(), ratio.c_str());
         }
     }
+    print_adam_table(repeats);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cpu_driver: %s\n", e.what());
     return 1;

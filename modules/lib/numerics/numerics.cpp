@@ -94,8 +94,11 @@ void adam_step(Isa isa, size_t n, const double* g, double* m, double* v, double*
   adam_loop(n, g, m, v, theta, a);
 }
 
-void adam_step_to(Isa isa, size_t n, const double* g, const double* m_in, const double* v_in, double* m, double* v,
-                  double* theta, const AdamCoefficients& a) {
+// __restrict as in paths_avx2.cpp and paths_avx512.cpp, so that the
+// baseline loop vectorises for SSE2 too.
+void adam_step_to(Isa isa, size_t n, const double* __restrict g, const double* __restrict m_in,
+                  const double* __restrict v_in, double* __restrict m, double* __restrict v, double* __restrict theta,
+                  const AdamCoefficients& a) {
   if (isa == Isa::avx512 && isa_supported(Isa::avx512)) return adam_step_to_avx512(n, g, m_in, v_in, m, v, theta, a);
   if (isa == Isa::avx2 && isa_supported(Isa::avx2)) return adam_step_to_avx2(n, g, m_in, v_in, m, v, theta, a);
   adam_loop_to(n, g, m_in, v_in, m, v, theta, a);
