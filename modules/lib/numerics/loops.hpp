@@ -24,12 +24,11 @@ inline void adam_element(double g, double m_in, double v_in, double& m, double& 
 
 // No element depends on another, so the compiler vectorises the loops to
 // the file's instruction set; see numerics.hpp for why the bits do not
-// change. The coefficients are copied to a local first, so that no store
-// of the loop can be taken to change them (the paths' files say why their
-// pointers are __restrict as well).
+// change. The loops vectorise only where the pointers are known not to
+// alias: the callers' own parameters are __restrict too (see
+// paths_avx512.cpp).
 [[maybe_unused]] inline void adam_loop(size_t n, const double* __restrict g, double* __restrict m, double* __restrict v,
-                                       double* __restrict theta, const AdamCoefficients& coefficients) {
-  const AdamCoefficients a = coefficients;
+                                       double* __restrict theta, const AdamCoefficients& a) {
   const double d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
   for (size_t k = 0; k < n; ++k) adam_element(g[k], m[k], v[k], m[k], v[k], theta[k], a, d1, d2);
 }
@@ -37,8 +36,7 @@ inline void adam_element(double g, double m_in, double v_in, double& m, double& 
 // adam_loop with the moments read from m_in, v_in and written to m, v.
 [[maybe_unused]] inline void adam_loop_to(size_t n, const double* __restrict g, const double* __restrict m_in,
                                           const double* __restrict v_in, double* __restrict m, double* __restrict v,
-                                          double* __restrict theta, const AdamCoefficients& coefficients) {
-  const AdamCoefficients a = coefficients;
+                                          double* __restrict theta, const AdamCoefficients& a) {
   const double d1 = 1.0 - a.b1_pow, d2 = 1.0 - a.b2_pow;
   for (size_t k = 0; k < n; ++k) adam_element(g[k], m_in[k], v_in[k], m[k], v[k], theta[k], a, d1, d2);
 }
