@@ -40,7 +40,7 @@ extern "C" {
  * numbers). MINOR changes only append; the kernel accepts any module whose
  * major equals its own, whatever its minor (see docs/abi.md: negotiation). */
 #define UMLOS_ABI_MAJOR 1
-#define UMLOS_ABI_MINOR 10
+#define UMLOS_ABI_MINOR 11
 
 /* The UML_OS specification this ABI implements: a manifest's default
  * spec_version, and the spec_version bytes that spec 004 hashes into
@@ -363,6 +363,17 @@ typedef struct umlos_services {
    * their producer. Reading a byte not yet written gives whatever the
    * memory held. */
   umlos_status (*tensor_temp_uninit)(umlos_ctx *ctx, int32_t dtype, const umlos_shape *shape, umlos_tensor **out);
+
+  /* --- 1.11: reading a tensor where it lies. *out is the address of
+   * tensor `t`'s first byte where the active driver keeps it in host memory
+   * (umlos_driver_desc.buffer_host_address), for a module that reads a
+   * large tensor once (a fingerprint hashing it) without copying it out
+   * first. UMLOS_UNAVAILABLE, with no error recorded, where the driver's
+   * memory is not host memory: read it with tensor_read then. Read only;
+   * valid until the tensor is next written (a dispatch, tensor_write, a
+   * collective) or the call returns. Reading through it from other threads
+   * of the module is allowed while the calling thread waits for them. */
+  umlos_status (*tensor_host_view)(umlos_ctx *ctx, const umlos_tensor *t, const void **out);
 } umlos_services;
 
 #define UMLOS_SERVICES_SIZE_V1_0 UMLOS_STRUCT_SIZE(umlos_services, replay_token)
@@ -373,6 +384,7 @@ typedef struct umlos_services {
 #define UMLOS_SERVICES_SIZE_V1_7 UMLOS_STRUCT_SIZE(umlos_services, all_to_all)
 #define UMLOS_SERVICES_SIZE_V1_8 UMLOS_STRUCT_SIZE(umlos_services, digest_output)
 #define UMLOS_SERVICES_SIZE_V1_10 UMLOS_STRUCT_SIZE(umlos_services, tensor_temp_uninit)
+#define UMLOS_SERVICES_SIZE_V1_11 UMLOS_STRUCT_SIZE(umlos_services, tensor_host_view)
 
 /* ------------------------------------------------------------- operators */
 

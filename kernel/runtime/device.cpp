@@ -92,15 +92,19 @@ TensorPtr Device::make_tensor(int32_t dtype, const umlos_shape& shape, bool chec
   t->driver = driver_;
   umlos_buffer* b = nullptr;
   const umlos_driver_desc* d = driver_->desc;
-  auto alloc = zeroed || d->struct_size < UMLOS_DRIVER_DESC_SIZE_V1_10 || !d->buffer_alloc_uninit
-                   ? d->buffer_alloc
-                   : d->buffer_alloc_uninit;
+  auto alloc = zeroed || !allocates_unzeroed() ? d->buffer_alloc : d->buffer_alloc_uninit;
   umlos_status s = alloc(driver_->instance, driver_->ctx, t->bytes ? t->bytes : 1, 128, &b);
   driver_status(*driver_, s, "buffer_alloc(" + std::to_string(t->bytes) + " bytes)");
   t->buffer = b;
   *held_bytes_ += t->bytes;
   t->held_bytes = held_bytes_;
   return t;
+}
+
+bool Device::allocates_unzeroed() const {
+  require_driver(driver_);
+  const umlos_driver_desc* d = driver_->desc;
+  return d->struct_size >= UMLOS_DRIVER_DESC_SIZE_V1_10 && d->buffer_alloc_uninit != nullptr;
 }
 
 // [offset, offset + bytes) must lie inside t: OUT_OF_RANGE naming the access

@@ -47,6 +47,9 @@ class Device {
   // reading it), on a driver that can allocate so (ABI 1.10); zeroed
   // otherwise.
   TensorPtr make_tensor(int32_t dtype, const umlos_shape& shape, bool check_budget = true, bool zeroed = true);
+  // Whether make_tensor(..., zeroed = false) skips the zeroing: the active
+  // driver allocates unspecified bytes (ABI 1.10 buffer_alloc_uninit).
+  bool allocates_unzeroed() const;
   void write(Tensor& t, const void* src, uint64_t bytes, uint64_t offset = 0);
   void read(const Tensor& t, void* dst, uint64_t bytes, uint64_t offset = 0) const;
   // The tensor's bytes where the driver keeps them in host memory (ABI

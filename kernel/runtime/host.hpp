@@ -163,9 +163,10 @@ class Host {
   // arenas when they are on (value_arenas.hpp), else a buffer of its own.
   // `arenas` is borrowed and must outlive its use (nullptr: off).
   void set_value_arenas(ValueArenas* arenas) { value_arenas_ = arenas; }
-  // With `unzeroed` given, an arena slot is handed out as it is and
-  // *unzeroed says so: the caller zeroes it (zero()) before anything reads
-  // it, unless it is first written whole (services->value_create).
+  // With `unzeroed` given, an arena slot, or a fresh buffer of a driver
+  // that allocates unzeroed memory, is handed out as it is and *unzeroed
+  // says so: the caller zeroes it (zero()) before anything reads it,
+  // unless it is first written whole (services->value_create).
   TensorPtr make_value_tensor(const std::string& name, int32_t dtype, const umlos_shape& shape,
                               bool* unzeroed = nullptr);
   // Every byte of t set to 0 (the driver's zero primitive where it has one).

@@ -272,6 +272,18 @@ umlos_status svc_tensor_read(umlos_ctx* ctx, const umlos_tensor* t, uint64_t off
   });
 }
 
+umlos_status svc_tensor_host_view(umlos_ctx* ctx, const umlos_tensor* t, const void** out) {
+  return guarded(ctx, [&]() -> umlos_status {
+    if (out == nullptr) return set_error(ctx, UMLOS_INVALID_ARGUMENT, "tensor_host_view: out is NULL");
+    *out = nullptr;
+    if (umlos_status s = check_known(ctx, t, "tensor_host_view")) return s;  // settles an unzeroed output
+    const uint8_t* p = host_of(ctx).device().host_address(*as_tensor(t));
+    if (p == nullptr) return UMLOS_UNAVAILABLE;  // device memory: tensor_read; not an error
+    *out = p;
+    return UMLOS_OK;
+  });
+}
+
 umlos_status svc_tensor_write(umlos_ctx* ctx, umlos_tensor* t, uint64_t off, const void* src, uint64_t bytes) {
   return guarded(ctx, [&]() -> umlos_status {
     if (umlos_status s = check_writable(ctx, t, "tensor_write", false)) return s;
@@ -669,6 +681,7 @@ const umlos_services kServices = {
     svc_all_to_all,
     svc_digest_output,
     svc_tensor_temp_uninit,
+    svc_tensor_host_view,
 };
 
 }  // namespace

@@ -8,6 +8,11 @@
 //   untouched  create it and nothing else (all must read 0)
 //   read_first read it (Error if any element is not 0), then write it whole
 //   dispatch   accumulate lz.one (ones) into it with the driver (all 1)
+//   view_first take its host view (ABI 1.11) first: Error if a byte seen
+//              through it is not 0
+//   view       write it whole, take its host view (Error if the view's
+//              bytes are not the tensor's), then write it whole with 1.0
+//              where there was a view and 2.0 where the driver gave none
 #include <umlos/sdk.hpp>
 
 namespace sdk = umlos::sdk;
@@ -30,6 +35,18 @@ void write_value(sdk::Context& c) {
     umlos_tensor* one = c.temp(UMLOS_DTYPE_F64, {64});
     c.write(one, std::vector<double>(64, 1.0));
     c.dispatch("accumulate", {one}, {v});
+  } else if (mode == "view_first") {
+    const auto* p = static_cast<const double*>(c.host_view(v));
+    for (int i = 0; p != nullptr && i < 64; ++i)
+      if (p[i] != 0.0) throw sdk::Error(UMLOS_INTERNAL, "the host view of a new value showed ", p[i]);
+  } else if (mode == "view") {
+    std::vector<double> values(64);
+    for (int i = 0; i < 64; ++i) values[i] = 0.5 * i - 3.0;
+    c.write(v, values);
+    const auto* p = static_cast<const double*>(c.host_view(v));
+    if (p != nullptr && std::vector<double>(p, p + 64) != c.read<double>(v))
+      throw sdk::Error(UMLOS_INTERNAL, "the host view does not show the tensor's values");
+    c.write(v, std::vector<double>(64, p != nullptr ? 1.0 : 2.0));
   } else if (mode != "untouched") {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "value_writer.mode '", mode, "'");
   }

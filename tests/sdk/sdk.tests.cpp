@@ -595,6 +595,12 @@ TEST_CASE("Services an older kernel lacks are reported as UNIMPLEMENTED, not cal
     return UMLOS_INTERNAL;  // beyond the table's size: must not be called
   };
   CHECK(c.read<double>(c.temp_uninit(UMLOS_DTYPE_F64, {2})) == std::vector<double>(2, 0.0));
+  // A host view (1.11) from a 1.10 kernel is none: the caller reads a copy.
+  k.table.struct_size = UMLOS_SERVICES_SIZE_V1_10;
+  k.table.tensor_host_view = [](umlos_ctx*, const umlos_tensor*, const void**) -> umlos_status {
+    return UMLOS_INTERNAL;  // beyond the table's size: must not be called
+  };
+  CHECK(c.host_view(t) == nullptr);
 }
 
 TEST_CASE("SDK invariants and strategies are wrapped like operators", "[sdk]") {

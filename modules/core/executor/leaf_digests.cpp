@@ -9,25 +9,36 @@ namespace umlos::modelir {
 
 namespace {
 
-// One leaf: elements [first, first + count) of tensor `tensor`.
+// One leaf: elements [first, first + count) of tensor `tensor`, whose raw
+// bytes are at `src`: in the driver's memory where the kernel gives a host
+// view of it (ABI 1.11), else in the batch's copy.
 struct Leaf {
   size_t tensor;
   uint64_t first, count;
-  size_t raw_offset;  // where its raw bytes start in the batch buffer
+  const uint8_t* src;
 };
 
-// Leaves read at once: 64 x 128 KiB of binary64 at most in flight.
+// Leaves taken at once: 64 x 128 KiB of binary64 at most in flight.
 constexpr size_t kBatchLeaves = 64;
 
-// Hashes leaves [begin, end) of the batch: convert, then SHA-256.
+// Values converted at a time: 16 KiB of binary64, which stays in the L1
+// cache between the conversion and the hash.
+constexpr uint64_t kPieceElements = 2048;
+
+// Hashes leaves [begin, end) of the batch, a piece at a time: convert to
+// big-endian binary64, then feed SHA-256.
 void hash_range(const std::vector<Leaf>& leaves, size_t begin, size_t end, const std::vector<int32_t>& dtypes,
-                const std::vector<uint8_t>& raw, std::vector<Digest>& out) {
-  std::vector<uint8_t> be(8 * kLeafElements);
+                std::vector<Digest>& out) {
+  std::vector<uint8_t> be(8 * kPieceElements);
   for (size_t i = begin; i < end; ++i) {
     const Leaf& l = leaves[i];
-    sdk::to_binary64_be(dtypes[l.tensor], raw.data() + l.raw_offset, l.count, be.data());
+    const uint64_t es = sdk::dtype_size(dtypes[l.tensor]);
     Sha256Stream h;
-    h.update(be.data(), 8 * l.count);
+    for (uint64_t at = 0; at < l.count; at += kPieceElements) {
+      const uint64_t n = std::min(kPieceElements, l.count - at);
+      sdk::to_binary64_be(dtypes[l.tensor], l.src + at * es, n, be.data());
+      h.update(be.data(), 8 * n);
+    }
     out[i] = h.finish();
   }
 }
@@ -54,8 +65,8 @@ std::vector<size_t> share_cuts(const std::vector<Leaf>& leaves, size_t t) {
 // Hashes a batch with `threads` threads, each a contiguous share of the
 // leaves; the calling thread takes the first share. Each digest depends on
 // its leaf alone, so the split changes no value.
-void hash_batch(const std::vector<Leaf>& leaves, const std::vector<int32_t>& dtypes, const std::vector<uint8_t>& raw,
-                unsigned threads, std::vector<Digest>& out) {
+void hash_batch(const std::vector<Leaf>& leaves, const std::vector<int32_t>& dtypes, unsigned threads,
+                std::vector<Digest>& out) {
   const size_t n = leaves.size();
   const size_t t = std::max<size_t>(1, std::min<size_t>(threads, n));
   const std::vector<size_t> cuts = share_cuts(leaves, t);
@@ -63,7 +74,7 @@ void hash_batch(const std::vector<Leaf>& leaves, const std::vector<int32_t>& dty
   std::vector<std::exception_ptr> errors(t);
   auto share = [&](size_t k) {
     try {
-      hash_range(leaves, cuts[k], cuts[k + 1], dtypes, raw, out);
+      hash_range(leaves, cuts[k], cuts[k + 1], dtypes, out);
     } catch (...) {
       errors[k] = std::current_exception();
     }
@@ -81,6 +92,7 @@ void hash_batch(const std::vector<Leaf>& leaves, const std::vector<int32_t>& dty
 std::vector<std::vector<Digest>> binary64_leaf_digests(
     const sdk::Context& c, const std::vector<std::pair<std::string, umlos_tensor*>>& tensors, unsigned threads) {
   std::vector<int32_t> dtypes;
+  std::vector<const uint8_t*> host;  // each tensor's host view, or nullptr
   std::vector<Leaf> all;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const int32_t dt = c.dtype(tensors[i].second);
@@ -89,27 +101,33 @@ std::vector<std::vector<Digest>> binary64_leaf_digests(
                        tensors[i].first, "'");
     }
     dtypes.push_back(dt);
+    host.push_back(static_cast<const uint8_t*>(c.host_view(tensors[i].second)));
     const sdk::Shape shape = c.shape(tensors[i].second);
     const uint64_t n = sdk::element_count(shape);
-    for (uint64_t at = 0; at < n; at += kLeafElements) all.push_back({i, at, std::min(kLeafElements, n - at), 0});
+    for (uint64_t at = 0; at < n; at += kLeafElements) all.push_back({i, at, std::min(kLeafElements, n - at), nullptr});
   }
   std::vector<std::vector<Digest>> digests(tensors.size());
   std::vector<uint8_t> raw;
   for (size_t b = 0; b < all.size(); b += kBatchLeaves) {
     std::vector<Leaf> batch(all.begin() + static_cast<std::ptrdiff_t>(b),
                             all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), b + kBatchLeaves)));
-    size_t bytes = 0;
-    for (Leaf& l : batch) {
-      l.raw_offset = bytes;
-      bytes += l.count * sdk::dtype_size(dtypes[l.tensor]);
-    }
+    size_t bytes = 0;  // of the leaves without a host view
+    for (const Leaf& l : batch)
+      if (host[l.tensor] == nullptr) bytes += l.count * sdk::dtype_size(dtypes[l.tensor]);
     raw.resize(bytes);
-    for (const Leaf& l : batch) {
+    size_t at = 0;
+    for (Leaf& l : batch) {
       const uint64_t es = sdk::dtype_size(dtypes[l.tensor]);
-      c.read_bytes(tensors[l.tensor].second, l.first * es, raw.data() + l.raw_offset, l.count * es);
+      if (host[l.tensor] != nullptr) {
+        l.src = host[l.tensor] + l.first * es;
+        continue;
+      }
+      l.src = raw.data() + at;
+      c.read_bytes(tensors[l.tensor].second, l.first * es, raw.data() + at, l.count * es);
+      at += l.count * es;
     }
     std::vector<Digest> out(batch.size());
-    hash_batch(batch, dtypes, raw, threads, out);
+    hash_batch(batch, dtypes, threads, out);
     for (size_t i = 0; i < batch.size(); ++i) digests[batch[i].tensor].push_back(out[i]);
   }
   return digests;

@@ -22,8 +22,10 @@ inline constexpr uint64_t kLeafElements = uint64_t(1) << 14;
 
 // For each tensor (f64, f32 or i64: anything else is INVALID_ARGUMENT
 // naming it), the digests of its leaves in element order; an empty tensor
-// has none. Tensors are read on the calling thread only (the kernel's
-// services are not shared between threads), a batch of leaves at a time.
+// has none. Where the kernel gives a host view of a tensor (ABI 1.11) its
+// bytes are hashed where they lie; otherwise they are copied out on the
+// calling thread only (the kernel's services are not shared between
+// threads), a batch of leaves at a time.
 std::vector<std::vector<Digest>> binary64_leaf_digests(
     const sdk::Context& c, const std::vector<std::pair<std::string, umlos_tensor*>>& tensors, unsigned threads);
 

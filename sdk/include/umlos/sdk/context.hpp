@@ -83,6 +83,20 @@ class Context {
     return t;
   }
 
+  // ABI 1.11: the address of t's bytes where the driver keeps them in host
+  // memory, for reading in place (never writing) until t is next written
+  // or the call returns; nullptr where they are not host memory or the
+  // kernel is older (then read_bytes()).
+  const void* host_view(const umlos_tensor* t) const {
+    if (!svc_ || svc_->struct_size < UMLOS_STRUCT_SIZE(umlos_services, tensor_host_view) || !svc_->tensor_host_view)
+      return nullptr;
+    const void* p = nullptr;
+    const umlos_status s = svc_->tensor_host_view(ctx_, t, &p);
+    if (s == UMLOS_UNAVAILABLE) return nullptr;
+    check(s, "tensor_host_view");
+    return p;
+  }
+
   // ---- tensor facts
 
   int32_t dtype(const umlos_tensor* t) const {
