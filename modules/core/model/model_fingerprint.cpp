@@ -80,8 +80,9 @@ class Preimage {
 };
 
 // The element count, then every value of t as big-endian binary64 (f64;
-// f32 widened exactly, i64 converted, as read_f64 does), read once
-// straight into the preimage and converted in place.
+// f32 widened exactly, i64 converted, as read_f64 does), converted from
+// where the driver keeps it (ABI 1.11 host view) straight into the
+// preimage, or else read once into the preimage and converted in place.
 // `f64_only`: anything but an f64 tensor is refused, as read<double> does.
 void hash_tensor_f64(const sdk::Context& c, Preimage& h, const umlos_tensor* t, bool f64_only) {
   const int32_t dtype = c.dtype(t);
@@ -92,7 +93,9 @@ void hash_tensor_f64(const sdk::Context& c, Preimage& h, const umlos_tensor* t, 
   const size_t n = static_cast<size_t>(c.elements(t));
   h.u64(n);
   uint8_t* out = h.extend(n * 8);
-  if (dtype == UMLOS_DTYPE_F32) {
+  if (const void* values = c.host_view(t)) {
+    sdk::to_binary64_be(dtype, values, n, out);
+  } else if (dtype == UMLOS_DTYPE_F32) {
     thread_local std::vector<uint8_t> narrow;
     narrow.resize(n * 4);
     c.read_bytes(t, 0, narrow.data(), narrow.size());
@@ -190,13 +193,31 @@ void hash_optimiser(sdk::Context& c, Preimage& h, const std::vector<std::string>
 
 // 3. latent buffer: Merkle root over 256-entry chunks of the most recent
 //    min(N_latent, 8192) entries, oldest first; an entry = (index, z row).
+
+// t's values where the driver keeps them (ABI 1.11 host view), or a copy
+// in `copy`; a tensor of another dtype than T is refused as read<T> does.
+template <class T>
+const T* values_of(const sdk::Context& c, const umlos_tensor* t, std::vector<T>& copy) {
+  if (c.dtype(t) == sdk::dtype_of_v<T>) {
+    if (const void* p = c.host_view(t)) return static_cast<const T*>(p);
+  }
+  copy = c.read<T>(t);
+  return copy.data();
+}
+
 void hash_latent(sdk::Context& c, Preimage& h) {
   const umlos_tensor* ring = c.input("latent.z");
   const sdk::Shape rs = c.shape(ring);
-  const int64_t cap = rs[0], p = rs[1];
+  const int64_t cap = rs.empty() ? 0 : rs[0], p = rs.size() < 2 ? 0 : rs[1];
   const int64_t count = c.read<int64_t>(c.input("latent.count")).at(0);
-  const std::vector<double> z = c.read<double>(ring);
-  const std::vector<int64_t> idx = c.read<int64_t>(c.input("latent.index"));
+  std::vector<double> z_copy;
+  std::vector<int64_t> idx_copy;
+  const double* z = values_of(c, ring, z_copy);
+  const umlos_tensor* index = c.input("latent.index");
+  if (rs.size() != 2 || c.shape(index) != sdk::Shape{cap})
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "StateFingerprint_v1: latent.z is ", sdk::shape_string(rs),
+                     " and latent.index ", sdk::shape_string(c.shape(index)), ", expected [C, p] and [C]");
+  const int64_t* idx = values_of(c, index, idx_copy);
   const int64_t n = std::min({count, cap, int64_t{8192}});
   std::vector<std::array<uint8_t, 32>> leaves;
   // An entry is 8 bytes of index then p values, all big-endian in the
