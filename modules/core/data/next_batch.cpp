@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <umlos/sdk.hpp>
 #include <umlos/sha256.hpp>
@@ -196,9 +197,20 @@ void next_batch(sdk::Context& c) {
   std::vector<double> by(static_cast<size_t>(B));
   std::vector<int64_t> bl(static_cast<size_t>(B));
   std::vector<double> row(static_cast<size_t>(D));
+  // The split's rows where the driver keeps them (ABI 1.11 host view),
+  // else one read of each row: never the whole split copied out per batch.
+  const auto* x_host = static_cast<const uint8_t*>(c.host_view(x));
+  const auto* y_host = static_cast<const uint8_t*>(c.host_view(y));
+  auto read = [&](const umlos_tensor* t, const uint8_t* host, uint64_t offset, void* dst, uint64_t bytes) {
+    if (host != nullptr) {
+      std::memcpy(dst, host + offset, bytes);
+    } else {
+      c.read_bytes(t, offset, dst, bytes);
+    }
+  };
   for (int64_t b = 0; b < B; ++b) {
     const int64_t i = index[b];
-    c.read_bytes(x, static_cast<uint64_t>(i * D) * 8, row.data(), static_cast<uint64_t>(D) * 8);
+    read(x, x_host, static_cast<uint64_t>(i * D) * 8, row.data(), static_cast<uint64_t>(D) * 8);
     for (int64_t j = 0; j < D; ++j) {
       double v = (row[j] - offset[j]) * scale[j];
       v = v < 0.0 ? 0.0 : (v > 1.0 ? 1.0 : v);
@@ -206,13 +218,13 @@ void next_batch(sdk::Context& c) {
     }
     if (task == Task::Multiclass) {
       int64_t l = 0;
-      c.read_bytes(y, static_cast<uint64_t>(i) * 8, &l, 8);
+      read(y, y_host, static_cast<uint64_t>(i) * 8, &l, 8);
       if (l < 0 || (C > 0 && l >= C))
         throw sdk::Error(UMLOS_OUT_OF_RANGE, "data.train.y[", i, "] = ", l, ": expected a class in [0, ", C, ")");
       bl[b] = l;
     } else {
       double v = 0;
-      c.read_bytes(y, static_cast<uint64_t>(i) * 8, &v, 8);
+      read(y, y_host, static_cast<uint64_t>(i) * 8, &v, 8);
       by[b] = task == Task::Regression ? (v - mean) / sd : v;
     }
   }
