@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "error.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
 #include "test_support.hpp"
@@ -91,4 +92,13 @@ TEST_CASE(
   Writer tpl("umlos_template_driver", "template_driver");
   CHECK(tpl.call("view") == std::vector<double>(64, 2.0));
   CHECK(tpl.call("view_first") == std::vector<double>(64, 0.0));
+  // A handle that is no tensor of the call: refused, naming the service,
+  // and no address handed out (the operator checks that itself).
+  try {
+    cpu.call("view_bogus");
+    FAIL("the host view of a bogus handle was given");
+  } catch (const umlos::Failure& f) {
+    CHECK(f.code() == UMLOS_INVALID_ARGUMENT);
+    CHECK_THAT(f.what(), Catch::Contains("tensor_host_view: tensor handle is NULL or not valid in this call"));
+  }
 }

@@ -13,6 +13,8 @@
 //   view       write it whole, take its host view (Error if the view's
 //              bytes are not the tensor's), then write it whole with 1.0
 //              where there was a view and 2.0 where the driver gave none
+//   view_bogus ask for the host view of a handle that is no tensor: the
+//              kernel's refusal (INVALID_ARGUMENT) is the call's failure
 #include <umlos/sdk.hpp>
 
 namespace sdk = umlos::sdk;
@@ -47,6 +49,11 @@ void write_value(sdk::Context& c) {
     if (p != nullptr && std::vector<double>(p, p + 64) != c.read<double>(v))
       throw sdk::Error(UMLOS_INTERNAL, "the host view does not show the tensor's values");
     c.write(v, std::vector<double>(64, p != nullptr ? 1.0 : 2.0));
+  } else if (mode == "view_bogus") {
+    const void* p = &mode;  // must come back NULL
+    const umlos_status st = c.services()->tensor_host_view(c.raw(), reinterpret_cast<const umlos_tensor*>(&mode), &p);
+    if (p != nullptr) throw sdk::Error(UMLOS_INTERNAL, "a refused host view left an address");
+    throw sdk::Error(st, "the host view of a bogus handle was refused");
   } else if (mode != "untouched") {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "value_writer.mode '", mode, "'");
   }
