@@ -19,6 +19,7 @@
 #include "run_support.hpp"
 #include "test_support.hpp"
 #include "value_arenas.hpp"
+#include "value_writer_support.hpp"
 
 using namespace umlos_test;
 namespace fs = std::filesystem;
@@ -231,19 +232,9 @@ TEST_CASE("A value created in an arena slot that held other bytes reads as zeros
   REQUIRE(op != nullptr);
   int64_t t = 0;
   auto call = [&](const std::string& mode) {
-    const umlos::Manifest m = umlos::parse_manifest(
-        "umlos_manifest: 1\nname: zeros\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
-        "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  value_writer: {mode: " +
-            mode + "}\n",
-        "zeros.yaml", "/tmp", true);
-    host.set_operator_config(m.config);
-    host.set_iteration(++t);
-    host.call_operator(op);
+    call_value_writer(host, op, mode, ++t);
     arenas.safepoint();
-    const std::vector<uint8_t> b = host.to_host(*host.values().at("lz.v")).data;
-    std::vector<double> v(b.size() / 8);
-    std::memcpy(v.data(), b.data(), b.size());
-    return v;
+    return value_writer_output(host);
   };
   auto dirty = [&] {  // both slots of lz.v written whole, with non-zero values
     for (int k = 0; k < 3; ++k) {

@@ -6,15 +6,14 @@
 // (ABI 1.11 tensor_host_view), the bytes where they lie or nothing.
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "error.hpp"
 #include "host.hpp"
-#include "manifest.hpp"
 #include "test_support.hpp"
+#include "value_writer_support.hpp"
 
 using namespace umlos_test;
 
@@ -37,18 +36,8 @@ struct Writer {
 
   // Calls the operator in `mode`; lz.v's values afterwards.
   std::vector<double> call(const std::string& mode) {
-    const umlos::Manifest m = umlos::parse_manifest(
-        "umlos_manifest: 1\nname: zeros\nmodules:\n  - {path: x.so, sha256: unpinned}\n"
-        "driver: {name: cpu_driver}\noperators: {}\nconfig:\n  value_writer: {mode: " +
-            mode + "}\n",
-        "zeros.yaml", "/tmp", true);
-    host.set_operator_config(m.config);
-    host.set_iteration(++t);
-    host.call_operator(op);
-    const std::vector<uint8_t> b = host.to_host(*host.values().at("lz.v")).data;
-    std::vector<double> v(b.size() / 8);
-    std::memcpy(v.data(), b.data(), b.size());
-    return v;
+    call_value_writer(host, op, mode, ++t);
+    return value_writer_output(host);
   }
 
   // Buffers of lz.v written whole with non-zero values, then freed as the
