@@ -191,9 +191,6 @@ void hash_optimiser(sdk::Context& c, Preimage& h, const std::vector<std::string>
   h.i64(st ? c.read<int64_t>(st).at(0) : 0);
 }
 
-// 3. latent buffer: Merkle root over 256-entry chunks of the most recent
-//    min(N_latent, 8192) entries, oldest first; an entry = (index, z row).
-
 // t's values where the driver keeps them (ABI 1.11 host view), or a copy
 // in `copy`; a tensor of another dtype than T is refused as read<T> does.
 template <class T>
@@ -205,6 +202,8 @@ const T* values_of(const sdk::Context& c, const umlos_tensor* t, std::vector<T>&
   return copy.data();
 }
 
+// 3. latent buffer: Merkle root over 256-entry chunks of the most recent
+//    min(N_latent, 8192) entries, oldest first; an entry = (index, z row).
 void hash_latent(sdk::Context& c, Preimage& h) {
   const umlos_tensor* ring = c.input("latent.z");
   const sdk::Shape rs = c.shape(ring);
