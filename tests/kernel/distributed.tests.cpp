@@ -6,8 +6,10 @@
 // result; ranks with different manifests and malformed worlds are refused.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,6 +110,21 @@ void wait_gone(pid_t pid) {
     if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+// Waits until no process holds run folder `dir`'s lock (as a resume takes
+// it), up to 60 s; whether it came free. A killed rank's leader thread can
+// show as a zombie while its other threads still hold the open files, and
+// with them the lock, for a moment longer (seen under the sanitizers).
+bool wait_unlocked(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool free = false;
+  while (!(free = ::flock(fd, LOCK_EX | LOCK_NB) == 0) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::close(fd);  // releases the lock taken, if any
+  return free;
 }
 
 // CPUs this process may run on.
@@ -294,10 +311,12 @@ TEST_CASE("A job whose ranks were all killed resumes, on the same or another wor
     while (iter_count(dir + "/trace.jsonl") < 45 && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const std::map<int, pid_t> ranks = ranks_of(launcher);
+    REQUIRE(ranks.size() == 2);
     ::kill(launcher, SIGKILL);
     for (const auto& [r, pid] : ranks) ::kill(pid, SIGKILL);
     ::waitpid(launcher, nullptr, 0);
     for (const auto& [r, pid] : ranks) wait_gone(pid);
+    REQUIRE(wait_unlocked(dir));
     REQUIRE(iter_count(dir + "/trace.jsonl") >= 40);
     const CommandResult resumed =
         run_umlos_env("UML_OS_ROOT='" + root + "'", std::string("run -q --nproc ") + again + " --resume '" + dir + "'");
