@@ -180,26 +180,15 @@ Rows last_axis_rows(const Call& c, const Operand& x) {
   return r;
 }
 
-// Row max and canonical sum of exp(x - max): the stable log-sum-exp.
-template <class T>
-void row_max_sumexp(const T* x, int64_t n, double& max_out, double& sum_out) {
-  double m = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(x[j]));
-  if (std::isinf(m)) m = m > 0 ? m : 0.0;  // all -inf row: exp(x - 0) = 0 everywhere
-  CanonicalSum s;
-  for (int64_t j = 0; j < n; ++j) s.add(std::exp(static_cast<double>(x[j]) - m));
-  max_out = m;
-  sum_out = s.result();
-}
-
-// The same, keeping exp(x[j] - max) in e[j] for the caller: the
-// probabilities are e[j] / sum, the same values as computing each exp again
-// (libm's exp is a function), at half the calls.
+// Row max and canonical sum of exp(x - max), the stable log-sum-exp,
+// keeping exp(x[j] - max) in e[j] for the caller: the probabilities are
+// e[j] / sum, the same values as computing each exp again (libm's exp is a
+// function), at half the calls.
 template <class T>
 void row_max_exps(const T* x, int64_t n, double* e, double& max_out, double& sum_out) {
   double m = -INFINITY;
   for (int64_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(x[j]));
-  if (std::isinf(m)) m = m > 0 ? m : 0.0;
+  if (std::isinf(m)) m = m > 0 ? m : 0.0;  // all -inf row: exp(x - 0) = 0 everywhere
   CanonicalSum s;
   for (int64_t j = 0; j < n; ++j) {
     e[j] = std::exp(static_cast<double>(x[j]) - m);
@@ -296,9 +285,10 @@ void cross_entropy_forward(Call& c) {
   const T* px = logits.as<T>();
   std::vector<double> row_loss(n);
   c.pool->parallel_for(n, row_grain(k), [&](int64_t s, int64_t e) {
+    std::vector<double> ex(k);
     for (int64_t i = s; i < e; ++i) {
       double m, z;
-      row_max_sumexp(px + i * k, k, m, z);
+      row_max_exps(px + i * k, k, ex.data(), m, z);
       row_loss[i] = (m + std::log(z)) - static_cast<double>(px[i * k + index_at(labels, i)]);
     }
   });
