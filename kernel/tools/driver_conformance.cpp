@@ -28,26 +28,6 @@ namespace {
 // empty rows, and sums over several 256-element chunks.
 const std::vector<std::pair<int64_t, int64_t>> kSizes = {{3, 4}, {1, 1}, {0, 4}, {300, 130}};
 
-// The utilities have no reference in the catalogue; their cases here.
-std::vector<Case> utility_cases(int64_t R, int64_t D) {
-  std::vector<Case> cs;
-  auto add = [&](const char* p, std::vector<InputSpec> in, std::vector<umlos_attr> attrs) {
-    Case c;
-    c.label = p;
-    c.primitive = p;
-    c.inputs = std::move(in);
-    c.outputs = {{{R, D}}};
-    c.attrs = std::move(attrs);
-    c.has_grad = false;
-    cs.push_back(std::move(c));
-  };
-  add("copy", {{{R, D}}}, {});
-  add("accumulate", {{{R, D}}}, {});
-  add("fill", {}, {float_attr("value", 0.3125)});
-  add("zero", {}, {});
-  return cs;
-}
-
 std::vector<Case> cases_of(const std::string& primitive, int64_t R, int64_t D) {
   std::vector<Case> all = utility_primitives().count(primitive) ? utility_cases(R, D) : all_cases(R, D);
   std::vector<Case> mine;

@@ -94,6 +94,13 @@ Values round_to_f32(const Case& c, Values v);
 
 // The driver utilities outside the catalogue's cases (no gradient).
 const std::set<std::string>& utility_primitives();
+// Their cases (copy, accumulate, fill, zero) at `rows` x `cols`.
+std::vector<Case> utility_cases(int64_t rows, int64_t cols);
+// What output 0 of a case holds before its forward call: finite values for
+// a primitive that reads its output (accumulate), else nothing, and the
+// output starts as all-ones bytes (NaN), which a primitive that writes its
+// outputs whole (every other) must overwrite.
+std::vector<double> output_start(const Case& c);
 
 // Primitives whose definition calls a transcendental function (exp, log,
 // tanh, erf, sin, cos), directly or through a softmax: another libm may

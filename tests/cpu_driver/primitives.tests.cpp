@@ -222,3 +222,33 @@ TEST_CASE("a long sum follows the canonical 256-chunk binary64 order exactly", "
   for (double v : x) naive += v;
   CHECK(naive != total);
 }
+
+TEST_CASE("The catalogue's accumulate case adds its input to finite start values, in both dtypes",
+          "[cpu_driver][conformance]") {
+  // A driver's accumulate is compared with cpu_driver's on this case; from
+  // NaN bytes both would give NaN, whose sign and payload IEEE 754 leaves
+  // to the hardware, and the sum itself would go unchecked.
+  auto host = make_host(1);
+  for (const Case& c : utility_cases(kSmallRows, kSmallCols)) {
+    if (c.primitive != "accumulate") continue;
+    REQUIRE(c.outputs.size() == 1);
+    const std::vector<double> start = output_start(c);
+    REQUIRE(start.size() == static_cast<size_t>(kSmallRows * kSmallCols));
+    Values in = round_to_f32(c, make_inputs(c, 7));
+    for (int32_t dtype : {UMLOS_DTYPE_F64, UMLOS_DTYPE_F32}) {
+      Values got = run_forward(*host, c, dtype, in);
+      REQUIRE(got.size() == 1);
+      REQUIRE(got[0].size() == start.size());
+      for (size_t i = 0; i < start.size(); ++i) {
+        INFO("element " << i << " dtype " << dtype);
+        REQUIRE(std::isfinite(got[0][i]));
+        const double want = dtype == UMLOS_DTYPE_F32 ? static_cast<double>(static_cast<float>(start[i]) +
+                                                                           static_cast<float>(in[0][i]))
+                                                     : start[i] + in[0][i];
+        CHECK(got[0][i] == want);
+      }
+    }
+    return;
+  }
+  FAIL("the catalogue has no accumulate case");
+}
