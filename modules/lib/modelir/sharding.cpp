@@ -34,6 +34,17 @@ uint64_t row_bytes_of(const sdk::Shape& s, int32_t dtype) {
   return n;
 }
 
+// sums[col] += rows[r][col] for r = 0, 1, ...: each column a left fold down
+// the rows in binary64, the columns side by side (vectorised across
+// columns, never within one).
+template <class T>
+void add_rows(const T* rows, int64_t n, int64_t N, double* sums) {
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = rows + r * N;
+    for (int64_t col = 0; col < N; ++col) sums[col] += static_cast<double>(row[col]);
+  }
+}
+
 }  // namespace
 
 Sharder::Sharder(sdk::Context& c, const Graph& g, int64_t batch, std::set<std::string> sharded_inputs)
@@ -249,7 +260,7 @@ std::vector<int64_t> Sharder::my_chunks() const {
 // dtype: each element one FMA chain over the chunk's rows, as matmul_grad's
 // chunk partial in one process. For dbias the chunk's column sums in
 // binary64: the canonical sum's chunk sums, a left fold from +0.0 down the
-// rows, read a few rows at a time.
+// rows (column_sums).
 void Sharder::take_chunk_partials(Deferred& d, const umlos_tensor* dy) {
   const sdk::Shape ys = c_.shape(dy);
   const int32_t ydt = c_.dtype(dy);
@@ -270,21 +281,33 @@ void Sharder::take_chunk_partials(Deferred& d, const umlos_tensor* dy) {
       d.partials.push_back(partial);
       continue;
     }
-    std::vector<double> sums(static_cast<size_t>(N), 0.0);
-    constexpr int64_t kRows = 16;
-    std::vector<double> rows(static_cast<size_t>(kRows * N));
-    for (int64_t r0 = 0; r0 < n; r0 += kRows) {
-      const int64_t m = std::min(kRows, n - r0);
-      c_.read_f64(c_.view(y, static_cast<uint64_t>(at + r0) * yrow, ydt, {m, N}), rows.data(),
-                  static_cast<size_t>(m * N));
-      // Row by row: each column's sum is still a left fold down the rows.
-      for (int64_t r = 0; r < m; ++r) {
-        const double* row = rows.data() + static_cast<size_t>(r * N);
-        for (int64_t col = 0; col < N; ++col) sums[static_cast<size_t>(col)] += row[col];
-      }
-    }
-    d.sums.push_back(std::move(sums));
+    d.sums.push_back(column_sums(dy, at, n, N));
   }
+}
+
+std::vector<double> Sharder::column_sums(const umlos_tensor* dy, int64_t at, int64_t n, int64_t N) {
+  std::vector<double> sums(static_cast<size_t>(N), 0.0);
+  const int32_t ydt = c_.dtype(dy);
+  const uint64_t yrow = row_bytes_of(c_.shape(dy), ydt);
+  const bool row_is_N = yrow == static_cast<uint64_t>(N) * sdk::dtype_size(ydt);
+  // Where the driver keeps dy in host memory, read it there.
+  if (const void* p = row_is_N && (ydt == UMLOS_DTYPE_F32 || ydt == UMLOS_DTYPE_F64) ? c_.host_view(dy) : nullptr) {
+    if (ydt == UMLOS_DTYPE_F32)
+      add_rows(static_cast<const float*>(p) + at * N, n, N, sums.data());
+    else
+      add_rows(static_cast<const double*>(p) + at * N, n, N, sums.data());
+    return sums;
+  }
+  umlos_tensor* y = const_cast<umlos_tensor*>(dy);
+  constexpr int64_t kRows = 16;
+  std::vector<double> rows(static_cast<size_t>(kRows * N));
+  for (int64_t r0 = 0; r0 < n; r0 += kRows) {
+    const int64_t m = std::min(kRows, n - r0);
+    c_.read_f64(c_.view(y, static_cast<uint64_t>(at + r0) * yrow, ydt, {m, N}), rows.data(),
+                static_cast<size_t>(m * N));
+    add_rows(rows.data(), m, N, sums.data());
+  }
+  return sums;
 }
 
 void Sharder::finish_chunks() {

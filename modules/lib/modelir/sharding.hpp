@@ -165,6 +165,9 @@ class Sharder {
   size_t find_same_dy(const umlos_tensor* dy) const;
   // The chunk partials of entry `d` from this rank's rows of `dy`.
   void take_chunk_partials(Deferred& d, const umlos_tensor* dy);
+  // The binary64 column sums of dy's rows [at, at + n), N values a row:
+  // the canonical sum's chunk sums of dbias for one chunk.
+  std::vector<double> column_sums(const umlos_tensor* dy, int64_t at, int64_t n, int64_t N);
   // This rank's chunks (c = rank, rank + W, ...) and where each one's rows
   // start among the local rows.
   std::vector<int64_t> my_chunks() const;
