@@ -60,8 +60,10 @@ TEST_CASE("The adam primitive computes Update_v1's host Adam step bit for bit, a
   const umlos::numerics::AdamCoefficients k{0.9, 0.999, 1e-8, 3e-3, 0.01, 0.9 * 0.9 * 0.9, 0.999 * 0.999 * 0.999};
   for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
     for (double scale : {1.0, 0.37}) {
-      // Past the primitive's 2048-element blocks, with a ragged last one.
-      const size_t n = 5000;
+      // Past the primitive's 2048-element blocks, with a ragged last one, and
+      // enough of them (49) that 2 and 3 threads each take a range of at
+      // least the pool's grain (16 blocks).
+      const size_t n = 2048 * 48 + 1234;
       const Inputs in = make(dtype, n, 11 + static_cast<uint64_t>(dtype));
       // The host loop of Update_v1.
       std::vector<double> g = in.g, m = in.m, v = in.v, theta = in.theta;
@@ -148,8 +150,10 @@ TEST_CASE(
     "concatenation, bit for bit, at every thread count",
     "[cpu_driver][optimizer]") {
   // Tensors that end inside a chunk, on a chunk's edge, hold no value, fill
-  // less than a chunk, and span many chunks over the pool's ranges.
-  const std::vector<size_t> sizes = {300, 0, 1, 211, 256 * 70 + 13, 5, 256 * 3, 40000, 7};
+  // less than a chunk, and span many chunks over the pool's ranges (the
+  // last but one: 24 passes of 64 chunks, three ranges of the pool's grain
+  // of 8 passes at 3 threads).
+  const std::vector<size_t> sizes = {300, 0, 1, 211, 256 * 70 + 13, 5, 256 * 3, 40000, 256 * 64 * 24 + 77, 7};
   for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
     for (double scale : {1.0, 0.37}) {
       std::vector<std::vector<double>> xs;

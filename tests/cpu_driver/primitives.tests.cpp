@@ -242,9 +242,9 @@ TEST_CASE("The catalogue's accumulate case adds its input to finite start values
       for (size_t i = 0; i < start.size(); ++i) {
         INFO("element " << i << " dtype " << dtype);
         REQUIRE(std::isfinite(got[0][i]));
-        const double want = dtype == UMLOS_DTYPE_F32 ? static_cast<double>(static_cast<float>(start[i]) +
-                                                                           static_cast<float>(in[0][i]))
-                                                     : start[i] + in[0][i];
+        const double want = dtype == UMLOS_DTYPE_F32
+                                ? static_cast<double>(static_cast<float>(start[i]) + static_cast<float>(in[0][i]))
+                                : start[i] + in[0][i];
         CHECK(got[0][i] == want);
       }
     }

@@ -15,9 +15,15 @@ namespace cpu_driver {
 
 namespace {
 
-// Elements per range of the pool and per pass through the local buffers
-// (the binary64 arrays of this length stay in the L1 and L2 caches).
+// Elements per pass through the local buffers (the binary64 arrays of this
+// length stay in the L1 and L2 caches).
 constexpr int64_t kAdamBlock = 2048;
+// Blocks per range of the pool at least: 32K elements, about 50 us of
+// work, more than waking a pool thread costs. With one block a range, a
+// [64, 128] weight (four blocks) was split in two, 13 us of work against
+// a wake of about 28 us: the digits step ran slower at two threads than at
+// one. (The split never changes a result: every element is independent.)
+constexpr int64_t kAdamGrainBlocks = 16;
 
 // Whether n binary64 values at a and at b share any byte.
 bool overlaps(const double* a, size_t n, const double* b) { return a < b + n && b < a + n; }
@@ -47,7 +53,7 @@ void adam(Call& c) {
   double* v_out = c.out[2].as<double>();
   const umlos::numerics::Isa isa = umlos::numerics::isa_best();
   const int64_t n = c.in[0].numel, blocks = (n + kAdamBlock - 1) / kAdamBlock;
-  c.pool->parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+  c.pool->parallel_for(blocks, kAdamGrainBlocks, [&](int64_t b0, int64_t b1) {
     std::vector<double> gb(kAdamBlock), tb(kAdamBlock);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t at = b * kAdamBlock, len = std::min(kAdamBlock, n - at);
@@ -97,9 +103,12 @@ void adam_entry(Call& c) {
   });
 }
 
-// Canonical-sum chunks per range of the pool and per pass of the sum of
-// squares: their binary64 values stay in the L1 and L2 caches.
+// Canonical-sum chunks per pass of the sum of squares: their binary64
+// values stay in the L1 and L2 caches.
 constexpr int64_t kSquaresChunks = 64;
+// Passes per range of the pool at least: 128K elements, tens of
+// microseconds of work, more than waking a pool thread costs.
+constexpr int64_t kSquaresGrainPasses = 8;
 
 // The canonical sum in progress, as the F64[3] operand carries it (total,
 // open chunk, values in the open chunk). Refuses a state that no sequence
@@ -145,14 +154,15 @@ void sum_squares(Call& c) {
   umlos::numerics::canonical_add_squares(s, widened(0, head, buf), static_cast<size_t>(head));
   const int64_t chunks = (n - head) / UMLOS_SUM_CHUNK;
   std::vector<double> sums(static_cast<size_t>(chunks));
-  c.pool->parallel_for((chunks + kSquaresChunks - 1) / kSquaresChunks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<double> local;
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t c0 = b * kSquaresChunks, cn = std::min(kSquaresChunks, chunks - c0);
-      umlos::numerics::chunk_sums_of_squares(widened(head + c0 * UMLOS_SUM_CHUNK, cn * UMLOS_SUM_CHUNK, local),
-                                             static_cast<size_t>(cn), sums.data() + c0);
-    }
-  });
+  c.pool->parallel_for(
+      (chunks + kSquaresChunks - 1) / kSquaresChunks, kSquaresGrainPasses, [&](int64_t b0, int64_t b1) {
+        std::vector<double> local;
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t c0 = b * kSquaresChunks, cn = std::min(kSquaresChunks, chunks - c0);
+          umlos::numerics::chunk_sums_of_squares(widened(head + c0 * UMLOS_SUM_CHUNK, cn * UMLOS_SUM_CHUNK, local),
+                                                 static_cast<size_t>(cn), sums.data() + c0);
+        }
+      });
   for (double partial : sums) s.total += partial;
   const int64_t rest = head + chunks * UMLOS_SUM_CHUNK;
   umlos::numerics::canonical_add_squares(s, widened(rest, n - rest, buf), static_cast<size_t>(n - rest));
