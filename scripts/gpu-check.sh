@@ -75,5 +75,8 @@ grep -E "NCCL one-rank|SKIPPED|passed|failed" "$out/nccl_jobs.txt"
 grep -E "FAIL|implemented|missing|conformance:" "$out/conformance.txt"
 cat "$out/manifest.txt"
 tail -n 30 "$out/bench.txt"
+# The device tool brings back at most 8 files: the peer's figures travel in
+# the reply's output instead.
+for f in "$out/torch_f32.txt" "$out/torch_f32_deterministic.txt"; do [ -f "$f" ] && tail -n 6 "$f"; done
 tail -n 12 "$out/distributed_w2.txt" "$out/distributed_w4.txt"
 cat "$out/summary.txt"
