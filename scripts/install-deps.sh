@@ -15,6 +15,7 @@ set -euo pipefail
 #                                                  libboost-dev libboost-program-options-dev
 #                                                  libboost-filesystem-dev
 #   manifests, hashing, JSON, compression          libyaml-cpp-dev libssl-dev nlohmann-json3-dev zlib1g-dev
+#   the umlos executable's allocator               libjemalloc-dev
 #   data-set readers                               libprotobuf-dev protobuf-compiler
 #   multi-rank collectives (cpu_driver)            libgloo-dev
 #   tests                                          catch2 python3
@@ -36,6 +37,7 @@ packages=(
   catch2
   nlohmann-json3-dev
   zlib1g-dev
+  libjemalloc-dev
   libprotobuf-dev
   protobuf-compiler
   libgloo-dev

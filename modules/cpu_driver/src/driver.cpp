@@ -338,6 +338,8 @@ static umlos_status driver_dispatch(void* instance, umlos_ctx* ctx, const char* 
     c.simd = inst->simd;
     c.isa = inst->isa;
     if ((n_inputs && !inputs) || (n_outputs && !outputs)) fail(UMLOS_INVALID_ARGUMENT, name + ": NULL operand array");
+    c.in.reserve(n_inputs);
+    c.out.reserve(n_outputs);
     for (uint32_t i = 0; i < n_inputs; ++i)
       c.in.push_back(to_operand(
           name, [&] { return c.in_name(i); }, inputs[i]));

@@ -42,7 +42,7 @@ Call start_call(const char* primitive, const umlos_attr* attrs, uint32_t n_attrs
     fail(UMLOS_PRIMITIVE_UNSUPPORTED, "no primitive '" + name + "' (docs/primitives.md lists them)");
   Call c;
   c.info = &it->second;
-  c.primitive = name;
+  c.primitive = std::move(name);
   c.attrs = attrs;
   c.n_attrs = attrs ? n_attrs : 0;
   return c;
