@@ -108,16 +108,27 @@ bool ValueArenas::layout_unchanged() const {
   return placed == placements_.size();
 }
 
+bool ValueArenas::arena_unchanged(uint32_t arena, const std::map<std::string, Wanted>& layout,
+                                  const std::vector<SlotEntry>& entries, const std::vector<uint64_t>& offsets,
+                                  uint64_t footprint) const {
+  if (!arena_[arena] || footprint != footprint_[arena]) return false;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Wanted& w = layout.at(entries[i].name);
+    if (w.arena != arena) continue;
+    auto old = placements_.find(entries[i].name);
+    if (old == placements_.end() || !(old->second.wanted == w) ||
+        old->second.slots[entries[i].slot].offset != offsets[i])
+      return false;
+  }
+  return true;
+}
+
 void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
   plan::IntervalSet set;
   set.name = "run state";
   set.source = "run state";
   for (const char* a : kArenaNames) set.arenas.push_back({a, kArenaAlignment, 0, true});
-  struct Entry {
-    std::string name;
-    uint32_t slot;
-  };
-  std::vector<Entry> entries;
+  std::vector<SlotEntry> entries;
   for (const auto& [name, w] : layout) {
     for (uint32_t k = 0; k < w.n_slots; ++k) {
       plan::TensorSpec t;
@@ -134,7 +145,7 @@ void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return set.tensors[a].id < set.tensors[b].id; });
   {
     std::vector<plan::TensorSpec> tensors;
-    std::vector<Entry> sorted_entries;
+    std::vector<SlotEntry> sorted_entries;
     for (size_t i : order) {
       tensors.push_back(set.tensors[i]);
       sorted_entries.push_back(entries[i]);
@@ -161,10 +172,17 @@ void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
   report.work_units = result.work_units;
   report.metrics = plan::compute_metrics(in.request, result);
 
-  // Allocate both arenas before touching any value (a failed allocation
-  // leaves the old arenas in force).
+  // Allocate the arenas that change before touching any value (a failed
+  // allocation leaves the old arenas in force); an arena whose every slot
+  // keeps its place stays as it is, with its values where they lie.
   TensorPtr fresh[2];
+  bool keep[2] = {false, false};
   for (int a = 0; a < 2; ++a) {
+    keep[a] = arena_unchanged(static_cast<uint32_t>(a), layout, entries, report.offsets, report.arena_footprint[a]);
+    if (keep[a]) {
+      fresh[a] = arena_[a];
+      continue;
+    }
     if (report.arena_footprint[a] == 0) continue;
     umlos_shape s{};
     s.rank = 1;
@@ -182,6 +200,9 @@ void ValueArenas::replan(const std::map<std::string, Wanted>& layout) {
     p.wanted = w;
     p.slots.resize(w.n_slots);
     p.slots[entries[i].slot].offset = report.offsets[i];
+    // A kept arena's slot still holds what it held.
+    if (keep[w.arena])
+      p.slots[entries[i].slot].occupant = placements_.at(entries[i].name).slots[entries[i].slot].occupant;
   }
   placements_ = std::move(placements);
   arena_[0] = fresh[0];

@@ -22,9 +22,10 @@
 // Safepoints. The plan changes only at iteration boundaries (the procedure
 // calls safepoint() before each iteration's first operator). There the
 // kernel replans when the layout (names, arena, slot count, slot size)
-// changed, allocates the new arenas, and moves every value into its slot
-// with the driver's `copy` (bytes identical, so traces, fingerprints and
-// checkpoints do not depend on placement). Between safepoints value_create
+// changed, allocates the arenas whose layout changed (an arena whose every
+// slot keeps its size and offset stays, values and all), and moves every
+// value not in its slot into it with the driver's `copy` (bytes identical,
+// so traces, fingerprints and checkpoints do not depend on placement). Between safepoints value_create
 // takes the name's free slot (zeroed with the driver's `zero`, as a fresh
 // buffer is) or, when the name has none or the value outgrew it, a buffer
 // of its own that the next safepoint moves in.
@@ -94,6 +95,12 @@ class ValueArenas {
     std::vector<Slot> slots;  // wanted.n_slots, offsets from the plan
   };
 
+  // One slot of the plan's requests: value `name`'s slot `slot`.
+  struct SlotEntry {
+    std::string name;
+    uint32_t slot;
+  };
+
   std::map<std::string, Wanted> wanted_layout() const;
   // The slot value `name` (holding `t`, not empty) wants now; `placed` is
   // its current placement (null: none).
@@ -108,6 +115,14 @@ class ValueArenas {
   // the pairing of pair_values().
   bool layout_unchanged() const;
   void replan(const std::map<std::string, Wanted>& layout);
+  // Whether the new plan leaves `arena` as the one in force: the same
+  // footprint, and every slot it places there (entries[i] at offsets[i])
+  // held by the same value, of the same size, at the same offset. A history
+  // that outgrows its slot then replans its own arena alone: the other
+  // keeps its bytes and its values stay where they lie.
+  bool arena_unchanged(uint32_t arena, const std::map<std::string, Wanted>& layout,
+                       const std::vector<SlotEntry>& entries, const std::vector<uint64_t>& offsets,
+                       uint64_t footprint) const;
   // Index of the slot holding `t`, or -1.
   static int slot_of(const Placement& p, const Tensor* t);
   TensorPtr view_in_slot(Placement& p, int slot, int32_t dtype, const umlos_shape& shape);
