@@ -34,3 +34,12 @@ if(UMLOS_MALLOC STREQUAL "jemalloc")
     endif()
   endif()
 endif()
+
+# Links `target` (an executable) to the allocator chosen above, if any.
+function(umlos_link_malloc target)
+  if(UMLOS_MALLOC_LIBRARY)
+    # Before libc in the link, so its malloc serves the process and the
+    # modules it loads.
+    target_link_libraries(${target} PRIVATE ${UMLOS_MALLOC_LIBRARY})
+  endif()
+endfunction()

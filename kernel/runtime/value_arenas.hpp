@@ -25,10 +25,11 @@
 // changed, allocates the arenas whose layout changed (an arena whose every
 // slot keeps its size and offset stays, values and all), and moves every
 // value not in its slot into it with the driver's `copy` (bytes identical,
-// so traces, fingerprints and checkpoints do not depend on placement). Between safepoints value_create
-// takes the name's free slot (zeroed with the driver's `zero`, as a fresh
-// buffer is) or, when the name has none or the value outgrew it, a buffer
-// of its own that the next safepoint moves in.
+// so traces, fingerprints and checkpoints do not depend on placement).
+// Between safepoints value_create takes the name's free slot (zeroed with
+// the driver's `zero`, as a fresh buffer is) or, when the name has none or
+// the value outgrew it, a buffer of its own that the next safepoint moves
+// in.
 //
 // Safety does not depend on the plan being right: a slot is handed out only
 // when no tensor still references the bytes it last held (weak_ptr), so a
