@@ -607,6 +607,35 @@ TEST_CASE(
   CHECK_THAT(msg, Catch::Contains("model.fingerprint_threads"));
 }
 
+// W holds 82,000 values: five full leaves and a short one, so four equal
+// leaves go through the SHA-256 lanes together wherever the CPU has them.
+const char* kWiderLinear = R"(dtype: f32
+tensors:
+  - {id: x, role: input, shape: [4, 410]}
+  - {id: W, role: parameter, shape: [410, 200]}
+  - {id: b, role: parameter, shape: [200]}
+nodes:
+  - {node_id: 0, instr: matmul, inputs: [x, W], output: {id: h, shape: [4, 200]}}
+  - {node_id: 1, instr: bias_add, inputs: [h, b], output: {id: y, shape: [4, 200]}}
+  - {node_id: 2, instr: sum, inputs: [y], output: {id: loss, shape: []}}
+outputs: [y, loss]
+loss: loss
+)";
+
+TEST_CASE("execution_fp over leaves hashed four at a time is the documented hash, for 1, 2 and 3 hashing threads",
+          "[executor][determinism][fingerprint]") {
+  for (int threads : {1, 2, 3}) {
+    INFO(threads << " fingerprint thread(s)");
+    Graph g("backward", kWiderLinear, "    fingerprint_threads: " + std::to_string(threads) + "\n", threads);
+    g.run();
+    CHECK(g.hex("model.exec.execution_fp") == expected_execution_fp(g, "backward",
+                                                                    {{"out.y", "model.out.y"},
+                                                                     {"out.loss", "model.out.loss"},
+                                                                     {"grad.W", "model.grad.W"},
+                                                                     {"grad.b", "model.grad.b"}}));
+  }
+}
+
 TEST_CASE("execution_fp is identical over repeated runs and across driver thread counts, and changes with the inputs",
           "[executor][determinism][fingerprint]") {
   const std::string ir = example("transformer_block.yaml");

@@ -3,8 +3,10 @@
 // each critical tensor's values, as binary64 big-endian bytes, cut into
 // pieces of kLeafElements elements, each piece hashed with SHA-256 on its
 // own. The leaves are independent, so they are hashed by `threads` threads
-// at once; the digests depend only on the values (never on the thread
-// count or on which thread hashed which leaf).
+// at once, and on each thread four equal leaves at a time where the CPU has
+// the SHA extensions (modules/lib/hashing); the digests depend only on the
+// values (never on the thread count, the path or which thread hashed which
+// leaf).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,155 @@
+// sha256_x4.cpp — see sha256_x4.hpp. The compression function is FIPS
+// 180-4's, written with the SHA extensions' instructions (SHA256RNDS2 does
+// two rounds, SHA256MSG1/MSG2 the message schedule), the four messages'
+// rounds interleaved so that their dependency chains overlap.
+#include "sha256_x4.hpp"
+
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+namespace umlos::hashing {
+
+namespace {
+
+constexpr uint32_t kInitial[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+#if defined(__x86_64__)
+
+alignas(16) constexpr uint32_t kRound[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+#define UMLOS_SHA_TARGET __attribute__((target("sha,sse4.1")))
+
+// The state H0..H7 in the two registers SHA256RNDS2 works on: ABEF and CDGH.
+UMLOS_SHA_TARGET inline void load_state(const uint32_t* h, __m128i& abef, __m128i& cdgh) {
+  const __m128i dcba = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)), 0xB1);
+  const __m128i efgh = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4)), 0x1B);
+  abef = _mm_alignr_epi8(dcba, efgh, 8);
+  cdgh = _mm_blend_epi16(efgh, dcba, 0xF0);
+}
+
+UMLOS_SHA_TARGET inline void store_state(__m128i abef, __m128i cdgh, uint32_t* h) {
+  const __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_blend_epi16(feba, dchg, 0xF0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), _mm_alignr_epi8(dchg, feba, 8));
+}
+
+// `blocks` blocks of each of the four messages into the four states. The
+// schedule keeps W in groups of four words: group g < 4 is the block's
+// words g*4..g*4+3 (big-endian), later groups
+//   W_g = MSG2(MSG1(W_{g-4}, W_{g-3}) + (W_{g-2}:W_{g-1} shifted by a word), W_{g-1}).
+UMLOS_SHA_TARGET void compress4(uint32_t (&state)[4][8], const uint8_t* const (&msg)[4], size_t blocks) {
+  const __m128i byteswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i abef[4], cdgh[4];
+  for (int i = 0; i < 4; ++i) load_state(state[i], abef[i], cdgh[i]);
+  for (size_t b = 0; b < blocks; ++b) {
+    __m128i w[4][4], abef0[4], cdgh0[4];
+    for (int i = 0; i < 4; ++i) {
+      abef0[i] = abef[i];
+      cdgh0[i] = cdgh[i];
+    }
+#pragma GCC unroll 16
+    for (int g = 0; g < 16; ++g) {
+      const __m128i k = _mm_load_si128(reinterpret_cast<const __m128i*>(kRound + 4 * g));
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        __m128i m;
+        if (g < 4) {
+          m = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(msg[i] + 64 * b + 16 * g)), byteswap);
+        } else {
+          const __m128i shifted = _mm_alignr_epi8(w[i][(g + 3) & 3], w[i][(g + 2) & 3], 4);
+          m = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(w[i][g & 3], w[i][(g + 1) & 3]), shifted),
+                                   w[i][(g + 3) & 3]);
+        }
+        w[i][g & 3] = m;
+        const __m128i wk = _mm_add_epi32(m, k);
+        cdgh[i] = _mm_sha256rnds2_epu32(cdgh[i], abef[i], wk);
+        abef[i] = _mm_sha256rnds2_epu32(abef[i], cdgh[i], _mm_shuffle_epi32(wk, 0x0E));
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      abef[i] = _mm_add_epi32(abef[i], abef0[i]);
+      cdgh[i] = _mm_add_epi32(cdgh[i], cdgh0[i]);
+    }
+  }
+  for (int i = 0; i < 4; ++i) store_state(abef[i], cdgh[i], state[i]);
+}
+
+bool cpu_has_sha() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || (c & bit_SSE4_1) == 0 || (c & bit_SSSE3) == 0) return false;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & (1u << 29)) != 0;  // CPUID.(EAX=7,ECX=0):EBX.SHA
+}
+
+#else
+
+void compress4(uint32_t (&)[4][8], const uint8_t* const (&)[4], size_t) {}
+bool cpu_has_sha() { return false; }
+
+#endif
+
+// Four messages of 3 blocks each, all different, through the lanes and
+// through OpenSSL.
+bool known_answers_agree() {
+  uint8_t text[4][192];
+  for (int i = 0; i < 4; ++i)
+    for (int k = 0; k < 192; ++k) text[i][k] = static_cast<uint8_t>(31 * k + 97 * i + (k >> 3));
+  Sha256x4 lanes;
+  const uint8_t* const first[4] = {text[0], text[1], text[2], text[3]};
+  const uint8_t* const rest[4] = {text[0] + 64, text[1] + 64, text[2] + 64, text[3] + 64};
+  lanes.update(first, 1);
+  lanes.update(rest, 2);
+  Digest got[4];
+  lanes.finish(got);
+  for (int i = 0; i < 4; ++i)
+    if (got[i] != sdk::sha256(text[i], sizeof text[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+bool Sha256x4::available() {
+  // The check runs the lanes themselves, so it must see the CPU's answer
+  // first: without the extensions they are never run.
+  static const bool ok = cpu_has_sha() && known_answers_agree();
+  return ok;
+}
+
+Sha256x4::Sha256x4() {
+  for (auto& s : state_) std::memcpy(s, kInitial, sizeof kInitial);
+}
+
+void Sha256x4::update(const uint8_t* const (&msg)[4], size_t blocks) {
+  if (blocks == 0) return;
+  compress4(state_, msg, blocks);
+  blocks_ += blocks;
+}
+
+void Sha256x4::finish(Digest (&out)[4]) {
+  // FIPS 180-4 5.1.1: 0x80, zeros, the length in bits as 64 bits
+  // big-endian; the messages are whole blocks, so that is one block.
+  uint8_t pad[64] = {0x80};
+  const uint64_t bits = blocks_ * 512;
+  for (int k = 0; k < 8; ++k) pad[63 - k] = static_cast<uint8_t>(bits >> (8 * k));
+  const uint8_t* const same[4] = {pad, pad, pad, pad};
+  compress4(state_, same, 1);
+  for (int i = 0; i < 4; ++i)
+    for (int k = 0; k < 8; ++k)
+      for (int j = 0; j < 4; ++j) out[i][4 * k + j] = static_cast<uint8_t>(state_[i][k] >> (24 - 8 * j));
+}
+
+}  // namespace umlos::hashing
