@@ -66,8 +66,8 @@ TEST_CASE("Four different messages through the SHA-256 lanes give OpenSSL's dige
           "[hashing][sha256]") {
   if (!Sha256x4::available()) UMLOS_SKIP("this CPU has no SHA extensions: the lanes never run here");
   std::mt19937_64 rng(20261128);
-  for (size_t blocks : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(17), size_t(63), size_t(64),
-                        size_t(65), size_t(2048), size_t(2049)}) {
+  for (size_t blocks : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(17), size_t(63), size_t(64), size_t(65),
+                        size_t(2048), size_t(2049)}) {
     std::vector<std::vector<uint8_t>> msg(4, std::vector<uint8_t>(64 * blocks));
     for (auto& m : msg)
       for (auto& byte : m) byte = static_cast<uint8_t>(rng());

@@ -2,7 +2,10 @@
 #include "leaf_digests.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <exception>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "sha256_x4.hpp"
@@ -75,63 +78,141 @@ void hash_four(const std::vector<Leaf>& leaves, size_t i, const std::vector<int3
   for (size_t k = 0; k < 4; ++k) out[i + k] = d[k];
 }
 
-// Hashes leaves [begin, end) of the batch: four at a time where the CPU
-// allows (sha256_x4.hpp), the rest one at a time.
-void hash_range(const std::vector<Leaf>& leaves, size_t begin, size_t end, const std::vector<int32_t>& dtypes,
-                std::vector<Digest>& out) {
-  std::vector<uint8_t> be(4 * 8 * kPieceElements);
+// The batch cut into units of work: four alike leaves hashed together
+// where the CPU has the SHA-256 lanes, else one leaf. A unit's cost counts
+// a value hashed in the lanes as half of one hashed alone (their rate is
+// about twice OpenSSL's).
+struct Unit {
+  size_t first, leaves;
+  uint64_t cost;
+};
+
+std::vector<Unit> units_of(const std::vector<Leaf>& leaves) {
   const bool lanes = Sha256x4::available();
-  for (size_t i = begin; i < end;) {
-    if (lanes && four_alike(leaves, i, end)) {
-      hash_four(leaves, i, dtypes, be, out);
+  std::vector<Unit> units;
+  for (size_t i = 0; i < leaves.size();) {
+    if (lanes && four_alike(leaves, i, leaves.size())) {
+      units.push_back({i, 4, 2 * leaves[i].count});
       i += 4;
-      continue;
+    } else {
+      units.push_back({i, 1, leaves[i].count});
+      ++i;
     }
-    out[i] = hash_leaf(leaves[i], dtypes[leaves[i].tensor], be);
-    ++i;
+  }
+  return units;
+}
+
+// Hashes units [begin, end).
+void hash_units(const std::vector<Unit>& units, size_t begin, size_t end, const std::vector<Leaf>& leaves,
+                const std::vector<int32_t>& dtypes, std::vector<Digest>& out) {
+  std::vector<uint8_t> be(4 * 8 * kPieceElements);
+  for (size_t u = begin; u < end; ++u) {
+    const Unit& unit = units[u];
+    if (unit.leaves == 4) {
+      hash_four(leaves, unit.first, dtypes, be, out);
+    } else {
+      out[unit.first] = hash_leaf(leaves[unit.first], dtypes[leaves[unit.first].tensor], be);
+    }
   }
 }
 
-// Where each of `t` contiguous shares of the leaves starts (cuts[t] = the
-// number of leaves), so that the shares hold about equal numbers of values:
-// a gradient's last leaf and a bias hold far fewer than 2^14, so equal
-// numbers of leaves would leave one thread hashing most of the bytes.
-std::vector<size_t> share_cuts(const std::vector<Leaf>& leaves, size_t t) {
+// Where each of `t` contiguous shares of the units starts (cuts[t] = the
+// number of units), so that the shares cost about the same: a gradient's
+// last leaf and a bias hold far fewer than 2^14 values, and four leaves in
+// the lanes cost about two alone, so equal numbers of leaves would leave
+// one thread hashing most of the bytes.
+std::vector<size_t> share_cuts(const std::vector<Unit>& units, size_t t) {
   uint64_t total = 0;
-  for (const Leaf& l : leaves) total += l.count;
-  std::vector<size_t> cuts(t + 1, leaves.size());
+  for (const Unit& u : units) total += u.cost;
+  std::vector<size_t> cuts(t + 1, units.size());
   cuts[0] = 0;
-  uint64_t before = 0;  // values in leaves [0, i)
+  uint64_t before = 0;  // the cost of units [0, i)
   size_t i = 0;
   for (size_t k = 1; k < t; ++k) {
     const uint64_t target = total / t * k;
-    while (i < leaves.size() && before + leaves[i].count / 2 < target) before += leaves[i++].count;
+    while (i < units.size() && before + units[i].cost / 2 < target) before += units[i++].cost;
     cuts[k] = i;
   }
   return cuts;
 }
 
-// Hashes a batch with `threads` threads, each a contiguous share of the
-// leaves; the calling thread takes the first share. Each digest depends on
-// its leaf alone, so the split changes no value.
+// Threads that hash shares of a batch for the calling thread, started once
+// and kept for the process (the executor's module is never unloaded):
+// starting a thread per batch took ~50 us, a quarter of a small MLP's whole
+// fingerprint. One batch at a time; the object is never destroyed, so that
+// no exit-time destructor meets a thread waiting on it.
+class Helpers {
+ public:
+  static Helpers& get() {
+    static Helpers* h = new Helpers;
+    return *h;
+  }
+  // Runs job(k) for k in [1, n) on helper threads and job(0) on the caller;
+  // returns when all are done. Each job catches its own exceptions.
+  void run(size_t n, const std::function<void(size_t)>& job) {
+    std::lock_guard<std::mutex> one_batch(batch_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (threads_.size() + 1 < n) {
+      const size_t index = threads_.size() + 1;
+      threads_.emplace_back([this, index] { loop(index); });
+      threads_.back().detach();
+    }
+    job_ = &job;
+    jobs_ = n;
+    pending_ = n - 1;
+    ++generation_;
+    lock.unlock();
+    posted_.notify_all();
+    job(0);
+    lock.lock();
+    done_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop(size_t index) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      posted_.wait(lock, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (index >= jobs_) continue;  // this batch needs fewer threads
+      const std::function<void(size_t)>* job = job_;
+      lock.unlock();
+      (*job)(index);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+  std::mutex batch_, mutex_;
+  std::condition_variable posted_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void(size_t)>* job_ = nullptr;
+  size_t jobs_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+};
+
+// Hashes a batch with `threads` threads, each a contiguous share of its
+// units; the calling thread takes the first share. Each digest depends on
+// its leaf alone, so neither the split nor the units change a value.
 void hash_batch(const std::vector<Leaf>& leaves, const std::vector<int32_t>& dtypes, unsigned threads,
                 std::vector<Digest>& out) {
-  const size_t n = leaves.size();
-  const size_t t = std::max<size_t>(1, std::min<size_t>(threads, n));
-  const std::vector<size_t> cuts = share_cuts(leaves, t);
-  std::vector<std::thread> helpers;
+  const std::vector<Unit> units = units_of(leaves);
+  const size_t t = std::max<size_t>(1, std::min<size_t>(threads, units.size()));
+  const std::vector<size_t> cuts = share_cuts(units, t);
   std::vector<std::exception_ptr> errors(t);
   auto share = [&](size_t k) {
     try {
-      hash_range(leaves, cuts[k], cuts[k + 1], dtypes, out);
+      hash_units(units, cuts[k], cuts[k + 1], leaves, dtypes, out);
     } catch (...) {
       errors[k] = std::current_exception();
     }
   };
-  for (size_t k = 1; k < t; ++k)
-    if (cuts[k] < cuts[k + 1]) helpers.emplace_back(share, k);
-  share(0);
-  for (std::thread& h : helpers) h.join();
+  if (t == 1) {
+    share(0);
+  } else {
+    Helpers::get().run(t, share);
+  }
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
 }
