@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include "error.hpp"
 #include "host.hpp"
+#include "isolated.hpp"
 #include "manifest.hpp"
 #include "test_support.hpp"
 
@@ -634,6 +635,23 @@ TEST_CASE("execution_fp over leaves hashed four at a time is the documented hash
                                                                      {"grad.W", "model.grad.W"},
                                                                      {"grad.b", "model.grad.b"}}));
   }
+}
+
+TEST_CASE("A child of fork() hashes execution_fp on helper threads of its own, not on its parent's",
+          "[executor][fingerprint]") {
+  // One driver thread (a forked child has none of the driver pool's
+  // workers either), two hashing threads: the parent's run starts the
+  // executor's helper thread, which the child does not inherit.
+  Graph g("backward", kWiderLinear, "    fingerprint_threads: 2\n");
+  g.run();
+  const std::string fp = g.hex("model.exec.execution_fp");
+  const umlos::IsolatedResult r = umlos::run_isolated(30, [&] {
+    g.run();
+    return nlohmann::json{{"fp", g.hex("model.exec.execution_fp")}};
+  });
+  REQUIRE_FALSE(r.timed_out);
+  REQUIRE(r.finished);
+  CHECK(r.value.at("fp").get<std::string>() == fp);
 }
 
 TEST_CASE("execution_fp is identical over repeated runs and across driver thread counts, and changes with the inputs",

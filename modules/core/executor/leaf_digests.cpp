@@ -1,7 +1,10 @@
 // leaf_digests.cpp — see leaf_digests.hpp.
 #include "leaf_digests.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -140,11 +143,18 @@ std::vector<size_t> share_cuts(const std::vector<Unit>& units, size_t t) {
 // and kept for the process (the executor's module is never unloaded):
 // starting a thread per batch took ~50 us, a quarter of a small MLP's whole
 // fingerprint. One batch at a time; the object is never destroyed, so that
-// no exit-time destructor meets a thread waiting on it.
+// no exit-time destructor meets a thread waiting on it. A child of fork()
+// has none of its parent's threads: it starts a set of its own (the
+// parent's object, its locks perhaps held at the fork, is left alone).
 class Helpers {
  public:
   static Helpers& get() {
-    static Helpers* h = new Helpers;
+    static std::atomic<Helpers*> current{nullptr};
+    Helpers* h = current.load(std::memory_order_acquire);
+    if (h != nullptr && h->owner_ == ::getpid()) return *h;
+    auto* fresh = new Helpers;
+    if (current.compare_exchange_strong(h, fresh, std::memory_order_acq_rel)) return *fresh;
+    delete fresh;  // another thread of this process installed one first (it has no threads yet)
     return *h;
   }
   // Runs job(k) for k in [1, n) on helper threads and job(0) on the caller;
@@ -184,6 +194,7 @@ class Helpers {
       if (--pending_ == 0) done_.notify_all();
     }
   }
+  const pid_t owner_ = ::getpid();
   std::mutex batch_, mutex_;
   std::condition_variable posted_, done_;
   std::vector<std::thread> threads_;
