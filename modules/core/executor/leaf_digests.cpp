@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "sha256_x4.hpp"
@@ -158,22 +159,30 @@ class Helpers {
     return *h;
   }
   // Runs job(k) for k in [1, n) on helper threads and job(0) on the caller;
-  // returns when all are done. Each job catches its own exceptions.
+  // returns when all are done. Each job catches its own exceptions. Where
+  // the system refuses another thread, the caller runs the jobs that have
+  // none after its own.
   void run(size_t n, const std::function<void(size_t)>& job) {
     std::lock_guard<std::mutex> one_batch(batch_);
     std::unique_lock<std::mutex> lock(mutex_);
-    while (threads_.size() + 1 < n) {
-      const size_t index = threads_.size() + 1;
-      threads_.emplace_back([this, index] { loop(index); });
-      threads_.back().detach();
+    try {
+      while (started_ + 1 < n) {
+        const size_t index = started_ + 1;
+        std::thread([this, index] { loop(index); }).detach();
+        ++started_;
+      }
+    } catch (const std::system_error&) {
+      // as many helpers as there are
     }
+    const size_t helped = std::min(n, started_ + 1);
     job_ = &job;
-    jobs_ = n;
-    pending_ = n - 1;
+    jobs_ = helped;
+    pending_ = helped - 1;
     ++generation_;
     lock.unlock();
     posted_.notify_all();
     job(0);
+    for (size_t k = helped; k < n; ++k) job(k);
     lock.lock();
     done_.wait(lock, [&] { return pending_ == 0; });
     job_ = nullptr;
@@ -197,7 +206,7 @@ class Helpers {
   const pid_t owner_ = ::getpid();
   std::mutex batch_, mutex_;
   std::condition_variable posted_, done_;
-  std::vector<std::thread> threads_;
+  size_t started_ = 0;  // helper threads, numbered 1..started_
   const std::function<void(size_t)>* job_ = nullptr;
   size_t jobs_ = 0, pending_ = 0;
   uint64_t generation_ = 0;
