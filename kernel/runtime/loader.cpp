@@ -126,6 +126,27 @@ void write_all(int fd, const char* p, size_t n, const std::string& path) {
   }
 }
 
+// Seals the memfd against any change. F_SEAL_WRITE answers EBUSY while a
+// page of the memfd has a reference beyond its mappings, and this memfd
+// has no mapping at all (it was filled with write()): such references are
+// the kernel's own and short-lived (pages of the write still in another
+// CPU's LRU batch; the kernel waits ~150 ms for them, and on a loaded
+// machine that was not always enough: a sanitizer test run refused a
+// module so). A few more tries, then the refusal stands.
+void seal(int fd, const std::string& path) {
+  constexpr int kTries = 5;
+  for (int attempt = 1;; ++attempt) {
+    if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0) return;
+    const int err = errno;
+    if ((err == EBUSY || err == EINTR) && attempt < kTries) {
+      ::usleep(20000);
+      continue;
+    }
+    throw Failure(UMLOS_MODULE_LOAD_FAILED, "module '" + path + "': sealing the memfd failed: " + errno_text(err) +
+                                                (err == EBUSY ? " (after " + std::to_string(kTries) + " tries)" : ""));
+  }
+}
+
 // The module's bytes, read once from `path` into a sealed memfd, and the
 // SHA-256 of the sealed memfd's contents: no later change to the file can
 // reach either. Symbolic links are followed (the pin covers the bytes, not
@@ -185,10 +206,7 @@ void read_sealed_module(const std::string& path, SealedModule& out) {
     if (total > kMaxModuleFileBytes) throw too_large(total);
     write_all(out.memfd.fd, buf.data(), static_cast<size_t>(n), path);
   }
-  if (::fcntl(out.memfd.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
-    const int err = errno;
-    throw Failure(UMLOS_MODULE_LOAD_FAILED, "module '" + path + "': sealing the memfd failed: " + errno_text(err));
-  }
+  seal(out.memfd.fd, path);
   // Hash what will be mapped: the sealed memfd, read back from its start.
   Sha256 hasher;
   uint64_t hashed = 0;
