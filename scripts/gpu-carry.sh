@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Copies what scripts/gpu-check.sh needs from a build here into .gpu/ (an
 # ignored folder, which a device session names in its `carry` to take it to
-# a GPU machine that lacks the build dependencies): the executables, the modules, the pinned manifests, and the
-# shared libraries a stock CUDA image does not have. On that machine:
+# a GPU machine that lacks the build dependencies): the executables, the
+# modules, the pinned manifests, and the shared libraries a stock CUDA image
+# does not have. On that machine:
 #   cp -a REPO /work/main (the tests hold absolute paths of this build),
 #   cd /work/main && rm -rf build && mv .gpu/build build,
 #   LD_LIBRARY_PATH=$PWD/.gpu/lib PREBUILT=1 BUILD_DIR=build bash scripts/gpu-check.sh
