@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <umlos/sdk/basics.hpp>
 
 #include "error.hpp"
 #include "umlos_sum.h"
@@ -685,7 +686,7 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
 namespace umlos::catalogue {
 
 const std::set<std::string>& utility_primitives() {
-  static const std::set<std::string> s = {"accumulate", "copy", "fill", "zero"};
+  static const std::set<std::string> s = {"accumulate", "copy", "fill", "zero", "leaf_digests"};
   return s;
 }
 
@@ -705,6 +706,14 @@ std::vector<Case> utility_cases(int64_t R, int64_t D) {
   add("accumulate", {{{R, D}}}, {});
   add("fill", {}, {float_attr("value", 0.3125)});
   add("zero", {}, {});
+  // Two tensors, the second always binary64: U8 [leaves, 32], 2^14 values
+  // a leaf (R x D = 300 x 130 has three, the last one short).
+  add("leaf_digests", {{{R, D}}, {{D}, Init::Uniform, 0, UMLOS_DTYPE_F64}}, {});
+  const auto leaves = [](int64_t n) {
+    const auto per = static_cast<int64_t>(umlos::sdk::kLeafDigestElements);
+    return (std::max<int64_t>(n, 0) + per - 1) / per;
+  };
+  cs.back().outputs = {{{leaves(R * D) + leaves(D), 32}, UMLOS_DTYPE_U8}};
   return cs;
 }
 
@@ -756,7 +765,7 @@ const std::set<std::string>& required_by_shipped_operators() {
 }
 
 const std::set<std::string>& used_when_offered_by_shipped_operators() {
-  static const std::set<std::string> s = {"adam", "sum_squares"};
+  static const std::set<std::string> s = {"adam", "sum_squares", "leaf_digests"};
   return s;
 }
 

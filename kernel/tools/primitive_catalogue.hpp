@@ -120,7 +120,7 @@ bool close_enough(double got, double want, int32_t dtype);
 const std::set<std::string>& required_by_shipped_operators();
 // Primitives the shipped operators dispatch only when the driver offers
 // them, doing the same work themselves otherwise (Update_v1's adam and its
-// gradient norm's sum_squares).
+// gradient norm's sum_squares; the ModelIR executor's leaf_digests).
 const std::set<std::string>& used_when_offered_by_shipped_operators();
 
 }  // namespace umlos::catalogue

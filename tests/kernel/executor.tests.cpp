@@ -572,22 +572,33 @@ TEST_CASE("An executor given another graph between calls runs the new graph, and
   CHECK(g.hex("model.exec.execution_fp") == first_fp);
 }
 
+// Config lines that hash execution_fp's leaves `where` ("driver": the
+// driver's leaf_digests primitive on its pool; "host": the executor's own
+// threads) with `threads` hashing threads.
+std::string hashing_config(const char* where, int threads) {
+  return std::string("    fingerprint_hashing: ") + where + "\n    fingerprint_threads: " + std::to_string(threads) +
+         "\n";
+}
+
 TEST_CASE(
-    "execution_fp is the documented hash over leaf digests, the same with 1, 2, 3 or more hashing threads than leaves",
+    "execution_fp is the documented hash over leaf digests, hashed by the driver or the executor, with 1, 2, 3 or more "
+    "hashing threads than leaves",
     "[executor][determinism][fingerprint]") {
   std::string first;
-  for (int threads : {1, 2, 3, 7}) {  // 6 leaves: y, loss, W's three, b
-    INFO(threads << " fingerprint thread(s)");
-    Graph g("backward", kWideLinear, "    fingerprint_threads: " + std::to_string(threads) + "\n", threads);
-    g.run();
-    const std::string fp = g.hex("model.exec.execution_fp");
-    CHECK(fp == expected_execution_fp(g, "backward",
-                                      {{"out.y", "model.out.y"},
-                                       {"out.loss", "model.out.loss"},
-                                       {"grad.W", "model.grad.W"},
-                                       {"grad.b", "model.grad.b"}}));
-    if (first.empty()) first = fp;
-    CHECK(fp == first);
+  for (const char* where : {"driver", "host"}) {
+    for (int threads : {1, 2, 3, 7}) {  // 6 leaves: y, loss, W's three, b
+      INFO(where << ", " << threads << " thread(s)");
+      Graph g("backward", kWideLinear, hashing_config(where, threads), threads);
+      g.run();
+      const std::string fp = g.hex("model.exec.execution_fp");
+      CHECK(fp == expected_execution_fp(g, "backward",
+                                        {{"out.y", "model.out.y"},
+                                         {"out.loss", "model.out.loss"},
+                                         {"grad.W", "model.grad.W"},
+                                         {"grad.b", "model.grad.b"}}));
+      if (first.empty()) first = fp;
+      CHECK(fp == first);
+    }
   }
   // One changed gradient value in the last leaf of W changes it.
   Graph g("backward", kWideLinear, "    fingerprint_threads: 2\n", 2);
@@ -601,11 +612,15 @@ TEST_CASE(
   }
   g.run();
   CHECK(g.hex("model.exec.execution_fp") != first);
-  // A thread count outside 1..256 is refused, naming the key.
+  // A thread count outside 1..256, or another place to hash, is refused,
+  // naming the key.
   Graph bad("backward", kWideLinear, "    fingerprint_threads: 0\n");
   std::string msg;
   CHECK(bad.failure(&msg) == UMLOS_INVALID_ARGUMENT);
   CHECK_THAT(msg, Catch::Contains("model.fingerprint_threads"));
+  Graph elsewhere("backward", kWideLinear, "    fingerprint_hashing: gpu\n");
+  CHECK(elsewhere.failure(&msg) == UMLOS_INVALID_ARGUMENT);
+  CHECK_THAT(msg, Catch::Contains("model.fingerprint_hashing") && Catch::Contains("'gpu'"));
 }
 
 // W holds 82,000 values: five full leaves and a short one, so four equal
@@ -623,17 +638,21 @@ outputs: [y, loss]
 loss: loss
 )";
 
-TEST_CASE("execution_fp over leaves hashed four at a time is the documented hash, for 1, 2 and 3 hashing threads",
-          "[executor][determinism][fingerprint]") {
-  for (int threads : {1, 2, 3}) {
-    INFO(threads << " fingerprint thread(s)");
-    Graph g("backward", kWiderLinear, "    fingerprint_threads: " + std::to_string(threads) + "\n", threads);
-    g.run();
-    CHECK(g.hex("model.exec.execution_fp") == expected_execution_fp(g, "backward",
-                                                                    {{"out.y", "model.out.y"},
-                                                                     {"out.loss", "model.out.loss"},
-                                                                     {"grad.W", "model.grad.W"},
-                                                                     {"grad.b", "model.grad.b"}}));
+TEST_CASE(
+    "execution_fp over leaves hashed four at a time is the documented hash, by the driver or the executor, for 1, 2 "
+    "and 3 hashing threads",
+    "[executor][determinism][fingerprint]") {
+  for (const char* where : {"driver", "host"}) {
+    for (int threads : {1, 2, 3}) {
+      INFO(where << ", " << threads << " thread(s)");
+      Graph g("backward", kWiderLinear, hashing_config(where, threads), threads);
+      g.run();
+      CHECK(g.hex("model.exec.execution_fp") == expected_execution_fp(g, "backward",
+                                                                      {{"out.y", "model.out.y"},
+                                                                       {"out.loss", "model.out.loss"},
+                                                                       {"grad.W", "model.grad.W"},
+                                                                       {"grad.b", "model.grad.b"}}));
+    }
   }
 }
 
@@ -642,7 +661,7 @@ TEST_CASE("A child of fork() hashes execution_fp on helper threads of its own, n
   // One driver thread (a forked child has none of the driver pool's
   // workers either), two hashing threads: the parent's run starts the
   // executor's helper thread, which the child does not inherit.
-  Graph g("backward", kWiderLinear, "    fingerprint_threads: 2\n");
+  Graph g("backward", kWiderLinear, hashing_config("host", 2));
   g.run();
   const std::string fp = g.hex("model.exec.execution_fp");
   const umlos::IsolatedResult r = umlos::run_isolated(30, [&] {

@@ -683,16 +683,28 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
 //    ["UML_OS.Fingerprint.StateFingerprint_v1", ir_hash, mode, trace,
 //     [[name, dtype, shape, [leaf digests]], ...]], a leaf digest being the
 //    SHA-256 of 2^14 consecutive values as binary64 big-endian
-//    (leaf_digests.hpp), hashed by config `model.fingerprint_threads`
-//    threads (default 1; the value is the same for any count).
+//    (leaf_digests.hpp). The leaves are hashed by the driver's
+//    `leaf_digests` primitive where it offers one, on its own threads,
+//    else (or with config `model.fingerprint_hashing: host`) here, by config
+//    `model.fingerprint_threads` threads (default 1); the value is the same
+//    either way and for any count.
 ir::Digest execution_fingerprint(sdk::Context& c, const Call& call, const ir::CborWriter& trace_cbor) {
   const int64_t threads = c.config<int64_t>("model.fingerprint_threads", 1);
   if (threads < 1 || threads > 256) {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'model.fingerprint_threads' is ", threads,
                      ", expected 1 to 256");
   }
+  const std::string where = c.config("model.fingerprint_hashing", "driver");
+  if (where != "driver" && where != "host") {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'model.fingerprint_hashing' is '", where,
+                     "', expected 'driver' or 'host'");
+  }
+  const std::vector<std::string>& offered = call.vo.offered;
+  const bool on_driver =
+      where == "driver" && std::find(offered.begin(), offered.end(), "leaf_digests") != offered.end();
   const std::vector<std::vector<ir::Digest>> leaves =
-      ir::binary64_leaf_digests(c, call.critical, static_cast<unsigned>(threads));
+      on_driver ? ir::driver_leaf_digests(c, call.critical)
+                : ir::binary64_leaf_digests(c, call.critical, static_cast<unsigned>(threads));
   ir::CborWriter fp;
   fp.array(5);
   fp.text("UML_OS.Fingerprint.StateFingerprint_v1");

@@ -171,6 +171,7 @@ void register_reductions(std::vector<PrimitiveInfo>& out);
 void register_linalg(std::vector<PrimitiveInfo>& out);
 void register_shape_ops(std::vector<PrimitiveInfo>& out);
 void register_optimizers(std::vector<PrimitiveInfo>& out);
+void register_digests(std::vector<PrimitiveInfo>& out);
 
 // The f32/f64 dispatch shared by every float primitive's entry: input 0 fixes
 // the dtype (float_dtype), the inputs in `same_in` and the outputs in

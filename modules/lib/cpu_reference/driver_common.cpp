@@ -19,6 +19,7 @@ const std::map<std::string, PrimitiveInfo>& primitive_registry() {
     register_linalg(all);
     register_shape_ops(all);
     register_optimizers(all);
+    register_digests(all);
     std::map<std::string, PrimitiveInfo> m;
     for (const auto& p : all) m.emplace(p.name, p);
     return m;

@@ -24,10 +24,17 @@ namespace cpu_driver {
 
 namespace {
 
-// How long a thread polls before it blocks: about the time of a futex wake
-// plus a small product, short enough that a pool with nothing to do gives
-// its core back at once on the scale of a training step.
-constexpr std::chrono::microseconds kPollFor{50};
+// How long a thread polls before it blocks: longer than the gaps between
+// the parallel jobs of one training step (the executor's host work and
+// small primitives between two products; with execution_fp's leaves hashed
+// on this pool, also the end of one step to the start of the next), so that
+// a step wakes its threads once, yet short on the scale of a step, so that a
+// pool with nothing to do gives its core back soon. The MLP 64-256-256-10
+// step (bench/executor) at 2 threads saw gaps of 41 us (median) to 120-220
+// us (95th percentile); it took 0.69-0.85 ms polling 50 us, 0.59-0.76 ms
+// polling 300 us (f64: 1.07-1.15 and 0.75-0.81 ms); digits at 2 threads was
+// the same either way.
+constexpr std::chrono::microseconds kPollFor{300};
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -189,6 +189,11 @@ __attribute__((target("avx2"))) inline bool to_binary64_be_avx2(int32_t dtype, c
 
 }  // namespace detail
 
+// Values per leaf of the leaf digests (execution_fp, docs/modelir.md step 7;
+// the drivers' `leaf_digests` primitive, docs/primitives.md): a tensor's
+// values are hashed in pieces of 2^14 (128 KiB of binary64), each on its own.
+inline constexpr uint64_t kLeafDigestElements = uint64_t(1) << 14;
+
 // n elements of `raw` (UMLOS_DTYPE_F64, F32 or I64) as binary64 big-endian
 // into out[8n]: f32 widened exactly, i64 converted (exact up to 2^53), as
 // Context::read_f64 does. The bytes every fingerprint hashes (spec 004 IV,
