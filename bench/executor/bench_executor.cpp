@@ -68,6 +68,9 @@ double median(std::vector<double> v) {
 struct Exec {
   Host host;
   const umlos_operator_desc* op = nullptr;
+  // fp_threads > 0: execution_fp's leaves hashed on the host by that many
+  // threads (config model.fingerprint_hashing: host); else by the driver's
+  // leaf_digests primitive on its pool (the default).
   Exec(const std::string& ir_yaml, const std::string& mode, int threads, bool tmmu, int fp_threads = 0) {
     const std::string dir = UMLOS_MODULE_DIR;
     host.load(dir + "/libumlos_cpu_driver.so", std::nullopt);
@@ -82,6 +85,8 @@ struct Exec {
           cbor::Value::map({{cbor::Value::text("ir"), ir},
                             {cbor::Value::text("mode"), cbor::Value::text(mode)},
                             {cbor::Value::text("placement"), cbor::Value::text(tmmu ? "tmmu" : "temps")},
+                            {cbor::Value::text("fingerprint_hashing"),
+                             cbor::Value::text(fp_threads > 0 ? "host" : "driver")},
                             {cbor::Value::text("fingerprint_threads"),
                              cbor::Value::integer(fp_threads > 0 ? fp_threads : threads)}})}}));
     host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
@@ -238,6 +243,28 @@ int main(int argc, char** argv) {
   const int threads = argc > 2 ? std::atoi(argv[2]) : 1;
   const std::string py = argc > 3 ? argv[3] : "/usr/bin/python3";
   try {
+    // UMLOS_BENCH_ONLY=mlp-f32 (mlp-f64, gpt-f32, gpt-f64): that training
+    // step alone, five times `reps` steps, for A/B comparisons of a change;
+    // UMLOS_BENCH_HOST_THREADS=n hashes execution_fp on the host with n
+    // threads instead of by the driver.
+    if (const char* only = std::getenv("UMLOS_BENCH_ONLY")) {
+      const std::string o = only;
+      const std::string dt = o.size() > 3 ? o.substr(o.size() - 3) : "";
+      if ((o.rfind("mlp-", 0) != 0 && o.rfind("gpt-", 0) != 0) || (dt != "f32" && dt != "f64")) {
+        std::fprintf(stderr, "UMLOS_BENCH_ONLY is '%s', expected mlp-f32, mlp-f64, gpt-f32 or gpt-f64\n", only);
+        return 2;
+      }
+      const std::string ir =
+          o[0] == 'm' ? mlp_ir(dt.c_str()) : umlos_bench::gpt_ir(dt.c_str(), 128, 768, 12, 3072);
+      const char* host_threads = std::getenv("UMLOS_BENCH_HOST_THREADS");
+      Exec e(ir, "backward", threads, true, host_threads ? std::atoi(host_threads) : 0);
+      for (int r = 0; r < 5; ++r) {
+        const Exec::Times t = e.time(reps);
+        std::printf("%s, %d thread(s): %.4f ms per step (wall), %.4f ms outside the driver\n", only, threads,
+                    1e3 * t.wall, 1e-6 * (t.body_ns - t.driver_ns));
+      }
+      return 0;
+    }
     std::printf("umlos_bench_executor reps %d, driver threads %d\n\n", reps, threads);
 
     // 1. Dispatch overhead.
@@ -285,27 +312,30 @@ int main(int argc, char** argv) {
       }
     }
 
-    // execution_fp's leaves hashed on one thread or on all: the same steps,
-    // the same value, alternating so that drift in the machine's speed
-    // touches both columns alike.
+    // Where execution_fp's leaves are hashed: on the host by one thread, on
+    // the host by the executor's helper threads (as many as the driver's),
+    // or by the driver's leaf_digests on its own pool (the default). The
+    // same steps, the same value, alternating so that drift in the
+    // machine's speed touches every column alike.
     if (threads > 1) {
       std::printf(
-          "\n| training step, driver threads %d | dtype | ms (wall), execution_fp on 1 thread | ms (wall), on %d "
-          "threads | saved |\n|---|---|---:|---:|---:|\n",
+          "\n| training step, driver threads %d | dtype | ms (wall), execution_fp on the host, 1 thread | on the host, "
+          "%d threads | by the driver's pool (default) |\n|---|---|---:|---:|---:|\n",
           threads, threads);
       for (const char* dt : {"f32", "f64"}) {
         for (int graph = 0; graph < 2; ++graph) {
           const std::string ir = graph == 0 ? mlp_ir(dt) : umlos_bench::gpt_ir(dt, 128, 768, 12, 3072);
-          Exec one(ir, "backward", threads, true, 1), all(ir, "backward", threads, true, threads);
+          Exec one(ir, "backward", threads, true, 1), all(ir, "backward", threads, true, threads),
+              driver(ir, "backward", threads, true);
           const int n = graph == 0 ? std::max(reps, 20) : reps;
-          std::vector<double> w1, wn;
+          std::vector<double> w1, wn, wd;
           for (int r = 0; r < 3; ++r) {
             w1.push_back(one.time(n).wall);
             wn.push_back(all.time(n).wall);
+            wd.push_back(driver.time(n).wall);
           }
-          const double a = median(w1), b = median(wn);
-          std::printf("| %s | %s | %.3f | %.3f | %.0f%% |\n", graph == 0 ? "MLP 64-256-256-10" : "GPT-2-small block",
-                      dt, 1e3 * a, 1e3 * b, 100.0 * (a - b) / a);
+          std::printf("| %s | %s | %.3f | %.3f | %.3f |\n", graph == 0 ? "MLP 64-256-256-10" : "GPT-2-small block", dt,
+                      1e3 * median(w1), 1e3 * median(wn), 1e3 * median(wd));
         }
       }
     }
