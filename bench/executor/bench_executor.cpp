@@ -47,7 +47,7 @@
 #include "cbor.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
-#include "sha256_x4.hpp"
+#include "sha256_lanes.hpp"
 
 namespace {
 
@@ -82,13 +82,13 @@ struct Exec {
     const cbor::Value ir = umlos::parse_yaml_value(ir_yaml, "bench ir");
     host.set_operator_config(cbor::Value::map(
         {{cbor::Value::text("model"),
-          cbor::Value::map({{cbor::Value::text("ir"), ir},
-                            {cbor::Value::text("mode"), cbor::Value::text(mode)},
-                            {cbor::Value::text("placement"), cbor::Value::text(tmmu ? "tmmu" : "temps")},
-                            {cbor::Value::text("fingerprint_hashing"),
-                             cbor::Value::text(fp_threads > 0 ? "host" : "driver")},
-                            {cbor::Value::text("fingerprint_threads"),
-                             cbor::Value::integer(fp_threads > 0 ? fp_threads : threads)}})}}));
+          cbor::Value::map(
+              {{cbor::Value::text("ir"), ir},
+               {cbor::Value::text("mode"), cbor::Value::text(mode)},
+               {cbor::Value::text("placement"), cbor::Value::text(tmmu ? "tmmu" : "temps")},
+               {cbor::Value::text("fingerprint_hashing"), cbor::Value::text(fp_threads > 0 ? "host" : "driver")},
+               {cbor::Value::text("fingerprint_threads"),
+                cbor::Value::integer(fp_threads > 0 ? fp_threads : threads)}})}}));
     host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
     host.activate_driver("cpu_driver");
     umlos::Sha256 s;
@@ -254,14 +254,16 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "UMLOS_BENCH_ONLY is '%s', expected mlp-f32, mlp-f64, gpt-f32 or gpt-f64\n", only);
         return 2;
       }
-      const std::string ir =
-          o[0] == 'm' ? mlp_ir(dt.c_str()) : umlos_bench::gpt_ir(dt.c_str(), 128, 768, 12, 3072);
+      const std::string ir = o[0] == 'm' ? mlp_ir(dt.c_str()) : umlos_bench::gpt_ir(dt.c_str(), 128, 768, 12, 3072);
       const char* host_threads = std::getenv("UMLOS_BENCH_HOST_THREADS");
       Exec e(ir, "backward", threads, true, host_threads ? std::atoi(host_threads) : 0);
       for (int r = 0; r < 5; ++r) {
         const Exec::Times t = e.time(reps);
-        std::printf("%s, %d thread(s): %.4f ms per step (wall), %.4f ms outside the driver\n", only, threads,
+        std::printf("%s, %d thread(s): %.4f ms per step (wall), %.4f ms outside the driver;", only, threads,
                     1e3 * t.wall, 1e-6 * (t.body_ns - t.driver_ns));
+        for (size_t i = 0; i < t.primitive_ms.size() && i < 4; ++i)
+          std::printf(" %s %.4f", t.primitive_ms[i].second.c_str(), t.primitive_ms[i].first);
+        std::printf("\n");
       }
       return 0;
     }

@@ -96,14 +96,13 @@ TEST_CASE(
   // SHA-256 lanes, where the CPU has them), four alike across two tensors
   // of two dtypes, a fifth leaf alone, short last leaves, an empty tensor,
   // one value, and i64.
-  const std::vector<Input> in = {
-      make(UMLOS_DTYPE_F32, {3, 16384}, 1),         // three whole leaves ...
-      make(UMLOS_DTYPE_F64, {2, 16384}, 2),         // ... and a fourth of f64; then one alone
-      make(UMLOS_DTYPE_F32, {4 * 16384 + 40}, 3),   // four whole leaves and 40 values
-      make(UMLOS_DTYPE_F64, {0, 7}, 4),             // none
-      make(UMLOS_DTYPE_I64, {5, 3}, 5),             // one short leaf of integers
-      make(UMLOS_DTYPE_F64, {1}, 6),                // one value
-      make(UMLOS_DTYPE_F64, {5, 16384 + 8}, 7)};    // five leaves of 16384, one of 40
+  const std::vector<Input> in = {make(UMLOS_DTYPE_F32, {3, 16384}, 1),        // three whole leaves ...
+                                 make(UMLOS_DTYPE_F64, {2, 16384}, 2),        // ... and a fourth of f64; then one alone
+                                 make(UMLOS_DTYPE_F32, {4 * 16384 + 40}, 3),  // four whole leaves and 40 values
+                                 make(UMLOS_DTYPE_F64, {0, 7}, 4),            // none
+                                 make(UMLOS_DTYPE_I64, {5, 3}, 5),            // one short leaf of integers
+                                 make(UMLOS_DTYPE_F64, {1}, 6),               // one value
+                                 make(UMLOS_DTYPE_F64, {5, 16384 + 8}, 7)};   // five leaves of 16384, one of 40
   const std::vector<uint8_t> want = reference(in);
   REQUIRE(want.size() == 32 * 18);
   for (int threads : {1, 2, 3}) {
@@ -139,9 +138,11 @@ TEST_CASE("The leaf_digests primitive refuses other dtypes and an output of the 
       CHECK_THAT(std::string(f.what()), Catch::Contains(text));
     }
   };
-  expect({idx.get()}, ok.get(), UMLOS_PRIMITIVE_UNSUPPORTED, "leaf_digests: input 0: expected dtype f64, f32 or i64, got i32");
+  expect({idx.get()}, ok.get(), UMLOS_PRIMITIVE_UNSUPPORTED,
+         "leaf_digests: input 0: expected dtype f64, f32 or i64, got i32");
   expect({x.get()}, two.get(), UMLOS_SHAPE_MISMATCH, "output 0 'digests': expected shape [1,32], got [2,32]");
   expect({x.get()}, f32.get(), UMLOS_SHAPE_MISMATCH, "expected dtype u8, got f32");
-  expect({}, ok.get(), UMLOS_SHAPE_MISMATCH, "leaf_digests: expected one or more inputs and one output 'digests', got 0 and 1");
+  expect({}, ok.get(), UMLOS_SHAPE_MISMATCH,
+         "leaf_digests: expected one or more inputs and one output 'digests', got 0 and 1");
   host->dispatch("leaf_digests", {x.get()}, {ok.get()}, {});  // and the right call runs
 }

@@ -42,17 +42,20 @@ void leaf_digests_entry(Call& c) {
   ThreadPool& pool = *c.pool;
   // One share per range: parallel_for with grain 1 and n <= its threads
   // gives each thread exactly one index.
-  umlos::hashing::hash_leaves(leaves, dtypes, pool.size(),
-                              [&pool](size_t n, const std::function<void(size_t)>& share) {
-                                pool.parallel_for(static_cast<int64_t>(n), 1, [&](int64_t k0, int64_t k1) {
-                                  for (int64_t k = k0; k < k1; ++k) share(static_cast<size_t>(k));
-                                });
-                              },
-                              out);
+  umlos::hashing::hash_leaves(
+      leaves, dtypes, pool.size(),
+      [&pool](size_t n, const std::function<void(size_t)>& share) {
+        pool.parallel_for(static_cast<int64_t>(n), 1, [&](int64_t k0, int64_t k1) {
+          for (int64_t k = k0; k < k1; ++k) share(static_cast<size_t>(k));
+        });
+      },
+      out);
 }
 
 }  // namespace
 
-void register_digests(std::vector<PrimitiveInfo>& out) { out.push_back({"leaf_digests", "", "digests", leaf_digests_entry}); }
+void register_digests(std::vector<PrimitiveInfo>& out) {
+  out.push_back({"leaf_digests", "", "digests", leaf_digests_entry});
+}
 
 }  // namespace cpu_driver

@@ -3,10 +3,11 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 
 #include <umlos/sdk/basics.hpp>
 
-#include "sha256_x4.hpp"
+#include "sha256_lanes.hpp"
 
 namespace umlos::hashing {
 
@@ -19,10 +20,10 @@ namespace {
 // ms in pieces of 16 KiB, 38.5 ms copied out whole first.
 constexpr uint64_t kPieceElements = 128;
 
-// The same for four leaves in the SHA-256 lanes: 512 bytes of each at a
-// time. A GPT-2-small block's f64 step spent 17.3-17.5 ms outside the
-// driver so, 20.0-20.4 ms in pieces of 128 values (16 and 32: 17.8-19.0);
-// f32 the same either way.
+// The same for leaves in the SHA-256 lanes: 512 bytes of each at a time.
+// A GPT-2-small block's f64 step spent 17.3-17.5 ms outside the driver so,
+// 20.0-20.4 ms in pieces of 128 values (16 and 32: 17.8-19.0); f32 the same
+// either way.
 constexpr uint64_t kLanePieceElements = 64;
 
 // One leaf through OpenSSL, a piece at a time: convert to big-endian
@@ -38,57 +39,68 @@ Digest hash_leaf(const Leaf& l, int32_t dtype, std::vector<uint8_t>& be) {
   return h.finish();
 }
 
-// Whether leaves [i, i + 4) can go through Sha256x4 together: the same
-// length, a whole number of 64-byte blocks (8 values) each.
-bool four_alike(const std::vector<Leaf>& leaves, size_t i) {
-  if (i + 4 > leaves.size() || leaves[i].count % 8 != 0) return false;
-  for (size_t k = 1; k < 4; ++k)
-    if (leaves[i + k].count != leaves[i].count) return false;
-  return true;
-}
+// Leaves that may share the lanes: a whole number of 64-byte blocks (8
+// values) each, and the same length.
+bool lane_length(const Leaf& l) { return l.count > 0 && l.count % 8 == 0; }
 
-// Leaves [i, i + 4) at once, a piece of each at a time.
-void hash_four(const std::vector<Leaf>& leaves, size_t i, const std::vector<int32_t>& dtypes, std::vector<uint8_t>& be,
-               Digest* out) {
-  Sha256x4 lanes;
-  const uint64_t count = leaves[i].count;
+// The unit's N leaves at once, a piece of each at a time.
+template <int N>
+void hash_lanes(const std::vector<Leaf>& leaves, const size_t* which, const std::vector<int32_t>& dtypes,
+                std::vector<uint8_t>& be, Digest* out) {
+  Sha256Lanes<N> lanes;
+  const uint64_t count = leaves[which[0]].count;
+  const uint8_t* piece[N];
+  for (int k = 0; k < N; ++k) piece[k] = be.data() + k * 8 * kLanePieceElements;
   for (uint64_t at = 0; at < count; at += kLanePieceElements) {
     const uint64_t n = std::min(kLanePieceElements, count - at);
-    for (size_t k = 0; k < 4; ++k) {
-      const Leaf& l = leaves[i + k];
+    for (int k = 0; k < N; ++k) {
+      const Leaf& l = leaves[which[k]];
       const uint64_t es = sdk::dtype_size(dtypes[l.tensor]);
       sdk::to_binary64_be(dtypes[l.tensor], l.src + at * es, n, be.data() + k * 8 * kLanePieceElements);
     }
-    const uint8_t* const piece[4] = {be.data(), be.data() + 8 * kLanePieceElements, be.data() + 16 * kLanePieceElements,
-                                     be.data() + 24 * kLanePieceElements};
     lanes.update(piece, n / 8);
   }
-  Digest d[4];
+  Digest d[N];
   lanes.finish(d);
-  for (size_t k = 0; k < 4; ++k) out[i + k] = d[k];
+  for (int k = 0; k < N; ++k) out[which[k]] = d[k];
 }
 
-// The leaves cut into units of work: four alike leaves hashed together
-// where the CPU has the SHA-256 lanes, else one leaf. A unit's cost counts
-// a value hashed in the lanes as half of one hashed alone (their rate is
-// about twice OpenSSL's).
+// The leaves cut into units of work: two to four leaves of one length
+// hashed together where the CPU has the SHA-256 lanes, else one leaf. The
+// leaves of one length, wherever they are (an MLP's first weight matrix is
+// one whole leaf, its second four, with a bias between them), go in fours,
+// except that none is left alone: 5 = 3 + 2, 6 = 4 + 2, 7 = 4 + 3 (a leaf
+// alone runs at half the rate of one in the lanes). A unit's cost counts a
+// value hashed in the lanes as half of one hashed alone (their rate is
+// about twice OpenSSL's). Units are in the order of their first leaf.
 struct Unit {
-  size_t first, leaves;
+  size_t leaf[4];
+  size_t leaves;
   uint64_t cost;
 };
 
+size_t next_unit(size_t left) { return left == 5 ? 3 : std::min<size_t>(left, 4); }
+
 std::vector<Unit> units_of(const std::vector<Leaf>& leaves) {
-  const bool lanes = Sha256x4::available();
+  const bool lanes = Sha256Lanes<2>::available() && Sha256Lanes<3>::available() && Sha256Lanes<4>::available();
+  std::map<uint64_t, std::vector<size_t>> by_length;  // lane-able leaves of each length, in order
+  if (lanes)
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (lane_length(leaves[i])) by_length[leaves[i].count].push_back(i);
   std::vector<Unit> units;
-  for (size_t i = 0; i < leaves.size();) {
-    if (lanes && four_alike(leaves, i)) {
-      units.push_back({i, 4, 2 * leaves[i].count});
-      i += 4;
-    } else {
-      units.push_back({i, 1, leaves[i].count});
-      ++i;
+  std::vector<bool> placed(leaves.size(), false);
+  for (const auto& [count, same] : by_length) {
+    for (size_t at = 0; at < same.size() && same.size() > 1;) {
+      Unit u{{0, 0, 0, 0}, next_unit(same.size() - at), 0};
+      for (size_t k = 0; k < u.leaves; ++k) placed[u.leaf[k] = same[at + k]] = true;
+      u.cost = u.leaves * count / 2;
+      units.push_back(u);
+      at += u.leaves;
     }
   }
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (!placed[i]) units.push_back({{i, 0, 0, 0}, 1, leaves[i].count});
+  std::sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.leaf[0] < b.leaf[0]; });
   return units;
 }
 
@@ -98,18 +110,26 @@ void hash_units(const std::vector<Unit>& units, size_t begin, size_t end, const 
   std::vector<uint8_t> be(8 * std::max(kPieceElements, 4 * kLanePieceElements));
   for (size_t u = begin; u < end; ++u) {
     const Unit& unit = units[u];
-    if (unit.leaves == 4) {
-      hash_four(leaves, unit.first, dtypes, be, out);
-    } else {
-      out[unit.first] = hash_leaf(leaves[unit.first], dtypes[leaves[unit.first].tensor], be);
+    switch (unit.leaves) {
+      case 4:
+        hash_lanes<4>(leaves, unit.leaf, dtypes, be, out);
+        break;
+      case 3:
+        hash_lanes<3>(leaves, unit.leaf, dtypes, be, out);
+        break;
+      case 2:
+        hash_lanes<2>(leaves, unit.leaf, dtypes, be, out);
+        break;
+      default:
+        out[unit.leaf[0]] = hash_leaf(leaves[unit.leaf[0]], dtypes[leaves[unit.leaf[0]].tensor], be);
     }
   }
 }
 
 // Where each of `t` contiguous shares of the units starts (cuts[t] = the
 // number of units), so that the shares cost about the same: a gradient's
-// last leaf and a bias hold far fewer than 2^14 values, and four leaves in
-// the lanes cost about two alone, so equal numbers of leaves would leave
+// last leaf and a bias hold far fewer than 2^14 values, and two leaves in
+// the lanes cost about one alone, so equal numbers of leaves would leave
 // one thread hashing most of the bytes.
 std::vector<size_t> share_cuts(const std::vector<Unit>& units, size_t t) {
   uint64_t total = 0;

@@ -7,8 +7,9 @@
 // (docs/primitives.md), which runs them on the driver's own thread pool.
 //
 // The leaves are independent, so they are hashed in shares of about equal
-// cost, one share per thread, and on each thread four equal leaves at a time
-// where the CPU has the SHA extensions (Sha256x4); the digests depend only
+// cost, one share per thread, and on each thread two to four equal leaves at
+// a time where the CPU has the SHA extensions (sha256_lanes.hpp); the
+// digests depend only
 // on the values, never on the thread count, the path or which thread hashed
 // which leaf.
 #pragma once

@@ -1,8 +1,8 @@
-// sha256_x4.cpp — see sha256_x4.hpp. The compression function is FIPS
-// 180-4's, written with the SHA extensions' instructions (SHA256RNDS2 does
-// two rounds, SHA256MSG1/MSG2 the message schedule), the four messages'
+// sha256_lanes.cpp — see sha256_lanes.hpp. The compression function is
+// FIPS 180-4's, written with the SHA extensions' instructions (SHA256RNDS2
+// does two rounds, SHA256MSG1/MSG2 the message schedule), the messages'
 // rounds interleaved so that their dependency chains overlap.
-#include "sha256_x4.hpp"
+#include "sha256_lanes.hpp"
 
 #include <cstring>
 
@@ -47,17 +47,18 @@ UMLOS_SHA_TARGET inline void store_state(__m128i abef, __m128i cdgh, uint32_t* h
   _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), _mm_alignr_epi8(dchg, feba, 8));
 }
 
-// `blocks` blocks of each of the four messages into the four states. The
+// `blocks` blocks of each of the N messages into the N states. The
 // schedule keeps W in groups of four words: group g < 4 is the block's
 // words g*4..g*4+3 (big-endian), later groups
 //   W_g = MSG2(MSG1(W_{g-4}, W_{g-3}) + (W_{g-2}:W_{g-1} shifted by a word), W_{g-1}).
-UMLOS_SHA_TARGET void compress4(uint32_t (&state)[4][8], const uint8_t* const (&msg)[4], size_t blocks) {
+template <int N>
+UMLOS_SHA_TARGET void compress(uint32_t (&state)[N][8], const uint8_t* const (&msg)[N], size_t blocks) {
   const __m128i byteswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
-  __m128i abef[4], cdgh[4];
-  for (int i = 0; i < 4; ++i) load_state(state[i], abef[i], cdgh[i]);
+  __m128i abef[N], cdgh[N];
+  for (int i = 0; i < N; ++i) load_state(state[i], abef[i], cdgh[i]);
   for (size_t b = 0; b < blocks; ++b) {
-    __m128i w[4][4], abef0[4], cdgh0[4];
-    for (int i = 0; i < 4; ++i) {
+    __m128i w[N][4], abef0[N], cdgh0[N];
+    for (int i = 0; i < N; ++i) {
       abef0[i] = abef[i];
       cdgh0[i] = cdgh[i];
     }
@@ -65,7 +66,7 @@ UMLOS_SHA_TARGET void compress4(uint32_t (&state)[4][8], const uint8_t* const (&
     for (int g = 0; g < 16; ++g) {
       const __m128i k = _mm_load_si128(reinterpret_cast<const __m128i*>(kRound + 4 * g));
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < N; ++i) {
         __m128i m;
         if (g < 4) {
           m = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(msg[i] + 64 * b + 16 * g)), byteswap);
@@ -80,12 +81,12 @@ UMLOS_SHA_TARGET void compress4(uint32_t (&state)[4][8], const uint8_t* const (&
         abef[i] = _mm_sha256rnds2_epu32(abef[i], cdgh[i], _mm_shuffle_epi32(wk, 0x0E));
       }
     }
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < N; ++i) {
       abef[i] = _mm_add_epi32(abef[i], abef0[i]);
       cdgh[i] = _mm_add_epi32(cdgh[i], cdgh0[i]);
     }
   }
-  for (int i = 0; i < 4; ++i) store_state(abef[i], cdgh[i], state[i]);
+  for (int i = 0; i < N; ++i) store_state(abef[i], cdgh[i], state[i]);
 }
 
 bool cpu_has_sha() {
@@ -97,59 +98,74 @@ bool cpu_has_sha() {
 
 #else
 
-void compress4(uint32_t (&)[4][8], const uint8_t* const (&)[4], size_t) {}
+template <int N>
+void compress(uint32_t (&)[N][8], const uint8_t* const (&)[N], size_t) {}
 bool cpu_has_sha() { return false; }
 
 #endif
 
-// Four messages of 3 blocks each, all different, through the lanes and
+// N messages of 3 blocks each, all different, through the lanes and
 // through OpenSSL.
+template <int N>
 bool known_answers_agree() {
-  uint8_t text[4][192];
-  for (int i = 0; i < 4; ++i)
+  uint8_t text[N][192];
+  for (int i = 0; i < N; ++i)
     for (int k = 0; k < 192; ++k) text[i][k] = static_cast<uint8_t>(31 * k + 97 * i + (k >> 3));
-  Sha256x4 lanes;
-  const uint8_t* const first[4] = {text[0], text[1], text[2], text[3]};
-  const uint8_t* const rest[4] = {text[0] + 64, text[1] + 64, text[2] + 64, text[3] + 64};
+  Sha256Lanes<N> lanes;
+  const uint8_t* first[N];
+  const uint8_t* rest[N];
+  for (int i = 0; i < N; ++i) {
+    first[i] = text[i];
+    rest[i] = text[i] + 64;
+  }
   lanes.update(first, 1);
   lanes.update(rest, 2);
-  Digest got[4];
+  Digest got[N];
   lanes.finish(got);
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < N; ++i)
     if (got[i] != sdk::sha256(text[i], sizeof text[i])) return false;
   return true;
 }
 
 }  // namespace
 
-bool Sha256x4::available() {
+template <int N>
+bool Sha256Lanes<N>::available() {
   // The check runs the lanes themselves, so it must see the CPU's answer
   // first: without the extensions they are never run.
-  static const bool ok = cpu_has_sha() && known_answers_agree();
+  static const bool ok = cpu_has_sha() && known_answers_agree<N>();
   return ok;
 }
 
-Sha256x4::Sha256x4() {
+template <int N>
+Sha256Lanes<N>::Sha256Lanes() {
   for (auto& s : state_) std::memcpy(s, kInitial, sizeof kInitial);
 }
 
-void Sha256x4::update(const uint8_t* const (&msg)[4], size_t blocks) {
+template <int N>
+void Sha256Lanes<N>::update(const uint8_t* const (&msg)[N], size_t blocks) {
   if (blocks == 0) return;
-  compress4(state_, msg, blocks);
+  compress<N>(state_, msg, blocks);
   blocks_ += blocks;
 }
 
-void Sha256x4::finish(Digest (&out)[4]) {
+template <int N>
+void Sha256Lanes<N>::finish(Digest (&out)[N]) {
   // FIPS 180-4 5.1.1: 0x80, zeros, the length in bits as 64 bits
   // big-endian; the messages are whole blocks, so that is one block.
   uint8_t pad[64] = {0x80};
   const uint64_t bits = blocks_ * 512;
   for (int k = 0; k < 8; ++k) pad[63 - k] = static_cast<uint8_t>(bits >> (8 * k));
-  const uint8_t* const same[4] = {pad, pad, pad, pad};
-  compress4(state_, same, 1);
-  for (int i = 0; i < 4; ++i)
+  const uint8_t* same[N];
+  for (int i = 0; i < N; ++i) same[i] = pad;
+  compress<N>(state_, same, 1);
+  for (int i = 0; i < N; ++i)
     for (int k = 0; k < 8; ++k)
       for (int j = 0; j < 4; ++j) out[i][4 * k + j] = static_cast<uint8_t>(state_[i][k] >> (24 - 8 * j));
 }
+
+template class Sha256Lanes<2>;
+template class Sha256Lanes<3>;
+template class Sha256Lanes<4>;
 
 }  // namespace umlos::hashing
