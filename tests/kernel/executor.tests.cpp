@@ -623,7 +623,7 @@ TEST_CASE(
   CHECK_THAT(msg, Catch::Contains("model.fingerprint_hashing") && Catch::Contains("'gpu'"));
 }
 
-// W holds 82,000 values: five full leaves and a short one, so four equal
+// W holds 82,000 values: five full leaves and a short one, so equal
 // leaves go through the SHA-256 lanes together wherever the CPU has them.
 const char* kWiderLinear = R"(dtype: f32
 tensors:
@@ -639,7 +639,8 @@ loss: loss
 )";
 
 TEST_CASE(
-    "execution_fp over leaves hashed four at a time is the documented hash, by the driver or the executor, for 1, 2 "
+    "execution_fp over leaves hashed in the SHA-256 lanes is the documented hash, by the driver or the executor, for "
+    "1, 2 "
     "and 3 hashing threads",
     "[executor][determinism][fingerprint]") {
   for (const char* where : {"driver", "host"}) {

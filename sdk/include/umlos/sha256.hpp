@@ -3,8 +3,9 @@
 // publishes (fingerprints, ir_hash, permutation keys, equation hashes) goes
 // through it, so that they all mean the same bytes the kernel hashes. (The
 // executor's execution_fp leaves, equal-length messages by the thousand, go
-// four at a time through modules/lib/hashing's SHA-256 lanes where the CPU
-// has the SHA extensions; the lanes are checked against this hasher.)
+// two to four at a time through modules/lib/hashing's SHA-256 lanes where
+// the CPU has the SHA extensions; the lanes are checked against this
+// hasher.)
 //
 // A module that includes this header links libcrypto
 // (umlos_add_module(... LINK OpenSSL::Crypto)). Every EVP call is checked:
