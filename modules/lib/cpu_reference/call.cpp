@@ -138,6 +138,16 @@ int64_t Call::attr_int(const char* key, int64_t dflt) const {
   return a->i;
 }
 
+bool Call::wants(size_t i) const {
+  const int64_t all = (int64_t(1) << out.size()) - 1;
+  const int64_t mask = attr_int("wanted", all);
+  if (mask < 1 || mask > all)
+    fail(UMLOS_INVALID_ARGUMENT, primitive + ": attribute 'wanted' = " + std::to_string(mask) + ", expected 1 to " +
+                                     std::to_string(all) + " (a bit for each of the " + std::to_string(out.size()) +
+                                     " outputs)");
+  return (mask >> i) & 1;
+}
+
 double Call::attr_float(const char* key, double dflt) const {
   const umlos_attr* a = find_attr(key);
   if (!a) return dflt;

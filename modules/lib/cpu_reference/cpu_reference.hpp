@@ -152,6 +152,11 @@ struct Call {
   int64_t attr_int(const char* key, int64_t dflt) const;
   double attr_float(const char* key, double dflt) const;  // INT accepted too
   std::string attr_string(const char* key, const std::string& dflt) const;
+  // A gradient primitive's attribute `wanted` (docs/primitives.md,
+  // "Gradients"): whether the caller needs output `i`; every output when the
+  // attribute is absent. A mask outside 1 .. 2^outputs - 1 is
+  // INVALID_ARGUMENT naming it.
+  bool wants(size_t i) const;
   // Normalises an axis attribute against `rank` (negative counts from the end).
   int normalize_axis(int64_t axis, int rank, const char* key) const;
 };

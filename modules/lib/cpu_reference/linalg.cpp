@@ -231,8 +231,9 @@ void matmul_grad(Call& c) {
   T* pda = c.out[0].as<T>();
   T* pdb = c.out[1].as<T>();
   const int64_t M = s.M, N = s.N, K = s.K;
+  const bool want_da = c.wants(0), want_db = c.wants(1);
   // da: d op(A) = dC * op(B)^T, per batch.
-  for (int64_t bi = 0; bi < s.batch; ++bi) {
+  for (int64_t bi = 0; bi < s.batch && want_da; ++bi) {
     const T* b = pb + (s.shared_b ? 0 : bi * K * N);
     gemm<T>(*c.pool, c.isa, M, K, N, GemmMatrix<const T>{pg + bi * M * N, N, 1}, transposed(op_matrix(b, s.tb, K, N)),
             out_matrix(pda + bi * M * K, s.ta, M, K));
@@ -240,6 +241,7 @@ void matmul_grad(Call& c) {
   // db: d op(B) = op(A)^T * dC. With a shared b the reduction runs over every
   // batch's rows in ascending (batch, row) order: one product of length
   // batch*M, whose op(A)^T is [K, batch*M].
+  if (!want_db) return;
   if (!s.shared_b) {
     for (int64_t bi = 0; bi < s.batch; ++bi)
       gemm<T>(*c.pool, c.isa, K, N, M, transposed(op_matrix(pa + bi * M * K, s.ta, M, K)),

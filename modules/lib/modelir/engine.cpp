@@ -321,6 +321,23 @@ std::vector<sdk::Attr> attrs_of(const Node& n) {
   return out;
 }
 
+// A `_grad` call's attributes: the node's, and where some of the gradients
+// it makes do not reach a `wrt` tensor (a graph input's, a constant's),
+// `wanted` with a bit for each output that does, so that the driver may
+// skip the others (docs/primitives.md, "Gradients"); they are never read.
+std::vector<sdk::Attr> grad_attrs(const Node& n, const std::vector<size_t>& slots,
+                                  const std::function<bool(const std::string&)>& depends_on_wrt) {
+  std::vector<sdk::Attr> out;
+  for (const sdk::Attr& a : attrs_of(n))
+    if (std::string_view(a.raw.key) != "wanted") out.push_back(a);
+  int64_t mask = 0;
+  for (size_t k = 0; k < slots.size() && k < 62; ++k)
+    if (depends_on_wrt(n.inputs[slots[k]])) mask |= int64_t(1) << k;
+  if (slots.size() < 62 && mask != (int64_t(1) << slots.size()) - 1 && mask != 0)
+    out.push_back(sdk::Attr::integer("wanted", mask));
+  return out;
+}
+
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select) {
   forward(c, g, b, alloc, select, TraceHook{});
 }
@@ -514,16 +531,16 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
                                               const GradAllocator& alloc, Sharder* shard) {
   if (shard && !shard->active()) shard = nullptr;
   // Which tensors' gradients flow on (walk_backward's `depends`): a sharded
-  // node skips work for the others.
+  // node skips work for the others, and a driver may skip the others'
+  // gradients (`wanted`).
   std::set<std::string> depends(wrt.begin(), wrt.end());
-  if (shard) {
-    for (const Node& n : g.nodes)
-      for (const std::string& in : n.inputs)
-        if (depends.count(in)) {
-          depends.insert(n.output);
-          break;
-        }
-  }
+  for (const Node& n : g.nodes)
+    for (const std::string& in : n.inputs)
+      if (depends.count(in)) {
+        depends.insert(n.output);
+        break;
+      }
+  const auto depends_on_wrt = [&](const std::string& id) { return depends.count(id) != 0; };
   auto bound = [&](const std::string& id) -> umlos_tensor* {
     auto it = b.find(id);
     if (it == b.end())
@@ -563,7 +580,7 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
         ins.pop_back();
         shard->backward_node(n, pos, ins, buffer[dy], grads, slots, needed);
       } else {
-        c.dispatch(grad_instr.c_str(), ins, grads, attrs_of(n));
+        c.dispatch(grad_instr.c_str(), ins, grads, grad_attrs(n, slots, depends_on_wrt));
       }
     } catch (const sdk::Error& e) {
       throw sdk::Error(e.code(), "node ", n.node_id, " (", grad_instr, "): ", e.what());
