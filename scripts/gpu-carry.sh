@@ -23,7 +23,7 @@ cp -r "$build/manifests" "$dest/build/"
 rm -rf "$dest/build/manifests/CMakeFiles"
 # Gloo (cpu_driver's collectives) and what it links: the multi-rank bench.
 for lib in libboost_program_options.so.1.74.0 libyaml-cpp.so.0.7 libprotobuf.so.32 libcrypto.so.3 libjemalloc.so.2 \
-  libgloo.so.0 libhiredis.so.0.14 libibverbs.so.1 libnl-3.so.200 libnl-route-3.so.200; do
+  libgloo.so.0 libhiredis.so.0.14 libibverbs.so.1 libnl-3.so.200 libnl-route-3.so.200 libsleef.so.3; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" "$dest/lib/"
 done
 du -sh "$dest"

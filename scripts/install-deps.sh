@@ -18,6 +18,7 @@ set -euo pipefail
 #   the umlos executable's allocator               libjemalloc-dev
 #   data-set readers                               libprotobuf-dev protobuf-compiler
 #   multi-rank collectives (cpu_driver)            libgloo-dev
+#   vectorised deterministic erf/exp (cpu_driver)  libsleef-dev
 #   tests                                          catch2 python3
 #   sanitizer build and fuzz targets (CI)          clang libclang-rt-14-dev llvm
 #                                                  (AddressSanitizer, UBSan and
@@ -41,6 +42,7 @@ packages=(
   libprotobuf-dev
   protobuf-compiler
   libgloo-dev
+  libsleef-dev
   python3
   clang
   libclang-rt-14-dev

@@ -60,7 +60,11 @@ std::vector<std::vector<uint8_t>> grads(umlos::Host& host, const GradCall& g, in
 const std::vector<GradCall>& calls() {
   static const std::vector<GradCall> c = {
       {"matmul", "matmul", {{33, 70}, {70, 45}}, {33, 45}, {}},
-      {"matmul trans_a trans_b", "matmul", {{70, 33}, {45, 70}}, {33, 45}, {int_attr("trans_a", 1), int_attr("trans_b", 1)}},
+      {"matmul trans_a trans_b",
+       "matmul",
+       {{70, 33}, {45, 70}},
+       {33, 45},
+       {int_attr("trans_a", 1), int_attr("trans_b", 1)}},
       {"batched matmul, shared b", "matmul", {{3, 20, 30}, {30, 17}}, {3, 20, 17}, {}},
       {"batched matmul", "matmul", {{3, 20, 30}, {3, 30, 17}}, {3, 20, 17}, {}},
       {"mul", "mul", {{40, 50}, {40, 50}}, {40, 50}, {}},
@@ -82,8 +86,8 @@ TEST_CASE("A gradient primitive given `wanted` writes exactly the wanted gradien
       for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
         const auto full = grads(*host, g, dtype, 0);
         for (int64_t wanted : {1, 2}) {
-          INFO(g.label << ", " << (dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << ", wanted " << wanted << ", "
-                       << threads << " thread(s)");
+          INFO(g.label << ", " << (dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << ", wanted " << wanted << ", " << threads
+                       << " thread(s)");
           const auto got = grads(*host, g, dtype, wanted);
           for (size_t k = 0; k < 2; ++k) {
             if ((wanted >> k) & 1) {
@@ -109,8 +113,8 @@ TEST_CASE("A `wanted` mask that names no output or a missing one is refused, nam
       FAIL("accepted");
     } catch (const umlos::Failure& f) {
       CHECK(f.code() == UMLOS_INVALID_ARGUMENT);
-      CHECK_THAT(std::string(f.what()), Catch::Contains("matmul_grad: attribute 'wanted' = " + std::to_string(wanted) +
-                                                        ", expected 1 to 3"));
+      CHECK_THAT(std::string(f.what()),
+                 Catch::Contains("matmul_grad: attribute 'wanted' = " + std::to_string(wanted) + ", expected 1 to 3"));
     }
   }
   // 0 (which the helper above takes for "absent").

@@ -37,7 +37,7 @@ export STUB_DIR=$work PATH=$work/bin:$PATH
 
 all=(build-essential cmake ninja-build pkg-config libboost-dev libboost-program-options-dev
      libboost-filesystem-dev libyaml-cpp-dev libssl-dev catch2 nlohmann-json3-dev zlib1g-dev libjemalloc-dev
-     libprotobuf-dev protobuf-compiler libgloo-dev python3 clang libclang-rt-14-dev llvm time clang-format ccache)
+     libprotobuf-dev protobuf-compiler libgloo-dev libsleef-dev python3 clang libclang-rt-14-dev llvm time clang-format ccache)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 echo "-- everything installed: no apt-get call"

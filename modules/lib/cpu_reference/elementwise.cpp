@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "cpu_reference.hpp"
+#include "gelu.hpp"
 
 namespace cpu_driver {
 
@@ -393,8 +394,7 @@ T unary_value(UnaryKind k, T x, const UnaryParams<T>& prm) {
     case UnaryKind::Clamp:
       return x < prm.lo ? prm.lo : (x > prm.hi ? prm.hi : x);
     case UnaryKind::Gelu:
-      // erf form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
-      return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+      break;  // gelu.hpp, a range at a time
   }
   return x;
 }
@@ -424,11 +424,8 @@ T unary_derivative_times(UnaryKind k, T x, T g, const UnaryParams<T>& prm) {
       return g / (T(2) * std::sqrt(x));
     case UnaryKind::Clamp:
       return (x >= prm.lo && x <= prm.hi) ? g : T(0);
-    case UnaryKind::Gelu: {
-      T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
-      T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);  // 1/sqrt(2 pi)
-      return g * (cdf + x * pdf);
-    }
+    case UnaryKind::Gelu:
+      break;  // gelu.hpp, a range at a time
   }
   return g;
 }
@@ -456,7 +453,11 @@ void unary_forward(Call& c) {
   const T* px = x.as<T>();
   T* py = c.out[0].as<T>();
   c.pool->parallel_for(x.numel, kElementGrain, [&](int64_t s, int64_t e) {
-    for (int64_t p = s; p < e; ++p) py[p] = unary_value<T>(k, px[p], prm);
+    if constexpr (k == UnaryKind::Gelu) {
+      gelu_values<T>(c.isa, px + s, py + s, e - s);
+    } else {
+      for (int64_t p = s; p < e; ++p) py[p] = unary_value<T>(k, px[p], prm);
+    }
   });
 }
 
@@ -470,7 +471,11 @@ void unary_grad(Call& c) {
   const T* pg = dy.as<T>();
   T* pdx = c.out[0].as<T>();
   c.pool->parallel_for(x.numel, kElementGrain, [&](int64_t s, int64_t e) {
-    for (int64_t p = s; p < e; ++p) pdx[p] = unary_derivative_times<T>(k, px[p], pg[p], prm);
+    if constexpr (k == UnaryKind::Gelu) {
+      gelu_derivative_times<T>(c.isa, px + s, pg + s, pdx + s, e - s);
+    } else {
+      for (int64_t p = s; p < e; ++p) pdx[p] = unary_derivative_times<T>(k, px[p], pg[p], prm);
+    }
   });
 }
 

@@ -1,0 +1,86 @@
+// gelu.hpp — GELU and its derivative, vectorised: the one primitive whose
+// cost was its transcendentals (erf, and exp for the derivative: a sixth of
+// a GPT-2-small block's step outside its products, one element at a time
+// through libm). SLEEF's deterministic functions without FMA (Debian
+// libsleef-dev; the "cinz" variants, 1.0 ulp) give the same bits for an
+// element whatever the vector width or instruction set, down to the scalar
+// one that any x86-64 runs, so every path of this file (AVX-512, AVX, and
+// scalar) gives the same bits (the variants with FMA, which no CPU without
+// it can run, give others); the arithmetic around them is the same
+// operations in the same order on every path: forward (0.5 x)(1 + erf(x c)), derivative
+// g (0.5 (1 + erf(x c)) + x (exp((-0.5 x) x) k)), c = 1/sqrt 2 and
+// k = 1/sqrt(2 pi) rounded to the dtype, each operation rounded once.
+#pragma once
+
+#include <cstdint>
+
+#include "gemm.hpp"
+
+namespace cpu_driver {
+
+// y[i] = gelu(x[i]) for i in [0, n), on the `isa` path.
+template <class T>
+void gelu_values(GemmIsa isa, const T* x, T* y, int64_t n);
+// dx[i] = g[i] gelu'(x[i]).
+template <class T>
+void gelu_derivative_times(GemmIsa isa, const T* x, const T* g, T* dx, int64_t n);
+
+// The vector paths, in files compiled for their instruction sets.
+void gelu_values_avx512(const float* x, float* y, int64_t n);
+void gelu_values_avx512(const double* x, double* y, int64_t n);
+void gelu_derivative_times_avx512(const float* x, const float* g, float* dx, int64_t n);
+void gelu_derivative_times_avx512(const double* x, const double* g, double* dx, int64_t n);
+void gelu_values_avx2(const float* x, float* y, int64_t n);
+void gelu_values_avx2(const double* x, double* y, int64_t n);
+void gelu_derivative_times_avx2(const float* x, const float* g, float* dx, int64_t n);
+void gelu_derivative_times_avx2(const double* x, const double* g, double* dx, int64_t n);
+
+// The constants in the dtype, as every path uses them.
+template <class T>
+constexpr T kGeluC = T(0.70710678118654752440);  // 1/sqrt(2)
+template <class T>
+constexpr T kGeluK = T(0.39894228040143267794);  // 1/sqrt(2 pi)
+
+}  // namespace cpu_driver
+
+// The loops of one vector path, over an ops struct V with: type, width,
+// load, store, set1, add, mul, erf, exp. The last partial vector is
+// computed from a padded copy: an element's bits do not depend on its
+// neighbours.
+#define UMLOS_GELU_LOOPS(V, T)                                                             \
+  void gelu_values_loop(const T* x, T* y, int64_t n) {                                     \
+    const auto half = V::set1(T(0.5)), one = V::set1(T(1)), c = V::set1(kGeluC<T>);        \
+    auto one_vector = [&](const T* in, T* out) {                                           \
+      const auto v = V::load(in);                                                          \
+      V::store(out, V::mul(V::mul(half, v), V::add(one, V::erf(V::mul(v, c)))));           \
+    };                                                                                     \
+    int64_t i = 0;                                                                         \
+    for (; i + V::width <= n; i += V::width) one_vector(x + i, y + i);                     \
+    if (i < n) {                                                                           \
+      T in[V::width] = {}, out[V::width];                                                  \
+      for (int64_t k = i; k < n; ++k) in[k - i] = x[k];                                    \
+      one_vector(in, out);                                                                 \
+      for (int64_t k = i; k < n; ++k) y[k] = out[k - i];                                   \
+    }                                                                                      \
+  }                                                                                        \
+  void gelu_derivative_loop(const T* x, const T* g, T* dx, int64_t n) {                    \
+    const auto half = V::set1(T(0.5)), minus_half = V::set1(T(-0.5)), one = V::set1(T(1)); \
+    const auto c = V::set1(kGeluC<T>), k = V::set1(kGeluK<T>);                             \
+    auto one_vector = [&](const T* in, const T* grad, T* out) {                            \
+      const auto v = V::load(in);                                                          \
+      const auto cdf = V::mul(half, V::add(one, V::erf(V::mul(v, c))));                    \
+      const auto pdf = V::mul(V::exp(V::mul(V::mul(minus_half, v), v)), k);                \
+      V::store(out, V::mul(V::load(grad), V::add(cdf, V::mul(v, pdf))));                   \
+    };                                                                                     \
+    int64_t i = 0;                                                                         \
+    for (; i + V::width <= n; i += V::width) one_vector(x + i, g + i, dx + i);             \
+    if (i < n) {                                                                           \
+      T in[V::width] = {}, grad[V::width] = {}, out[V::width];                             \
+      for (int64_t j = i; j < n; ++j) {                                                    \
+        in[j - i] = x[j];                                                                  \
+        grad[j - i] = g[j];                                                                \
+      }                                                                                    \
+      one_vector(in, grad, out);                                                           \
+      for (int64_t j = i; j < n; ++j) dx[j] = out[j - i];                                  \
+    }                                                                                      \
+  }
