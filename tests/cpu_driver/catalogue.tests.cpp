@@ -6,6 +6,7 @@
 
 #include "cbor.hpp"
 #include "cpu_driver_support.hpp"
+#include "gemm.hpp"
 
 namespace cpu_driver_test {
 
@@ -24,6 +25,25 @@ std::unique_ptr<Host> make_host(int threads, int64_t block, int simd, const char
   host->set_driver_config(config);
   host->activate_driver("cpu_driver");
   return host;
+}
+
+std::vector<std::pair<std::string, std::unique_ptr<Host>>> hosts_on_every_path() {
+  std::vector<std::pair<std::string, std::unique_ptr<Host>>> hosts;
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    cpu_driver::GemmIsa parsed;
+    REQUIRE(cpu_driver::gemm_isa_parse(isa, &parsed));
+    if (!cpu_driver::gemm_isa_supported(parsed)) {
+      WARN("this CPU has no " << isa << " path: not compared");
+      continue;
+    }
+    for (int threads : {1, 2, 3}) {
+      auto host = make_host(threads, 0, -1, isa);
+      // The host really runs the named path: a comparison has teeth.
+      CHECK(host->driver_description().find(std::string(isa) + " matmul") != std::string::npos);
+      hosts.emplace_back(std::string(isa) + " x" + std::to_string(threads), std::move(host));
+    }
+  }
+  return hosts;
 }
 
 }  // namespace cpu_driver_test

@@ -6,6 +6,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "host.hpp"
 #include "primitive_catalogue.hpp"
@@ -22,5 +24,10 @@ std::string driver_path();
 // simd: simd when >= 0).
 // isa: driver.config.isa (nullptr: the driver's default, the widest path).
 std::unique_ptr<umlos::Host> make_host(int threads, int64_t block = 0, int simd = -1, const char* isa = nullptr);
+
+// A host on each instruction-set path this CPU has (scalar, avx2, avx512:
+// config `isa`) at 1, 2 and 3 threads, named "avx2 x2" and so on; a path
+// the CPU lacks is reported with WARN and left out.
+std::vector<std::pair<std::string, std::unique_ptr<umlos::Host>>> hosts_on_every_path();
 
 }  // namespace cpu_driver_test

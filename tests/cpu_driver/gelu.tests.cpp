@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "cpu_driver_support.hpp"
-#include "gemm.hpp"
 
 using namespace cpu_driver_test;
 
@@ -57,17 +56,8 @@ std::vector<uint8_t> run(umlos::Host& host, int32_t dtype, const std::vector<dou
 TEST_CASE("gelu and gelu_grad give the same bits on every instruction-set path and with 1, 2 and 3 threads",
           "[cpu_driver][determinism]") {
   auto reference = make_host(1, 0, -1, "scalar");
-  std::vector<std::pair<std::string, std::unique_ptr<umlos::Host>>> others;
-  for (const char* isa : {"scalar", "avx2", "avx512"}) {
-    cpu_driver::GemmIsa parsed;
-    REQUIRE(cpu_driver::gemm_isa_parse(isa, &parsed));
-    if (!cpu_driver::gemm_isa_supported(parsed)) {
-      WARN("this CPU has no " << isa << " path: not compared");
-      continue;
-    }
-    for (int threads : {1, 2, 3})
-      others.emplace_back(std::string(isa) + " x" + std::to_string(threads), make_host(threads, 0, -1, isa));
-  }
+  auto others = hosts_on_every_path();
+  CHECK(others.size() >= 3);
   // Every tail length of both vector widths, and one long enough that
   // three threads each take a range.
   std::vector<size_t> lengths;

@@ -153,21 +153,7 @@ TEST_CASE("matmul and its gradient give the same bits on every instruction-set p
   // enough for the one-vector kernels (5 and 13 columns) and few enough
   // column panels that A is read in place.
   auto reference = make_host(1, 0, -1, "scalar");
-  std::vector<std::pair<std::string, std::unique_ptr<umlos::Host>>> others;
-  for (const char* isa : {"scalar", "avx2", "avx512"}) {
-    cpu_driver::GemmIsa parsed;
-    REQUIRE(cpu_driver::gemm_isa_parse(isa, &parsed));
-    if (!cpu_driver::gemm_isa_supported(parsed)) {
-      WARN("this CPU has no " << isa << " path: not compared");
-      continue;
-    }
-    for (int threads : {1, 2, 3}) {
-      auto host = make_host(threads, 0, -1, isa);
-      // The host really runs the named path: the comparison has teeth.
-      CHECK(host->driver_description().find(std::string(isa) + " matmul") != std::string::npos);
-      others.emplace_back(std::string(isa) + " x" + std::to_string(threads), std::move(host));
-    }
-  }
+  auto others = hosts_on_every_path();
   CHECK(others.size() >= 3);
   std::vector<Case> cases;
   for (const Case& c : all_cases(kLargeRows, kLargeCols))

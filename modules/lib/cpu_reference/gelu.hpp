@@ -43,6 +43,19 @@ constexpr T kGeluK = T(0.39894228040143267794);  // 1/sqrt(2 pi)
 
 }  // namespace cpu_driver
 
+// One vector path's operations: a struct NAME of `W` lanes of T in VEC.
+#define UMLOS_GELU_OPS(NAME, T, VEC, W, LOAD, STORE, SET1, ADD, MUL, ERF, EXP) \
+  struct NAME {                                                                \
+    static constexpr int64_t width = W;                                        \
+    static VEC load(const T* p) { return LOAD(p); }                            \
+    static void store(T* p, VEC v) { STORE(p, v); }                            \
+    static VEC set1(T v) { return SET1(v); }                                   \
+    static VEC add(VEC a, VEC b) { return ADD(a, b); }                         \
+    static VEC mul(VEC a, VEC b) { return MUL(a, b); }                         \
+    static VEC erf(VEC v) { return ERF(v); }                                   \
+    static VEC exp(VEC v) { return EXP(v); }                                   \
+  };
+
 // The loops of one vector path, over an ops struct V with: type, width,
 // load, store, set1, add, mul, erf, exp. The last partial vector is
 // computed from a padded copy: an element's bits do not depend on its

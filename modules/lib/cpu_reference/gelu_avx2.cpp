@@ -9,26 +9,10 @@
 namespace cpu_driver {
 namespace {
 
-struct F32 {
-  static constexpr int64_t width = 8;
-  static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
-  static __m256 set1(float v) { return _mm256_set1_ps(v); }
-  static __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
-  static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
-  static __m256 erf(__m256 v) { return Sleef_cinz_erff8_u10avx(v); }
-  static __m256 exp(__m256 v) { return Sleef_cinz_expf8_u10avx(v); }
-};
-struct F64 {
-  static constexpr int64_t width = 4;
-  static __m256d load(const double* p) { return _mm256_loadu_pd(p); }
-  static void store(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
-  static __m256d set1(double v) { return _mm256_set1_pd(v); }
-  static __m256d add(__m256d a, __m256d b) { return _mm256_add_pd(a, b); }
-  static __m256d mul(__m256d a, __m256d b) { return _mm256_mul_pd(a, b); }
-  static __m256d erf(__m256d v) { return Sleef_cinz_erfd4_u10avx(v); }
-  static __m256d exp(__m256d v) { return Sleef_cinz_expd4_u10avx(v); }
-};
+UMLOS_GELU_OPS(F32, float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_add_ps, _mm256_mul_ps,
+               Sleef_cinz_erff8_u10avx, Sleef_cinz_expf8_u10avx)
+UMLOS_GELU_OPS(F64, double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_add_pd, _mm256_mul_pd,
+               Sleef_cinz_erfd4_u10avx, Sleef_cinz_expd4_u10avx)
 
 namespace f32 {
 UMLOS_GELU_LOOPS(F32, float)

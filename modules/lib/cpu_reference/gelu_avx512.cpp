@@ -9,26 +9,10 @@
 namespace cpu_driver {
 namespace {
 
-struct F32 {
-  static constexpr int64_t width = 16;
-  static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
-  static __m512 set1(float v) { return _mm512_set1_ps(v); }
-  static __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
-  static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
-  static __m512 erf(__m512 v) { return Sleef_cinz_erff16_u10avx512fnofma(v); }
-  static __m512 exp(__m512 v) { return Sleef_cinz_expf16_u10avx512fnofma(v); }
-};
-struct F64 {
-  static constexpr int64_t width = 8;
-  static __m512d load(const double* p) { return _mm512_loadu_pd(p); }
-  static void store(double* p, __m512d v) { _mm512_storeu_pd(p, v); }
-  static __m512d set1(double v) { return _mm512_set1_pd(v); }
-  static __m512d add(__m512d a, __m512d b) { return _mm512_add_pd(a, b); }
-  static __m512d mul(__m512d a, __m512d b) { return _mm512_mul_pd(a, b); }
-  static __m512d erf(__m512d v) { return Sleef_cinz_erfd8_u10avx512fnofma(v); }
-  static __m512d exp(__m512d v) { return Sleef_cinz_expd8_u10avx512fnofma(v); }
-};
+UMLOS_GELU_OPS(F32, float, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_add_ps, _mm512_mul_ps,
+               Sleef_cinz_erff16_u10avx512fnofma, Sleef_cinz_expf16_u10avx512fnofma)
+UMLOS_GELU_OPS(F64, double, __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_add_pd, _mm512_mul_pd,
+               Sleef_cinz_erfd8_u10avx512fnofma, Sleef_cinz_expd8_u10avx512fnofma)
 
 namespace f32 {
 UMLOS_GELU_LOOPS(F32, float)
