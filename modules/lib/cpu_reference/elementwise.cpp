@@ -169,32 +169,6 @@ template <class T>
 void binary_grad_same_shape(Call& c, BinaryKind kind, const T* pa, const T* pb, const T* pg, int64_t n) {
   T* da = c.out[0].as<T>();
   T* db = c.out[1].as<T>();
-  if (!c.wants(0) || !c.wants(1)) {
-    // One gradient: the same expression for it alone.
-    const bool a_side = c.wants(0);
-    T* d = a_side ? da : db;
-    c.pool->parallel_for(n, kElementGrain, [&](int64_t s, int64_t e) {
-      for (int64_t p = s; p < e; ++p) {
-        const double g = pg[p], x = pa[p], w = pb[p];
-        double v = g;
-        switch (kind) {
-          case BinaryKind::Add:
-            break;
-          case BinaryKind::Sub:
-            v = a_side ? g : -g;
-            break;
-          case BinaryKind::Mul:
-            v = a_side ? g * w : g * x;
-            break;
-          case BinaryKind::Div:
-            v = a_side ? g / w : (-g * (x / w)) / w;
-            break;
-        }
-        d[p] = static_cast<T>(0.0 + v);
-      }
-    });
-    return;
-  }
   c.pool->parallel_for(n, kElementGrain, [&](int64_t s, int64_t e) {
     switch (kind) {
       case BinaryKind::Add:
@@ -235,16 +209,18 @@ void binary_grad(Call& c, BinaryKind kind) {
   const T* pa = a.as<T>();
   const T* pb = b.as<T>();
   const T* pg = dy.as<T>();
-  if (a.dims == b.dims) {
+  const bool want_a = c.wants(0), want_b = c.wants(1);
+  if (a.dims == b.dims && want_a && want_b) {
     binary_grad_same_shape<T>(c, kind, pa, pb, pg, bc.numel);
     return;
   }
   // An operand of the output's full shape gets each element's one
   // contribution directly (0.0 + x, rounded once: what the canonical sum of
   // one term gives); only a broadcast operand needs the binary64
-  // contributions and the canonical sums over its broadcast axes.
+  // contributions and the canonical sums over its broadcast axes. A
+  // gradient left out of `wanted` is not computed (same shapes with one
+  // gradient wanted come this way too: the same expressions).
   const bool a_full = a.dims == bc.out_dims, b_full = b.dims == bc.out_dims;
-  const bool want_a = c.wants(0), want_b = c.wants(1);
   T* da = c.out[0].as<T>();
   T* db = c.out[1].as<T>();
   std::vector<double> ga(a_full || !want_a ? 0 : bc.numel), gb(b_full || !want_b ? 0 : bc.numel);
@@ -269,18 +245,18 @@ void binary_grad(Call& c, BinaryKind kind) {
           vb = (-g * (x / w)) / w;
           break;  // never squares w: b*b under/overflows for |b| < 1.5e-154 or > 1.3e154
       }
-      if (!want_a)
-        ;
-      else if (a_full)
-        da[p] = static_cast<T>(0.0 + va);
-      else
-        ga[p] = va;
-      if (!want_b)
-        ;
-      else if (b_full)
-        db[p] = static_cast<T>(0.0 + vb);
-      else
-        gb[p] = vb;
+      if (want_a) {
+        if (a_full)
+          da[p] = static_cast<T>(0.0 + va);
+        else
+          ga[p] = va;
+      }
+      if (want_b) {
+        if (b_full)
+          db[p] = static_cast<T>(0.0 + vb);
+        else
+          gb[p] = vb;
+      }
     });
   });
   if (want_a && !a_full) store_reduced<T>(c, bc.out_dims, ga, c.out[0]);

@@ -1,4 +1,5 @@
-// gelu.cpp — see gelu.hpp: the path chosen at run time, and the scalar one.
+// gelu.cpp — see gelu.hpp: the path chosen at run time, and the scalar one
+// (the same loops, one element at a time).
 #include "gelu.hpp"
 
 #include <sleef.h>
@@ -7,10 +8,45 @@ namespace cpu_driver {
 
 namespace {
 
-float erf_of(float v) { return Sleef_cinz_erff1_u10purec(v); }
-double erf_of(double v) { return Sleef_cinz_erfd1_u10purec(v); }
-float exp_of(float v) { return Sleef_cinz_expf1_u10purec(v); }
-double exp_of(double v) { return Sleef_cinz_expd1_u10purec(v); }
+template <class T>
+T load_one(const T* p) {
+  return *p;
+}
+template <class T>
+void store_one(T* p, T v) {
+  *p = v;
+}
+template <class T>
+T same(T v) {
+  return v;
+}
+template <class T>
+T add_one(T a, T b) {
+  return a + b;
+}
+template <class T>
+T mul_one(T a, T b) {
+  return a * b;
+}
+
+UMLOS_GELU_OPS(F32, float, float, 1, load_one<float>, store_one<float>, same<float>, add_one<float>, mul_one<float>,
+               Sleef_cinz_erff1_u10purec, Sleef_cinz_expf1_u10purec)
+UMLOS_GELU_OPS(F64, double, double, 1, load_one<double>, store_one<double>, same<double>, add_one<double>,
+               mul_one<double>, Sleef_cinz_erfd1_u10purec, Sleef_cinz_expd1_u10purec)
+
+namespace f32 {
+UMLOS_GELU_LOOPS(F32, float)
+}
+namespace f64 {
+UMLOS_GELU_LOOPS(F64, double)
+}
+
+void scalar_values(const float* x, float* y, int64_t n) { f32::gelu_values_loop(x, y, n); }
+void scalar_values(const double* x, double* y, int64_t n) { f64::gelu_values_loop(x, y, n); }
+void scalar_derivative(const float* x, const float* g, float* dx, int64_t n) { f32::gelu_derivative_loop(x, g, dx, n); }
+void scalar_derivative(const double* x, const double* g, double* dx, int64_t n) {
+  f64::gelu_derivative_loop(x, g, dx, n);
+}
 
 }  // namespace
 
@@ -18,18 +54,14 @@ template <class T>
 void gelu_values(GemmIsa isa, const T* x, T* y, int64_t n) {
   if (isa == GemmIsa::avx512 && gemm_isa_supported(isa)) return gelu_values_avx512(x, y, n);
   if (isa != GemmIsa::scalar && gemm_isa_supported(GemmIsa::avx2)) return gelu_values_avx2(x, y, n);
-  for (int64_t i = 0; i < n; ++i) y[i] = (T(0.5) * x[i]) * (T(1) + erf_of(x[i] * kGeluC<T>));
+  scalar_values(x, y, n);
 }
 
 template <class T>
 void gelu_derivative_times(GemmIsa isa, const T* x, const T* g, T* dx, int64_t n) {
   if (isa == GemmIsa::avx512 && gemm_isa_supported(isa)) return gelu_derivative_times_avx512(x, g, dx, n);
   if (isa != GemmIsa::scalar && gemm_isa_supported(GemmIsa::avx2)) return gelu_derivative_times_avx2(x, g, dx, n);
-  for (int64_t i = 0; i < n; ++i) {
-    const T cdf = T(0.5) * (T(1) + erf_of(x[i] * kGeluC<T>));
-    const T pdf = exp_of((T(-0.5) * x[i]) * x[i]) * kGeluK<T>;
-    dx[i] = g[i] * (cdf + x[i] * pdf);
-  }
+  scalar_derivative(x, g, dx, n);
 }
 
 template void gelu_values<float>(GemmIsa, const float*, float*, int64_t);
