@@ -24,6 +24,13 @@
 //     step's time and torch's are printed against that floor, and whether
 //     the goal (1.2x torch for the MLP, 1.0x for the GPT block) is
 //     reachable at all.
+//  7. the same ratios measured interleaved: rounds of a block of our steps
+//     then a block of PyTorch's (torch_steps.py --serve, one process kept
+//     for the run, at the thread count that was fastest in 5.), the ratio
+//     taken per round. On a shared machine whose speed drifts by tens of
+//     percent from one minute to the next, 5. compares minutes apart; here
+//     a slow spell falls on both sides of each ratio, and the spread of the
+//     rounds' ratios is printed beside their median.
 // The GPT step's driver time is also split by primitive.
 //
 // Times are medians; wall seconds and process CPU seconds are both printed
@@ -37,10 +44,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <memory>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../common/fma_peak.hpp"
 #include "../common/gpt_block_ir.hpp"
@@ -236,6 +249,61 @@ double sha256_rate(bool lanes) {
   return best;
 }
 
+
+// torch_steps.py --serve at `threads` threads: one PyTorch process for the
+// whole comparison, asked for blocks of steps over a pipe.
+class TorchServer {
+ public:
+  TorchServer(const std::string& py, int threads) {
+    int to_child[2], from_child[2];
+    if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::dup2(to_child[0], 0);
+      ::dup2(from_child[1], 1);
+      ::close(to_child[1]);
+      ::close(from_child[0]);
+      const std::string script = std::string(UMLOS_SOURCE_DIR) + "/bench/executor/torch_steps.py";
+      const std::string t = std::to_string(threads);
+      ::execl(py.c_str(), py.c_str(), script.c_str(), "--serve", "--threads", t.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    to_ = ::fdopen(to_child[1], "w");
+    from_ = ::fdopen(from_child[0], "r");
+  }
+  ~TorchServer() {
+    if (to_) std::fclose(to_);  // EOF on its stdin ends the server
+    if (from_) std::fclose(from_);
+    int status = 0;
+    if (pid_ > 0) ::waitpid(pid_, &status, 0);
+  }
+  TorchServer(const TorchServer&) = delete;
+  TorchServer& operator=(const TorchServer&) = delete;
+  // Wall seconds of each of n steps.
+  std::vector<double> steps(const std::string& what, const std::string& dtype, int n) {
+    std::fprintf(to_, "%s %s %d\n", what.c_str(), dtype.c_str(), n);
+    std::fflush(to_);
+    std::string line;
+    char buf[65536];
+    while (std::fgets(buf, sizeof buf, from_)) {
+      line += buf;
+      if (!line.empty() && line.back() == '\n') break;
+    }
+    if (line.empty()) throw std::runtime_error("torch_steps.py --serve ended without answering");
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (!j.contains("wall")) throw std::runtime_error("torch_steps.py --serve: " + line);
+    return j["wall"].get<std::vector<double>>();
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -291,6 +359,7 @@ int main(int argc, char** argv) {
       double wall, cpu;
       Roofline roof;
       double torch_wall = 0;
+      size_t torch_threads = 0;  // PyTorch's fastest thread count in 5.
     };
     std::vector<Row> rows;
     std::vector<std::pair<std::string, std::vector<std::pair<double, std::string>>>> gpt_primitives, mlp_primitives;
@@ -434,6 +503,7 @@ int main(int argc, char** argv) {
           const nlohmann::json& j = runs[best];
           const double tc = j[r.what + "_cpu_s"].get<double>(), tw = j[r.what + "_s"].get<double>();
           r.torch_wall = tw;
+          r.torch_threads = best + 1;
           std::printf("| %s (torch %s) | %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f | %zu |\n",
                       r.what == "mlp" ? "MLP" : "GPT block", j["peer"]["torch"].get<std::string>().c_str(), dt,
                       1e3 * r.cpu, 1e3 * tc, r.cpu / tc, 1e3 * r.wall, 1e3 * tw, r.wall / tw, best + 1);
@@ -468,6 +538,37 @@ int main(int argc, char** argv) {
                   r.what == "mlp" ? "MLP" : "GPT block", r.dtype.c_str(), r.roof.hashed_bytes / 1e6,
                   r.roof.matmul_flop / 1e9, 1e3 * floor_s, 1e3 * r.wall, r.wall / floor_s, torch.c_str(), ratio.c_str(),
                   goal, reach.c_str());
+    }
+
+    // 7. Interleaved: a block of our steps, then a block of PyTorch's, per
+    // round; the ratio per round.
+    if (py != "none" && !rows.empty() && rows.front().torch_wall > 0) {
+      constexpr int kRounds = 7;
+      std::printf(
+          "\n| step vs PyTorch, interleaved (%d rounds: a block of umlos steps, then one of PyTorch's; umlos %d "
+          "thread(s)) | dtype | umlos ms (wall) | torch ms (wall) | umlos / torch: median of the rounds | lowest "
+          "| highest | torch threads |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
+          kRounds, threads);
+      std::map<size_t, std::unique_ptr<TorchServer>> servers;
+      for (const Row& r : rows) {
+        if (r.torch_threads == 0) continue;
+        auto& server = servers[r.torch_threads];
+        if (!server) server = std::make_unique<TorchServer>(py, static_cast<int>(r.torch_threads));
+        const std::string ir =
+            r.what == "mlp" ? mlp_ir(r.dtype.c_str()) : umlos_bench::gpt_ir(r.dtype.c_str(), 128, 768, 12, 3072);
+        Exec e(ir, "backward", threads, true);
+        const int n = r.what == "mlp" ? std::max(reps, 20) : reps;
+        std::vector<double> ours, theirs, ratios;
+        for (int round = 0; round < kRounds; ++round) {
+          ours.push_back(e.time(n).wall);
+          theirs.push_back(median(server->steps(r.what, r.dtype, n)));
+          ratios.push_back(ours.back() / theirs.back());
+        }
+        std::printf("| %s | %s | %.3f | %.3f | %.2f | %.2f | %.2f | %zu |\n", r.what == "mlp" ? "MLP" : "GPT block",
+                    r.dtype.c_str(), 1e3 * median(ours), 1e3 * median(theirs), median(ratios),
+                    *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()),
+                    r.torch_threads);
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "umlos_bench_executor: %s\n", e.what());

@@ -13,6 +13,13 @@ usage: /usr/bin/python3 bench/executor/torch_steps.py [--reps N] [--threads T] [
 prints one JSON line: {"peer", "dtype", "mlp_s", "gpt_s", "mlp_cpu_s", "gpt_cpu_s"}
 (median wall seconds per step; median process CPU seconds per step; "peer"
 is bench/torch_peer.py's description: torch version, BLAS, gemm GFLOP/s)
+
+       /usr/bin/python3 bench/executor/torch_steps.py --serve [--threads T]
+reads requests "STEP DTYPE N" (STEP mlp or gpt, DTYPE f32 or f64) one per
+line on stdin and answers each with one JSON line {"wall": [...]}: the wall
+seconds of N steps, after one warm-up step the first time a step is asked
+for. The bench alternates blocks of its own steps with blocks of these, so
+that a slow spell of a shared machine falls on both sides of a ratio.
 """
 import argparse, json, os, statistics, sys, time
 
@@ -64,15 +71,10 @@ def make_gpt_step(T, D, H, FF, param, data):
     return step
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--dtype", default="f32")
-    torch_peer.add_arguments(ap)
-    a = ap.parse_args()
-    torch = torch_peer.start(a.threads)
+def make_steps(torch, dt):
+    """The MLP and GPT-block steps in dtype `dt`, their data and parameters
+    drawn from one generator seeded 0 (MLP first)."""
     import torch.nn.functional as F
-    dt = torch.float32 if a.dtype == "f32" else torch.float64
     g = torch.Generator().manual_seed(0)
 
     def param(*shape):
@@ -94,9 +96,48 @@ def main():
 
     # GPT-2-small block, T 128
     gpt_step = make_gpt_step(128, 768, 12, 3072, param, lambda *shape: torch.randn(*shape, generator=g, dtype=dt))
+    return {"mlp": mlp_step, "gpt": gpt_step}
 
-    mlp_s, mlp_cpu = timed(mlp_step, max(a.reps, 20))
-    gpt_s, gpt_cpu = timed(gpt_step, a.reps)
+
+def serve(torch):
+    """Answers "STEP DTYPE N" requests until stdin ends (see the usage)."""
+    steps, warm = {}, set()
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if len(words) != 3 or words[0] not in ("mlp", "gpt") or words[1] not in ("f32", "f64"):
+            print(json.dumps({"error": "expected 'mlp|gpt f32|f64 N', got %r" % line.strip()}), flush=True)
+            continue
+        step, dtype, n = words[0], words[1], int(words[2])
+        if dtype not in steps:
+            steps[dtype] = make_steps(torch, torch.float32 if dtype == "f32" else torch.float64)
+        run = steps[dtype][step]
+        if (step, dtype) not in warm:
+            run()
+            warm.add((step, dtype))
+        wall = []
+        for _ in range(n):
+            w0 = time.perf_counter()
+            run()
+            wall.append(time.perf_counter() - w0)
+        print(json.dumps({"wall": wall}), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--dtype", default="f32")
+    ap.add_argument("--serve", action="store_true")
+    torch_peer.add_arguments(ap)
+    a = ap.parse_args()
+    torch = torch_peer.start(a.threads)
+    if a.serve:
+        serve(torch)
+        return
+    steps = make_steps(torch, torch.float32 if a.dtype == "f32" else torch.float64)
+    mlp_s, mlp_cpu = timed(steps["mlp"], max(a.reps, 20))
+    gpt_s, gpt_cpu = timed(steps["gpt"], a.reps)
     print(json.dumps({"peer": torch_peer.describe(torch), "dtype": a.dtype, "mlp_s": mlp_s, "gpt_s": gpt_s,
                       "mlp_cpu_s": mlp_cpu, "gpt_cpu_s": gpt_cpu}))
 
