@@ -19,19 +19,18 @@ namespace umlos_bench {
 // to stay in registers: AVX2 names 16 vector registers, so 24 accumulators
 // spilled to the stack and halved the measured peak; AVX-512 names 32.
 // Returns a lane of their sum so the loop stays alive.
-#define UMLOS_FMA_LOOP(name, isa, V, set1, fma, add, Elem, N)                            \
-  inline __attribute__((target(isa))) double name(long passes) {                         \
-    V acc[N];                                                                              \
-    volatile double seed = 0.9999999;                                                    \
-    const V m = set1(static_cast<Elem>(seed)), a = set1(static_cast<Elem>(1e-9 * seed)); \
-    for (int k = 0; k < N; ++k) acc[k] = set1 (static_cast<Elem>(k));                    \
-    for (long p = 0; p < passes; ++p)                                                    \
-      _Pragma("GCC unroll 24") for (int k = 0; k < N; ++k)  acc[k] = fma(acc[k], m, a);  \
-    V s = acc[0];                                                                        \
-    for (int k = 1; k < N; ++k) s = add (s, acc[k]);                                     \
-    Elem out[sizeof(V) / sizeof(Elem)];                                                  \
-    std::memcpy(out, &s, sizeof s);                                                      \
-    return static_cast<double>(out[0]);                                                  \
+#define UMLOS_FMA_LOOP(name, isa, V, set1, fma, add, Elem, N)                                                          \
+  inline __attribute__((target(isa))) double name(long passes) {                                                       \
+    V acc[N];                                                                                                          \
+    volatile double seed = 0.9999999;                                                                                  \
+    const V m = set1(static_cast<Elem>(seed)), a = set1(static_cast<Elem>(1e-9 * seed));                               \
+    for (int k = 0; k < N; ++k) acc[k] = set1(static_cast<Elem>(k));                                                   \
+    for (long p = 0; p < passes; ++p) _Pragma("GCC unroll 24") for (int k = 0; k < N; ++k) acc[k] = fma(acc[k], m, a); \
+    V s = acc[0];                                                                                                      \
+    for (int k = 1; k < N; ++k) s = add(s, acc[k]);                                                                    \
+    Elem out[sizeof(V) / sizeof(Elem)];                                                                                \
+    std::memcpy(out, &s, sizeof s);                                                                                    \
+    return static_cast<double>(out[0]);                                                                                \
   }
 UMLOS_FMA_LOOP(loop512s, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, float, 24)
 UMLOS_FMA_LOOP(loop512d, "avx512f", __m512d, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, double, 24)

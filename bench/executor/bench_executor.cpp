@@ -46,12 +46,13 @@
 #include <ctime>
 #include <map>
 #include <memory>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,14 +250,16 @@ double sha256_rate(bool lanes) {
   return best;
 }
 
-
 // torch_steps.py --serve at `threads` threads: one PyTorch process for the
 // whole comparison, asked for blocks of steps over a pipe.
 class TorchServer {
  public:
   TorchServer(const std::string& py, int threads) {
+    // Close-on-exec: a second server must not inherit this one's stdin,
+    // or this one would never see its end.
     int to_child[2], from_child[2];
-    if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) throw std::runtime_error("pipe failed");
+    if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe failed");
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
@@ -559,9 +562,17 @@ int main(int argc, char** argv) {
         Exec e(ir, "backward", threads, true);
         const int n = r.what == "mlp" ? std::max(reps, 20) : reps;
         std::vector<double> ours, theirs, ratios;
+        // A pause after each block: PyTorch's OpenMP and OpenBLAS threads
+        // spin for a while after their last job (OpenBLAS up to ~0.1 s),
+        // and a block that starts while they spin shares the cores with
+        // them (an MLP step of ours at two threads read 3.6 ms so, 1.0
+        // without the other process).
+        auto settle = [] { ::usleep(250000); };
         for (int round = 0; round < kRounds; ++round) {
           ours.push_back(e.time(n).wall);
+          settle();
           theirs.push_back(median(server->steps(r.what, r.dtype, n)));
+          settle();
           ratios.push_back(ours.back() / theirs.back());
         }
         std::printf("| %s | %s | %.3f | %.3f | %.2f | %.2f | %.2f | %zu |\n", r.what == "mlp" ? "MLP" : "GPT block",
