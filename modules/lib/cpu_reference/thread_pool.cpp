@@ -6,8 +6,14 @@
 // the caller waiting for the ranges, first poll for a short while (the way
 // OpenMP runtimes and OpenBLAS keep their threads warm) and only then
 // block; a pool whose threads, with those of the job's other ranks on the
-// machine (share_cpus), outnumber the CPUs blocks at once. The atomics below only signal "new job" and "ranges done":
-// which thread computes which range, and so every result, is fixed by the partition alone.
+// machine (share_cpus), outnumber the CPUs blocks at once.
+//
+// A job's ranges are fixed by its partition alone (n, grain, the thread
+// count); a range goes to whichever thread takes it first, the caller
+// included, so that a worker that is slow to wake is not waited for. What a
+// range computes does not depend on the thread that runs it, so neither
+// does any result. The atomics below only signal "new job" and "ranges
+// done".
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -92,12 +98,34 @@ struct ThreadPool::State {
   std::vector<std::thread> workers;
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> generation{0};  // bumped for every parallel_for, under the mutex
-  // The current job: range r is [bounds[r], bounds[r+1]). Written and read
-  // under the mutex.
+  // The current job: range r is [bounds[r], bounds[r+1]); ranges from
+  // next_range on are not taken yet. Written and read under the mutex.
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   std::vector<int64_t> bounds;
+  size_t next_range = 0;
   std::atomic<unsigned> pending{0};  // ranges not finished yet
   std::vector<std::exception_ptr> errors;
+
+  // Under the mutex (`lock`): takes the next range of the current job and
+  // runs it unlocked, then counts it done; false when none is left.
+  bool run_next_range(std::unique_lock<std::mutex>& lock) {
+    if (fn == nullptr || next_range + 1 >= bounds.size()) return false;
+    const size_t r = next_range++;
+    const std::function<void(int64_t, int64_t)>* job = fn;
+    const int64_t begin = bounds[r], end = bounds[r + 1];
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      (*job)(begin, end);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (error) errors[r] = error;
+    // Under the mutex, so that a caller about to block cannot miss it.
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) work_done.notify_all();
+    return true;
+  }
 };
 
 ThreadPool::ThreadPool(unsigned threads) : threads_(std::max(1u, threads)), state_(new State) {
@@ -118,39 +146,20 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::share_cpus(unsigned ranks) { state_->poll_us = polling_micros(threads_, ranks); }
 
 void ThreadPool::worker_loop(unsigned index) {
+  (void)index;  // ranges go to whichever thread takes them first
   State& st = *state_;
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* fn;
-    int64_t begin = 0, end = 0;
-    bool has_range;
     auto posted = [&] {
       return st.stopping.load(std::memory_order_acquire) || st.generation.load(std::memory_order_acquire) != seen;
     };
     poll(posted, std::chrono::microseconds(st.poll_us.load(std::memory_order_relaxed)));
-    {
-      std::unique_lock<std::mutex> lock(st.mutex);
-      st.work_ready.wait(lock, posted);
-      if (st.stopping) return;
-      seen = st.generation.load(std::memory_order_relaxed);
-      fn = st.fn;
-      has_range = index + 1 < st.bounds.size();
-      if (has_range) {
-        begin = st.bounds[index];
-        end = st.bounds[index + 1];
-      }
+    std::unique_lock<std::mutex> lock(st.mutex);
+    st.work_ready.wait(lock, posted);
+    if (st.stopping) return;
+    seen = st.generation.load(std::memory_order_relaxed);
+    while (st.run_next_range(lock)) {
     }
-    if (!has_range) continue;  // this job has fewer ranges than threads
-    std::exception_ptr error;
-    try {
-      (*fn)(begin, end);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(st.mutex);
-    if (error) st.errors[index] = error;
-    // Under the mutex, so that a caller about to block cannot miss it.
-    if (st.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) st.work_done.notify_all();
   }
 }
 
@@ -169,6 +178,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     std::lock_guard<std::mutex> lock(st.mutex);
     st.fn = &fn;
     st.bounds = bounds;
+    st.next_range = 1;  // the calling thread takes range 0
     st.pending.store(static_cast<unsigned>(ranges - 1), std::memory_order_relaxed);
     st.errors.assign(ranges, nullptr);
     st.generation.fetch_add(1, std::memory_order_release);
@@ -176,13 +186,20 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   st.work_ready.notify_all();
   std::exception_ptr first;
   try {
-    fn(bounds[0], bounds[1]);  // the calling thread takes range 0
+    fn(bounds[0], bounds[1]);
   } catch (...) {
     first = std::current_exception();
   }
+  // Ranges no worker has taken yet run here rather than being waited for:
+  // a worker that has not woken (or shares this CPU) costs nothing more
+  // than running the job on one thread.
+  std::unique_lock<std::mutex> lock(st.mutex);
+  while (st.run_next_range(lock)) {
+  }
+  lock.unlock();
   auto done = [&] { return st.pending.load(std::memory_order_acquire) == 0; };
   poll(done, std::chrono::microseconds(st.poll_us.load(std::memory_order_relaxed)));
-  std::unique_lock<std::mutex> lock(st.mutex);
+  lock.lock();
   st.work_done.wait(lock, done);
   for (auto& e : st.errors)
     if (!first && e) first = e;
