@@ -62,7 +62,7 @@ class ThreadPool {
 
  private:
   struct State;
-  void worker_loop(unsigned index);
+  void worker_loop();
   unsigned threads_;
   State* state_;  // owned
 };

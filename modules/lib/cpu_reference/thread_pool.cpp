@@ -130,7 +130,7 @@ struct ThreadPool::State {
 
 ThreadPool::ThreadPool(unsigned threads) : threads_(std::max(1u, threads)), state_(new State) {
   state_->poll_us = polling_micros(threads_, 1);
-  for (unsigned i = 1; i < threads_; ++i) state_->workers.emplace_back([this, i] { worker_loop(i); });
+  for (unsigned i = 1; i < threads_; ++i) state_->workers.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -145,8 +145,7 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::share_cpus(unsigned ranks) { state_->poll_us = polling_micros(threads_, ranks); }
 
-void ThreadPool::worker_loop(unsigned index) {
-  (void)index;  // ranges go to whichever thread takes them first
+void ThreadPool::worker_loop() {
   State& st = *state_;
   uint64_t seen = 0;
   for (;;) {
