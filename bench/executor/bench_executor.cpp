@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -255,6 +256,9 @@ double sha256_rate(bool lanes) {
 class TorchServer {
  public:
   TorchServer(const std::string& py, int threads) {
+    // A server that dies makes the next request fail with a message, not
+    // kill the bench with SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
     // Close-on-exec: a second server must not inherit this one's stdin,
     // or this one would never see its end.
     int to_child[2], from_child[2];
@@ -287,8 +291,8 @@ class TorchServer {
   TorchServer& operator=(const TorchServer&) = delete;
   // Wall seconds of each of n steps.
   std::vector<double> steps(const std::string& what, const std::string& dtype, int n) {
-    std::fprintf(to_, "%s %s %d\n", what.c_str(), dtype.c_str(), n);
-    std::fflush(to_);
+    if (std::fprintf(to_, "%s %s %d\n", what.c_str(), dtype.c_str(), n) < 0 || std::fflush(to_) != 0)
+      throw std::runtime_error("torch_steps.py --serve is gone");
     std::string line;
     char buf[65536];
     while (std::fgets(buf, sizeof buf, from_)) {
