@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target of tests/fuzz for SECONDS each, one after the
-# other on one core, and says per target how many inputs it executed and
-# whether it found anything.
+# Runs every libFuzzer target of tests/fuzz for SECONDS each, JOBS of them
+# at a time (default 2; each target is one process on one core), and says
+# per target how many inputs it executed and whether it found anything.
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default 60 s, every target)
 #
@@ -70,31 +70,52 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # the run 2.7x faster; rerun a saved input to see full allocation stacks.
 # intercept_tls_get_addr=0: see sanitize.sh (a LeakSanitizer tracer crash).
 export ASAN_OPTIONS="allocator_release_to_os_interval_ms=500:malloc_context_size=4:intercept_tls_get_addr=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-status=0
-printf '%-18s %12s %8s %7s  %s\n' target executions exec/s cpu-s result
-for t in "$@"; do
-  exe=$build/fuzz/fuzz_$t
-  [[ -x $exe ]] || { echo "fuzz: no target $exe" >&2; exit 2; }
+# One target: its table row in $work/row-<target>, and $work/found-<target>
+# when it found something.
+fuzz_one() {
+  local t=$1 exe=$build/fuzz/fuzz_$1
   mkdir -p "$build/fuzz/corpus/$t" "$findings/$t" "$work/seeds/$t"
-  log=$findings/$t.log
+  local log=$findings/$t.log
   touch "$work/start-$t"  # inputs kept by earlier runs are not this run's findings
-  rc=0
-  max_len=65536
+  local rc=0 max_len=65536
   [[ $t == checkpoint || $t == run_folder ]] && max_len=524288  # whole checkpoints (scripts/fuzz_corpus.py)
   /usr/bin/time -f '%U %S' -o "$work/time-$t" \
     "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len=$max_len \
     -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/$t/" \
     "$build/fuzz/corpus/$t" "$work/seeds/$t" >"$log" 2>&1 || rc=$?
+  local cpu execs rate kept
   cpu=$(awk '/^[0-9.]+ [0-9.]+$/ { printf "%.0f", $1 + $2 }' "$work/time-$t")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   kept=$(find "$findings/$t" -type f -newer "$work/start-$t" | sort)
   if ((rc != 0)) || [[ -n $kept ]]; then
-    status=1
-    printf '%-18s %12s %8s %7s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cpu:-?}" "FOUND (exit $rc): ${kept:-see $log}"
-    grep -E "^(==[0-9]+==ERROR|==umlos-fuzz==|SUMMARY|.*runtime error)" "$log" | head -5 | sed 's/^/    /'
+    touch "$work/found-$t"
+    {
+      printf '%-18s %12s %8s %7s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cpu:-?}" "FOUND (exit $rc): ${kept:-see $log}"
+      grep -E "^(==[0-9]+==ERROR|==umlos-fuzz==|SUMMARY|.*runtime error)" "$log" | head -5 | sed 's/^/    /'
+    } >"$work/row-$t"
   else
-    printf '%-18s %12s %8s %7s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cpu:-?}" "clean"
+    printf '%-18s %12s %8s %7s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cpu:-?}" "clean" >"$work/row-$t"
   fi
+}
+
+for t in "$@"; do
+  [[ -x $build/fuzz/fuzz_$t ]] || { echo "fuzz: no target $build/fuzz/fuzz_$t" >&2; exit 2; }
+done
+running=0
+for t in "$@"; do
+  if ((running >= jobs)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait || true
+status=0
+printf '%-18s %12s %8s %7s  %s\n' target executions exec/s cpu-s result
+for t in "$@"; do
+  cat "$work/row-$t"
+  [[ -e $work/found-$t ]] && status=1
 done
 exit $status

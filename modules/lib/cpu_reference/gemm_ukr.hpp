@@ -13,6 +13,17 @@
 namespace cpu_driver {
 namespace {
 
+// The unrolling of the loops over k: a speed choice only (each k runs the
+// same step, so the bits are the same unrolled or not). Sanitizer builds
+// define UMLOS_GEMM_NO_UNROLL: instrumenting the unrolled tiles of every
+// kernel took clang minutes per file, most of the sanitizer build.
+#define UMLOS_GEMM_PRAGMA(x) _Pragma(#x)
+#if defined(UMLOS_GEMM_NO_UNROLL)
+#define UMLOS_GEMM_UNROLL_K(n) UMLOS_GEMM_PRAGMA(GCC unroll 1)
+#else
+#define UMLOS_GEMM_UNROLL_K(n) UMLOS_GEMM_PRAGMA(GCC unroll n)
+#endif
+
 // Ops: T (element), V (vector register), W (elements per vector), zero(),
 // load(p), set1(x), fma(a, b, c) = a*b+c rounded once, add(a, b), store(p, v).
 // UMLOS_GEMM_OPS writes one from the intrinsics of an instruction set.
@@ -85,7 +96,7 @@ __attribute__((always_inline)) inline int64_t gemm_ukr_with_copy(int64_t kc, con
   for (int64_t r = 0; k + 8 <= kc && r < copy.rows; k += 8, ++r) {
 #pragma GCC unroll 4
     for (int l = 0; l < NR; l += kLine) __builtin_prefetch(copy.prefetch + r * copy.ld + l, 0, 3);
-#pragma GCC unroll 8
+    UMLOS_GEMM_UNROLL_K(8)
     for (int kk = 0; kk < 8; ++kk) gemm_ukr_step<Ops, MR, NV, Layout, AS>(k + kk, a, lda, b, acc);
   }
   return k;
@@ -108,7 +119,7 @@ void gemm_ukr(int64_t kc, const typename Ops::T* a, int64_t lda, const typename 
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = Ops::zero();
   int64_t k = copy != nullptr ? gemm_ukr_with_copy<Ops, MR, NV, Layout, AS>(kc, a, lda, b, *copy, acc) : 0;
-#pragma GCC unroll 4
+  UMLOS_GEMM_UNROLL_K(4)
   for (; k < kc; ++k) gemm_ukr_step<Ops, MR, NV, Layout, AS>(k, a, lda, b, acc);
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
