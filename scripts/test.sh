@@ -18,6 +18,11 @@
 # runs the slow tests under the sanitizers too (about 25 more minutes on
 # two cores). JOBS (default 2) sets build and test parallelism; the CI
 # machine has 2 cores. Each stage prints its wall time.
+#
+# From a fresh clone (no compiler cache) on two cores of a Zen 3 EPYC, at
+# 2026-11-28: format 4 s, release 815 s, options 41 s, sanitize 1,363 s
+# (its build 790 s, its tests about 360, the fuzz targets about 85): 37
+# minutes in all, above the 30 the project aims at for CI's two cores.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
