@@ -10,6 +10,10 @@
 #                      them); one such build serves both.
 #
 # Any UB report aborts (-fno-sanitize-recover): a test run is clean or fails.
+# One exception, kept beside its files: cpu_reference's GEMM kernels are
+# built without UBSan's pointer-overflow check and without unrolling their
+# k loops (modules/lib/cpu_reference/CMakeLists.txt says why); AddressSanitizer
+# still covers them. Test harnesses build at -O0 here (tests/CMakeLists.txt).
 option(UMLOS_SANITIZE "Build everything with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
 option(UMLOS_FUZZ "Build the libFuzzer targets of tests/fuzz (clang; implies UMLOS_SANITIZE)" OFF)
 

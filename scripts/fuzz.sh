@@ -115,7 +115,12 @@ wait || true
 status=0
 printf '%-18s %12s %8s %7s  %s\n' target executions exec/s cpu-s result
 for t in "$@"; do
-  cat "$work/row-$t"
+  if [[ -f $work/row-$t ]]; then
+    cat "$work/row-$t"
+  else
+    printf '%-18s %12s %8s %7s  %s\n' "$t" "?" "?" "?" "FAILED: the run left no result (see $findings/$t.log)"
+    status=1
+  fi
   [[ -e $work/found-$t ]] && status=1
 done
 exit $status
