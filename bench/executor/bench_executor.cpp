@@ -332,7 +332,9 @@ int main(int argc, char** argv) {
       const std::string ir = o[0] == 'm' ? mlp_ir(dt.c_str()) : umlos_bench::gpt_ir(dt.c_str(), 128, 768, 12, 3072);
       const char* host_threads = std::getenv("UMLOS_BENCH_HOST_THREADS");
       Exec e(ir, "backward", threads, true, host_threads ? std::atoi(host_threads) : 0);
+      const char* pause = std::getenv("UMLOS_BENCH_PAUSE_MS");
       for (int r = 0; r < 5; ++r) {
+        if (pause != nullptr) ::usleep(static_cast<useconds_t>(1000 * std::atoi(pause)));
         const Exec::Times t = e.time(reps);
         std::printf("%s, %d thread(s): %.4f ms per step (wall), %.4f ms outside the driver;", only, threads,
                     1e3 * t.wall, 1e-6 * (t.body_ns - t.driver_ns));
@@ -572,9 +574,19 @@ int main(int argc, char** argv) {
         // them (an MLP step of ours at two threads read 3.6 ms so, 1.0
         // without the other process).
         auto settle = [] { ::usleep(250000); };
+        // ... and after the pause, about 50 ms of untimed steps on each
+        // side: on this KVM guest a CPU left idle for the pause comes back
+        // slow (an MLP step of ours at two threads read 0.59-0.85 ms in
+        // blocks of 20 steps after a 250 ms sleep, 0.45-0.51 back to back;
+        // one thread 0.66-0.99 against 0.65), and a step loop does not
+        // pause between steps.
+        auto warm_steps = [](double step_s) { return std::max(1, static_cast<int>(std::ceil(0.05 / step_s))); };
+        const int our_warm = warm_steps(r.wall), their_warm = warm_steps(r.torch_wall);
         for (int round = 0; round < kRounds; ++round) {
+          e.time(our_warm);
           ours.push_back(e.time(n).wall);
           settle();
+          server->steps(r.what, r.dtype, their_warm);
           theirs.push_back(median(server->steps(r.what, r.dtype, n)));
           settle();
           ratios.push_back(ours.back() / theirs.back());
