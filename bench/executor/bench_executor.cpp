@@ -338,10 +338,16 @@ int main(int argc, char** argv) {
         const Exec::Times t = e.time(reps);
         std::printf("%s, %d thread(s): %.4f ms per step (wall), %.4f ms outside the driver;", only, threads,
                     1e3 * t.wall, 1e-6 * (t.body_ns - t.driver_ns));
-        for (size_t i = 0; i < t.primitive_ms.size() && i < 4; ++i)
+        for (size_t i = 0; i < t.primitive_ms.size() && i < (std::getenv("UMLOS_BENCH_ALL") ? 40u : 4u); ++i)
           std::printf(" %s %.4f", t.primitive_ms[i].second.c_str(), t.primitive_ms[i].first);
         std::printf("\n");
       }
+      // The last step's execution_fp: A/B runs of two builds compare it to
+      // show that a speed change left every output and gradient's bits.
+      const umlos::HostTensor fp = e.host.to_host(*e.host.values().at("model.exec.execution_fp"));
+      std::printf("execution_fp ");
+      for (uint8_t b : fp.data) std::printf("%02x", b);
+      std::printf("\n");
       return 0;
     }
     std::printf("umlos_bench_executor reps %d, driver threads %d\n\n", reps, threads);
