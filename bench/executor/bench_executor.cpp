@@ -321,7 +321,9 @@ int main(int argc, char** argv) {
     // UMLOS_BENCH_ONLY=mlp-f32 (mlp-f64, gpt-f32, gpt-f64): that training
     // step alone, five times `reps` steps, for A/B comparisons of a change;
     // UMLOS_BENCH_HOST_THREADS=n hashes execution_fp on the host with n
-    // threads instead of by the driver.
+    // threads instead of by the driver; UMLOS_BENCH_PAUSE_MS=ms sleeps
+    // before each block; UMLOS_BENCH_ALL=1 prints every primitive's time,
+    // not the first four. The last step's execution_fp closes the output.
     if (const char* only = std::getenv("UMLOS_BENCH_ONLY")) {
       const std::string o = only;
       const std::string dt = o.size() > 3 ? o.substr(o.size() - 3) : "";
@@ -333,12 +335,13 @@ int main(int argc, char** argv) {
       const char* host_threads = std::getenv("UMLOS_BENCH_HOST_THREADS");
       Exec e(ir, "backward", threads, true, host_threads ? std::atoi(host_threads) : 0);
       const char* pause = std::getenv("UMLOS_BENCH_PAUSE_MS");
+      const size_t shown = std::getenv("UMLOS_BENCH_ALL") ? 40 : 4;
       for (int r = 0; r < 5; ++r) {
         if (pause != nullptr) ::usleep(static_cast<useconds_t>(1000 * std::atoi(pause)));
         const Exec::Times t = e.time(reps);
         std::printf("%s, %d thread(s): %.4f ms per step (wall), %.4f ms outside the driver;", only, threads,
                     1e3 * t.wall, 1e-6 * (t.body_ns - t.driver_ns));
-        for (size_t i = 0; i < t.primitive_ms.size() && i < (std::getenv("UMLOS_BENCH_ALL") ? 40u : 4u); ++i)
+        for (size_t i = 0; i < t.primitive_ms.size() && i < shown; ++i)
           std::printf(" %s %.4f", t.primitive_ms[i].second.c_str(), t.primitive_ms[i].first);
         std::printf("\n");
       }

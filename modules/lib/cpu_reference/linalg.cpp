@@ -523,12 +523,12 @@ RowMoments row_moments(const double* x, int64_t d, double eps) {
 }
 
 // Each row is read, normalised and written by one thread in one pass (its
-// binary64 copy in a per-thread buffer): with one pass per phase, a row
-// widened by one thread was often summed or written by the other, and on
-// two cores that cross-core traffic cost more than the arithmetic (the
-// gradient took 1.7 ms on two threads against 1.0 on one in a GPT-2-small
-// block step). Every element's operations are the ones of docs/
-// primitives.md in the same order.
+// binary64 copy in a per-thread buffer): with one pass per phase (widen,
+// moments, normalise), each a separate split of the rows, a row widened by
+// one thread was often read by the other, a cache-to-cache transfer per
+// line on two cores. Every element's operations are the ones of docs/
+// primitives.md in the same order. (The gradient's column sums of dgamma
+// and dbeta still read every row on each thread.)
 template <class T>
 void layer_norm_forward(Call& c) {
   check_layer_norm(c);
