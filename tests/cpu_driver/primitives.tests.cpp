@@ -184,29 +184,36 @@ TEST_CASE("matmul and its gradient give the same bits on every instruction-set p
   }
 }
 
-TEST_CASE("a long sum follows the canonical 256-chunk binary64 order exactly", "[cpu_driver][determinism]") {
+TEST_CASE("a long sum follows the canonical 256-chunk binary64 order exactly, at 1, 2 and 4 threads",
+          "[cpu_driver][determinism]") {
   // Values whose sum depends on the order: the driver must give exactly the
-  // fold of spec 004 0.E (chunks of 256 from +0.0, then chunk sums).
-  auto host = make_host(4);
-  const int64_t n = 100003;
-  Rand rng(9);
-  std::vector<double> x(n);
-  for (double& v : x) v = rng.uniform(-1, 1) * std::pow(2.0, static_cast<int>(rng.next() % 40) - 20);
-  double total = 0.0;
-  for (int64_t c0 = 0; c0 < n; c0 += 256) {
-    double chunk = 0.0;
-    for (int64_t i = c0; i < std::min(n, c0 + 256); ++i) chunk += x[i];
-    total += chunk;
+  // fold of spec 004 0.E (chunks of 256 from +0.0, then chunk sums). 5003
+  // values: one thread's folds four chunks at a time, then a partial tail;
+  // 100003: enough chunks that the pool splits them.
+  for (int64_t n : {int64_t(5003), int64_t(100003)}) {
+    Rand rng(9 + n);
+    std::vector<double> x(n);
+    for (double& v : x) v = rng.uniform(-1, 1) * std::pow(2.0, static_cast<int>(rng.next() % 40) - 20);
+    double total = 0.0;
+    for (int64_t c0 = 0; c0 < n; c0 += 256) {
+      double chunk = 0.0;
+      for (int64_t i = c0; i < std::min(n, c0 + 256); ++i) chunk += x[i];
+      total += chunk;
+    }
+    for (int threads : {1, 2, 4}) {
+      INFO(n << " values, " << threads << " threads");
+      auto host = make_host(threads);
+      auto t = upload(*host, UMLOS_DTYPE_F64, {n}, x);
+      auto y = empty(*host, UMLOS_DTYPE_F64, {});
+      host->dispatch("sum", {t.get()}, {y.get()});
+      double got = download(*host, *y)[0];
+      CHECK(std::memcmp(&got, &total, sizeof got) == 0);
+    }
+    // And the naive left fold differs for these values, so the check has teeth.
+    double naive = 0.0;
+    for (double v : x) naive += v;
+    CHECK(naive != total);
   }
-  auto t = upload(*host, UMLOS_DTYPE_F64, {n}, x);
-  auto y = empty(*host, UMLOS_DTYPE_F64, {});
-  host->dispatch("sum", {t.get()}, {y.get()});
-  double got = download(*host, *y)[0];
-  CHECK(std::memcmp(&got, &total, sizeof got) == 0);
-  // And the naive left fold differs for these values, so the check has teeth.
-  double naive = 0.0;
-  for (double v : x) naive += v;
-  CHECK(naive != total);
 }
 
 TEST_CASE("The catalogue's accumulate case adds its input to finite start values, in both dtypes",

@@ -206,27 +206,4 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   if (first) std::rethrow_exception(first);
 }
 
-double canonical_sum(ThreadPool& pool, int64_t n, const std::function<double(int64_t)>& value) {
-  if (n <= 0) return 0.0;
-  // Below this size the parallel split costs more than it saves.
-  if (n < 64 * kSumChunk || pool.size() == 1) {
-    CanonicalSum s;
-    for (int64_t i = 0; i < n; ++i) s.add(value(i));
-    return s.result();
-  }
-  int64_t chunks = (n + kSumChunk - 1) / kSumChunk;
-  std::vector<double> partial(chunks);
-  pool.parallel_for(chunks, 16, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      double acc = 0.0;
-      int64_t end = std::min(n, (c + 1) * kSumChunk);
-      for (int64_t i = c * kSumChunk; i < end; ++i) acc += value(i);
-      partial[c] = acc;
-    }
-  });
-  double total = 0.0;
-  for (double p : partial) total += p;
-  return total;
-}
-
 }  // namespace cpu_driver
