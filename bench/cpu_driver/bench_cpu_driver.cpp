@@ -12,6 +12,13 @@
 //     widest path's f32 FMA peak, since a ratio to a crippled peer proves
 //     nothing.
 //
+// Then the same ratios interleaved, on the widest path: rounds of our
+// product (best of `repeats`) followed by one torch process (best of 7),
+// the ratio taken per round and printed as the median with the lowest and
+// highest. On a shared machine whose speed drifts between seconds, the
+// table above compares figures taken apart; a drift here falls on both
+// sides of a round's ratio.
+//
 // It also times the Adam step of umlos_numerics (what cpu_driver's `adam`
 // primitive and Update_v1 run) on each instruction-set path the CPU has,
 // against the baseline path: a vector path that is no faster than the
@@ -99,6 +106,59 @@ nlohmann::json torch_peer(const std::string& python, int threads, int64_t M, int
   while (p && std::fgets(buf, sizeof buf, p)) out += buf;
   if (!p || ::pclose(p) != 0 || out.empty()) return nullptr;
   return nlohmann::json::parse(out);
+}
+
+// ---------------------------------------------------------------- interleaved
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// kRounds rounds per thread count on `path`: ours in f32 and f64, then one
+// torch process; a round whose peer fails the check (f32 below half the
+// f32 FMA peak) is left out and counted.
+void print_interleaved(const std::string& python, const std::string& path, const std::array<double, 2>& peak, int64_t M,
+                       int64_t K, int64_t N, int repeats) {
+  constexpr int kRounds = 5;
+  std::printf(
+      "\n| matmul [%lld,%lld]x[%lld,%lld] interleaved (%d rounds: ours, then torch's; path %s) | threads | umlos "
+      "GFLOP/s (median) | / (FMA peak x threads) | torch GFLOP/s (median) | umlos / torch: median of the rounds | "
+      "lowest | highest | rounds left out (peer check) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+      static_cast<long long>(M), static_cast<long long>(K), static_cast<long long>(K), static_cast<long long>(N),
+      kRounds, path.c_str());
+  for (int t : {1, 2}) {
+    auto host = make_host(t, path);
+    std::array<std::vector<double>, 2> ours, theirs, ratios;
+    int refused = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      const double g32 = matmul_gflops(*host, UMLOS_DTYPE_F32, M, K, N, repeats);
+      const double g64 = matmul_gflops(*host, UMLOS_DTYPE_F64, M, K, N, repeats);
+      const nlohmann::json peer = torch_peer(python, t, M, K, N);
+      if (peer.is_null() || peer["sgemm_gflops"].get<double>() < 0.5 * peak[0]) {
+        ++refused;
+        continue;
+      }
+      const double t32 = peer["sgemm_gflops"].get<double>(), t64 = peer["dgemm_gflops"].get<double>();
+      ours[0].push_back(g32);
+      ours[1].push_back(g64);
+      theirs[0].push_back(t32);
+      theirs[1].push_back(t64);
+      ratios[0].push_back(g32 / t32);
+      ratios[1].push_back(g64 / t64);
+    }
+    for (int d = 0; d < 2; ++d) {
+      if (ratios[d].empty()) {
+        std::printf("| %s | %d | - | - | - | - | - | - | %d |\n", d == 0 ? "f32" : "f64", t, refused);
+        continue;
+      }
+      const double g = median_of(ours[d]);
+      std::printf("| %s | %d | %.1f | %.0f%% | %.1f | %.2f | %.2f | %.2f | %d |\n", d == 0 ? "f32" : "f64", t, g,
+                  100.0 * g / (peak[d] * t), median_of(theirs[d]), median_of(ratios[d]),
+                  *std::min_element(ratios[d].begin(), ratios[d].end()),
+                  *std::max_element(ratios[d].begin(), ratios[d].end()), refused);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- adam
@@ -221,6 +281,7 @@ int main(int argc, char** argv) {
                       100.0 * g / (peak[p][f32 ? 0 : 1] * t), torch.c_str(), ratio.c_str());
         }
     }
+    if (peer_ok) print_interleaved(python, paths[0], peak[0], M, K, N, repeats);
     print_adam_table(repeats);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cpu_driver: %s\n", e.what());
