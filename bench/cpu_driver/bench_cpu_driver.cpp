@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../common/fma_peak.hpp"
+#include "../common/median.hpp"
 #include "cbor.hpp"
 #include "host.hpp"
 #include "numerics.hpp"
@@ -110,11 +111,6 @@ nlohmann::json torch_peer(const std::string& python, int threads, int64_t M, int
 
 // ---------------------------------------------------------------- interleaved
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // kRounds rounds per thread count on `path`: ours in f32 and f64, then one
 // torch process; a round whose peer fails the check (f32 below half the
 // f32 FMA peak) is left out and counted.
@@ -152,9 +148,9 @@ void print_interleaved(const std::string& python, const std::string& path, const
         std::printf("| %s | %d | - | - | - | - | - | - | %d |\n", d == 0 ? "f32" : "f64", t, refused);
         continue;
       }
-      const double g = median_of(ours[d]);
+      const double g = umlos_bench::median(ours[d]);
       std::printf("| %s | %d | %.1f | %.0f%% | %.1f | %.2f | %.2f | %.2f | %d |\n", d == 0 ? "f32" : "f64", t, g,
-                  100.0 * g / (peak[d] * t), median_of(theirs[d]), median_of(ratios[d]),
+                  100.0 * g / (peak[d] * t), umlos_bench::median(theirs[d]), umlos_bench::median(ratios[d]),
                   *std::min_element(ratios[d].begin(), ratios[d].end()),
                   *std::max_element(ratios[d].begin(), ratios[d].end()), refused);
     }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../common/gpt_block_ir.hpp"
+#include "../common/median.hpp"
 #include "cbor.hpp"
 #include "cuda_api.hpp"  // the CUDA types and symbol names (header only here)
 #include "error.hpp"
@@ -35,10 +36,7 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using umlos_bench::median;
 
 umlos_shape shape2(int64_t a, int64_t b) {
   umlos_shape s{};

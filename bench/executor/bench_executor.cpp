@@ -59,6 +59,7 @@
 
 #include "../common/fma_peak.hpp"
 #include "../common/gpt_block_ir.hpp"
+#include "../common/median.hpp"
 #include "cbor.hpp"
 #include "host.hpp"
 #include "manifest.hpp"
@@ -75,10 +76,7 @@ double cpu_now() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using umlos_bench::median;
 
 struct Exec {
   Host host;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gemm.hpp"
+#include "numerics.hpp"
 #include "umlos_abi.h"
 #include "umlos_driver.h"
 #include "umlos_sum.h"
@@ -91,39 +92,9 @@ class CanonicalSum {
 // changes a result: each row is handled by one thread in its own order.)
 inline int64_t row_grain(int64_t row_length) { return std::max<int64_t>(8, 16384 / std::max<int64_t>(1, row_length)); }
 
-// The sums of chunks [c0, c1) of value(0..n-1) into out[0 .. c1-c0): each
-// a left fold from +0.0 in ascending index order. Four whole chunks at a
-// time, their folds interleaved: four independent chains of additions
-// instead of one, which on one thread is the difference between the
-// latency of an addition per value and its throughput. Each chunk's
-// additions are the same, in the same order.
-template <class F>
-void canonical_chunk_sums(int64_t n, int64_t c0, int64_t c1, const F& value, double* out) {
-  int64_t c = c0;
-  for (; c + 4 <= c1 && (c + 4) * kSumChunk <= n; c += 4) {
-    const int64_t b = c * kSumChunk;
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    for (int64_t i = 0; i < kSumChunk; ++i) {
-      a0 += value(b + i);
-      a1 += value(b + kSumChunk + i);
-      a2 += value(b + 2 * kSumChunk + i);
-      a3 += value(b + 3 * kSumChunk + i);
-    }
-    out[c - c0] = a0;
-    out[c - c0 + 1] = a1;
-    out[c - c0 + 2] = a2;
-    out[c - c0 + 3] = a3;
-  }
-  for (; c < c1; ++c) {
-    double acc = 0.0;
-    const int64_t end = std::min(n, (c + 1) * kSumChunk);
-    for (int64_t i = c * kSumChunk; i < end; ++i) acc += value(i);
-    out[c - c0] = acc;
-  }
-}
-
 // Canonical sum of value(i) for i in [0, n). Chunks are folded
-// independently (on the pool's threads when there are enough of them),
+// independently (umlos::numerics::chunk_sums, four at a time; on the
+// pool's threads when there are enough of them),
 // then their sums in ascending order from +0.0: the result is identical to
 // a sequential CanonicalSum whatever the thread count.
 template <class F>
@@ -133,10 +104,12 @@ double canonical_sum(ThreadPool& pool, int64_t n, const F& value) {
   std::vector<double> partial(static_cast<size_t>(chunks));
   // Below 64 chunks a split costs more than it saves.
   if (chunks < 64 || pool.size() == 1) {
-    canonical_chunk_sums(n, 0, chunks, value, partial.data());
+    umlos::numerics::chunk_sums(static_cast<size_t>(n), 0, static_cast<size_t>(chunks), value, partial.data());
   } else {
-    pool.parallel_for(chunks, 16,
-                      [&](int64_t q0, int64_t q1) { canonical_chunk_sums(n, q0, q1, value, partial.data() + q0); });
+    pool.parallel_for(chunks, 16, [&](int64_t q0, int64_t q1) {
+      umlos::numerics::chunk_sums(static_cast<size_t>(n), static_cast<size_t>(q0), static_cast<size_t>(q1), value,
+                                  partial.data() + q0);
+    });
   }
   double total = 0.0;
   for (double p : partial) total += p;

@@ -38,31 +38,9 @@ Isa isa_best() {
   return best;
 }
 
-// Four chunks at a time, each its own left fold from +0.0 (four independent
-// chains of additions instead of one): the chunk sums of the canonical sum,
-// about four times sooner than one chain.
 void chunk_sums_of_squares(const double* x, size_t chunks, double* sums) {
-  constexpr size_t C = UMLOS_SUM_CHUNK;
-  size_t c = 0;
-  for (; c + 4 <= chunks; c += 4) {
-    const double *x0 = x + c * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-    for (size_t i = 0; i < C; ++i) {
-      s0 += x0[i] * x0[i];
-      s1 += x1[i] * x1[i];
-      s2 += x2[i] * x2[i];
-      s3 += x3[i] * x3[i];
-    }
-    sums[c] = s0;
-    sums[c + 1] = s1;
-    sums[c + 2] = s2;
-    sums[c + 3] = s3;
-  }
-  for (; c < chunks; ++c) {
-    double s = 0.0;
-    for (size_t i = c * C; i < (c + 1) * C; ++i) s += x[i] * x[i];
-    sums[c] = s;
-  }
+  chunk_sums(
+      chunks * UMLOS_SUM_CHUNK, 0, chunks, [x](size_t i) { return x[i] * x[i]; }, sums);
 }
 
 // The chunk s has open is finished value by value; the whole chunks after

@@ -33,9 +33,41 @@ double canonical_sum_of_squares(const double* x, size_t n);
 // several arrays in turn is the sum over their concatenation.
 void canonical_add_squares(umlos_canonical_sum& s, const double* x, size_t n);
 
+// sums[c - c0] = the left fold from +0.0, in ascending index order, of
+// value(i) over the c-th UMLOS_SUM_CHUNK-value chunk of the n values, for c
+// in [c0, c1) (the last chunk may be partial): the chunk sums the canonical
+// sum then folds in ascending order. Four whole chunks at a time, their
+// folds interleaved: four independent chains of additions instead of one,
+// the adder's throughput instead of its latency per value; each chunk's
+// additions are the same, in the same order.
+template <class F>
+void chunk_sums(size_t n, size_t c0, size_t c1, const F& value, double* sums) {
+  constexpr size_t C = UMLOS_SUM_CHUNK;
+  size_t c = c0;
+  for (; c + 4 <= c1 && (c + 4) * C <= n; c += 4) {
+    const size_t b = c * C;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (size_t i = 0; i < C; ++i) {
+      s0 += value(b + i);
+      s1 += value(b + C + i);
+      s2 += value(b + 2 * C + i);
+      s3 += value(b + 3 * C + i);
+    }
+    sums[c - c0] = s0;
+    sums[c - c0 + 1] = s1;
+    sums[c - c0 + 2] = s2;
+    sums[c - c0 + 3] = s3;
+  }
+  for (; c < c1; ++c) {
+    double s = 0.0;
+    const size_t end = (c + 1) * C < n ? (c + 1) * C : n;
+    for (size_t i = c * C; i < end; ++i) s += value(i);
+    sums[c - c0] = s;
+  }
+}
+
 // sums[c] = the left fold from +0.0 of the squares of the c-th of `chunks`
-// whole UMLOS_SUM_CHUNK-value chunks starting at x: the chunk sums the
-// canonical sum then folds in ascending order.
+// whole UMLOS_SUM_CHUNK-value chunks starting at x (chunk_sums of x[i]^2).
 void chunk_sums_of_squares(const double* x, size_t chunks, double* sums);
 
 struct AdamCoefficients {
