@@ -19,6 +19,7 @@
 #include "buffer_cache.hpp"
 #include "comm_gloo.hpp"
 #include "cpu_reference.hpp"
+#include "transcendentals.hpp"
 #include "umlos_philox.h"
 
 #ifndef UMLOS_CPU_DRIVER_BUILD_FLAGS
@@ -32,7 +33,9 @@ namespace cpu_driver {
 
 // Bumped whenever a primitive's arithmetic changes (it is part of the
 // fingerprint, so old runs are not silently compared with new results).
-constexpr const char* kDriverVersion = "cpu_driver 1.1 (primitives 1.1: matmul in the tensor dtype with FMA)";
+constexpr const char* kDriverVersion =
+    "cpu_driver 1.2 (primitives 1.2: transcendentals on SLEEF's deterministic functions; 1.1: matmul in the tensor "
+    "dtype with FMA)";
 
 // ---------------------------------------------------------------- instance
 
@@ -188,14 +191,17 @@ static umlos_status driver_describe(void* instance, char* out, size_t capacity) 
 }
 
 // What can change results: this driver's arithmetic (version string), the
-// compiler, the flags it ran with and the libm doing the transcendentals.
+// compiler, the flags it ran with, the SLEEF doing the transcendentals (its
+// version and the bits it computes now) and the C library (sqrt, and the
+// host code around the primitives).
 // Not the thread count, block size or vector width: results do not depend
 // on them (tests/cpu_driver check it bit for bit).
 static umlos_status driver_fingerprint(void* instance, uint8_t out_sha256[32]) {
   auto* inst = static_cast<Instance*>(instance);
   std::ostringstream what;
   what << kDriverVersion << "\ncompiler: " << __VERSION__ << "\nbuild type: " << UMLOS_CPU_DRIVER_BUILD_TYPE
-       << "\nflags: " << UMLOS_CPU_DRIVER_BUILD_FLAGS << "\nlibm: glibc " << gnu_get_libc_version()
+       << "\nflags: " << UMLOS_CPU_DRIVER_BUILD_FLAGS << "\nlibm: glibc " << gnu_get_libc_version() << "\n"
+       << cpu_driver::transcendental_probe()
 #if defined(__x86_64__)
        << "\narch: x86_64"
 #elif defined(__aarch64__)

@@ -34,6 +34,7 @@
 #include "cpu_reference.hpp"  // modules/lib/cpu_reference: Call, Operand, registries
 #include "cuda_api.hpp"
 #include "plan.hpp"
+#include "transcendentals.hpp"  // the host-staged primitives' SLEEF, for the fingerprint
 #include "umlos_philox.h"
 
 #ifndef UMLOS_CUDA_DRIVER_NVCC
@@ -307,13 +308,14 @@ static umlos_status driver_describe(void* instance, char* out, size_t capacity) 
 // What can change results: this driver's arithmetic, nvcc and its flags, the
 // device model (its SASS; PTX JIT on a newer one) and the CUDA driver (the
 // JIT, libdevice-equivalent math), plus for host-staged primitives the host
-// compiler, flags and libm. Not the SM count: no result depends on it.
+// compiler, flags, libm and SLEEF. Not the SM count: no result depends on it.
 static umlos_status driver_fingerprint(void* instance, uint8_t out_sha256[32]) {
   auto* inst = static_cast<Instance*>(instance);
   std::ostringstream what;
   what << kDriverVersion << "\nnvcc: " << UMLOS_CUDA_DRIVER_NVCC << "\nnvcc flags: " << UMLOS_CUDA_DRIVER_NVCC_FLAGS
        << "\nhost compiler: " << __VERSION__ << "\nbuild type: " << UMLOS_CUDA_DRIVER_BUILD_TYPE
-       << "\nhost flags: " << UMLOS_CUDA_DRIVER_BUILD_FLAGS << "\nlibm: glibc " << gnu_get_libc_version();
+       << "\nhost flags: " << UMLOS_CUDA_DRIVER_BUILD_FLAGS << "\nlibm: glibc " << gnu_get_libc_version() << "\n"
+       << cpu_driver::transcendental_probe();
   if (inst)
     what << "\ndevice: " << inst->device_name << " sm_" << inst->cc_major << inst->cc_minor
          << "\ncuda driver: " << inst->driver_version;

@@ -11,6 +11,7 @@
 
 #include "cpu_reference.hpp"
 #include "gelu.hpp"
+#include "transcendentals.hpp"
 
 namespace cpu_driver {
 
@@ -336,41 +337,22 @@ void bias_add_grad_entry(Call& c) {
 enum class UnaryKind { Relu, Tanh, Sigmoid, Exp, Log, Sin, Cos, Sqrt, Clamp, Gelu };
 
 template <class T>
-T sigmoid_of(T x) {
-  // Two forms so that exp never overflows.
-  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-  T e = std::exp(x);
-  return e / (T(1) + e);
-}
-
-template <class T>
 struct UnaryParams {
   T lo = -INFINITY, hi = INFINITY;
 };
 
+// The kinds without a transcendental, one element at a time.
 template <class T>
 T unary_value(UnaryKind k, T x, const UnaryParams<T>& prm) {
   switch (k) {
     case UnaryKind::Relu:
       return x > T(0) ? x : T(0);
-    case UnaryKind::Tanh:
-      return std::tanh(x);
-    case UnaryKind::Sigmoid:
-      return sigmoid_of(x);
-    case UnaryKind::Exp:
-      return std::exp(x);
-    case UnaryKind::Log:
-      return std::log(x);
-    case UnaryKind::Sin:
-      return std::sin(x);
-    case UnaryKind::Cos:
-      return std::cos(x);
     case UnaryKind::Sqrt:
       return std::sqrt(x);
     case UnaryKind::Clamp:
       return x < prm.lo ? prm.lo : (x > prm.hi ? prm.hi : x);
-    case UnaryKind::Gelu:
-      break;  // gelu.hpp, a range at a time
+    default:
+      break;  // a block at a time (below)
   }
   return x;
 }
@@ -380,30 +362,97 @@ T unary_derivative_times(UnaryKind k, T x, T g, const UnaryParams<T>& prm) {
   switch (k) {
     case UnaryKind::Relu:
       return x > T(0) ? g : T(0);
-    case UnaryKind::Tanh: {
-      T t = std::tanh(x);
-      return g * (T(1) - t * t);
-    }
-    case UnaryKind::Sigmoid: {
-      T s = sigmoid_of(x);
-      return g * (s * (T(1) - s));
-    }
-    case UnaryKind::Exp:
-      return g * std::exp(x);
     case UnaryKind::Log:
       return g / x;
-    case UnaryKind::Sin:
-      return g * std::cos(x);
-    case UnaryKind::Cos:
-      return -(g * std::sin(x));
     case UnaryKind::Sqrt:
       return g / (T(2) * std::sqrt(x));
     case UnaryKind::Clamp:
       return (x >= prm.lo && x <= prm.hi) ? g : T(0);
-    case UnaryKind::Gelu:
-      break;  // gelu.hpp, a range at a time
+    default:
+      break;  // a block at a time (below)
   }
   return g;
+}
+
+// The transcendental kinds go through transcendentals.hpp (SLEEF's
+// deterministic functions, vectorised) a block at a time: values first,
+// then the arithmetic around them, each operation in the dtype, rounded
+// once, the same on every path.
+constexpr int64_t kTranscendentalBlock = 256;
+
+// The function a kind applies to x itself.
+constexpr Transcendental function_of(UnaryKind k) {
+  switch (k) {
+    case UnaryKind::Tanh:
+      return Transcendental::tanh;
+    case UnaryKind::Log:
+      return Transcendental::log;
+    case UnaryKind::Sin:
+      return Transcendental::sin;
+    case UnaryKind::Cos:
+      return Transcendental::cos;
+    default:
+      return Transcendental::exp;
+  }
+}
+
+constexpr bool has_transcendental(UnaryKind k) {
+  return k == UnaryKind::Tanh || k == UnaryKind::Sigmoid || k == UnaryKind::Exp || k == UnaryKind::Log ||
+         k == UnaryKind::Sin || k == UnaryKind::Cos;
+}
+
+// Sigmoid in two forms so that exp never overflows: 1/(1 + exp(-x)) for
+// x >= 0, exp(x)/(1 + exp(x)) otherwise; both exps are exp(-|x|). y may be
+// x.
+template <class T>
+void sigmoid_values(GemmIsa isa, const T* x, T* y, int64_t n) {
+  T e[kTranscendentalBlock];
+  for (int64_t at = 0; at < n; at += kTranscendentalBlock) {
+    const int64_t m = std::min(kTranscendentalBlock, n - at);
+    for (int64_t j = 0; j < m; ++j) e[j] = -std::fabs(x[at + j]);
+    transcendental_values<T>(isa, Transcendental::exp, e, e, m);
+    for (int64_t j = 0; j < m; ++j) y[at + j] = x[at + j] >= T(0) ? T(1) / (T(1) + e[j]) : e[j] / (T(1) + e[j]);
+  }
+}
+
+// y = f(x) for the transcendental kinds.
+template <class T, UnaryKind k>
+void transcendental_forward(GemmIsa isa, const T* x, T* y, int64_t n) {
+  if constexpr (k == UnaryKind::Sigmoid) {
+    sigmoid_values<T>(isa, x, y, n);
+  } else {
+    transcendental_values<T>(isa, function_of(k), x, y, n);
+  }
+}
+
+// dx = dy f'(x) for the transcendental kinds except log (whose derivative
+// 1/x needs none): tanh 1 - tanh(x)^2, sigmoid s (1 - s), exp exp(x),
+// sin cos(x), cos -sin(x).
+template <class T, UnaryKind k>
+void transcendental_derivative_times(GemmIsa isa, const T* x, const T* g, T* dx, int64_t n) {
+  T t[kTranscendentalBlock];
+  for (int64_t at = 0; at < n; at += kTranscendentalBlock) {
+    const int64_t m = std::min(kTranscendentalBlock, n - at);
+    const T* xs = x + at;
+    const T* gs = g + at;
+    T* out = dx + at;
+    if constexpr (k == UnaryKind::Tanh) {
+      transcendental_values<T>(isa, Transcendental::tanh, xs, t, m);
+      for (int64_t j = 0; j < m; ++j) out[j] = gs[j] * (T(1) - t[j] * t[j]);
+    } else if constexpr (k == UnaryKind::Sigmoid) {
+      sigmoid_values<T>(isa, xs, t, m);
+      for (int64_t j = 0; j < m; ++j) out[j] = gs[j] * (t[j] * (T(1) - t[j]));
+    } else if constexpr (k == UnaryKind::Exp) {
+      transcendental_values<T>(isa, Transcendental::exp, xs, t, m);
+      for (int64_t j = 0; j < m; ++j) out[j] = gs[j] * t[j];
+    } else if constexpr (k == UnaryKind::Sin) {
+      transcendental_values<T>(isa, Transcendental::cos, xs, t, m);
+      for (int64_t j = 0; j < m; ++j) out[j] = gs[j] * t[j];
+    } else if constexpr (k == UnaryKind::Cos) {
+      transcendental_values<T>(isa, Transcendental::sin, xs, t, m);
+      for (int64_t j = 0; j < m; ++j) out[j] = -(gs[j] * t[j]);
+    }
+  }
 }
 
 template <class T>
@@ -431,6 +480,8 @@ void unary_forward(Call& c) {
   c.pool->parallel_for(x.numel, kElementGrain, [&](int64_t s, int64_t e) {
     if constexpr (k == UnaryKind::Gelu) {
       gelu_values<T>(c.isa, px + s, py + s, e - s);
+    } else if constexpr (has_transcendental(k)) {
+      transcendental_forward<T, k>(c.isa, px + s, py + s, e - s);
     } else {
       for (int64_t p = s; p < e; ++p) py[p] = unary_value<T>(k, px[p], prm);
     }
@@ -449,6 +500,8 @@ void unary_grad(Call& c) {
   c.pool->parallel_for(x.numel, kElementGrain, [&](int64_t s, int64_t e) {
     if constexpr (k == UnaryKind::Gelu) {
       gelu_derivative_times<T>(c.isa, px + s, pg + s, pdx + s, e - s);
+    } else if constexpr (has_transcendental(k) && k != UnaryKind::Log) {
+      transcendental_derivative_times<T, k>(c.isa, px + s, pg + s, pdx + s, e - s);
     } else {
       for (int64_t p = s; p < e; ++p) pdx[p] = unary_derivative_times<T>(k, px[p], pg[p], prm);
     }

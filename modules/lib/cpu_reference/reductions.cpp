@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "cpu_reference.hpp"
+#include "transcendentals.hpp"
 
 namespace cpu_driver {
 
@@ -182,18 +183,18 @@ Rows last_axis_rows(const Call& c, const Operand& x) {
 
 // Row max and canonical sum of exp(x - max), the stable log-sum-exp,
 // keeping exp(x[j] - max) in e[j] for the caller: the probabilities are
-// e[j] / sum, the same values as computing each exp again (libm's exp is a
-// function), at half the calls.
+// e[j] / sum, the same values as computing each exp again, at half the
+// calls. The exps are transcendentals.hpp's (vectorised, the same bits on
+// every path), all of the row's differences at once.
 template <class T>
-void row_max_exps(const T* x, int64_t n, double* e, double& max_out, double& sum_out) {
+void row_max_exps(GemmIsa isa, const T* x, int64_t n, double* e, double& max_out, double& sum_out) {
   double m = -INFINITY;
   for (int64_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(x[j]));
   if (std::isinf(m)) m = m > 0 ? m : 0.0;  // all -inf row: exp(x - 0) = 0 everywhere
+  for (int64_t j = 0; j < n; ++j) e[j] = static_cast<double>(x[j]) - m;
+  transcendental_values<double>(isa, Transcendental::exp, e, e, n);
   CanonicalSum s;
-  for (int64_t j = 0; j < n; ++j) {
-    e[j] = std::exp(static_cast<double>(x[j]) - m);
-    s.add(e[j]);
-  }
+  for (int64_t j = 0; j < n; ++j) s.add(e[j]);
   max_out = m;
   sum_out = s.result();
 }
@@ -211,8 +212,8 @@ void softmax_forward(Call& c, bool log_form) {
       const T* row = px + i * r.cols;
       T* out = py + i * r.cols;
       double m, z;
-      row_max_exps(row, r.cols, ex.data(), m, z);
-      double log_z = std::log(z);
+      row_max_exps(c.isa, row, r.cols, ex.data(), m, z);
+      double log_z = transcendental(Transcendental::log, z);
       for (int64_t j = 0; j < r.cols; ++j)
         out[j] = static_cast<T>(log_form ? (static_cast<double>(row[j]) - m) - log_z : ex[j] / z);
     }
@@ -235,7 +236,7 @@ void softmax_grad(Call& c, bool log_form) {
       const T* g = pg + i * r.cols;
       T* out = pdx + i * r.cols;
       double m, z;
-      row_max_exps(row, r.cols, p.data(), m, z);
+      row_max_exps(c.isa, row, r.cols, p.data(), m, z);
       for (int64_t j = 0; j < r.cols; ++j) p[j] /= z;
       CanonicalSum acc;
       if (log_form) {
@@ -288,8 +289,8 @@ void cross_entropy_forward(Call& c) {
     std::vector<double> ex(k);
     for (int64_t i = s; i < e; ++i) {
       double m, z;
-      row_max_exps(px + i * k, k, ex.data(), m, z);
-      row_loss[i] = (m + std::log(z)) - static_cast<double>(px[i * k + index_at(labels, i)]);
+      row_max_exps(c.isa, px + i * k, k, ex.data(), m, z);
+      row_loss[i] = (m + transcendental(Transcendental::log, z)) - static_cast<double>(px[i * k + index_at(labels, i)]);
     }
   });
   double total = canonical_sum(*c.pool, n, [&](int64_t i) { return row_loss[i]; });
@@ -310,7 +311,7 @@ void cross_entropy_grad(Call& c) {
     std::vector<double> ex(k);
     for (int64_t i = s; i < e; ++i) {
       double m, z;
-      row_max_exps(px + i * k, k, ex.data(), m, z);
+      row_max_exps(c.isa, px + i * k, k, ex.data(), m, z);
       int64_t label = index_at(labels, i);
       for (int64_t j = 0; j < k; ++j) {
         double p = ex[j] / z;
@@ -338,9 +339,12 @@ enum class PairLoss { Bce, Mse, GaussianKl };
 void pair_term(PairLoss k, double a, double b, double& value, double& d_a, double& d_b) {
   switch (k) {
     case PairLoss::Bce: {
-      // max(x,0) - x t + log1p(exp(-|x|)): no overflow for any x.
-      value = std::max(a, 0.0) - a * b + std::log1p(std::exp(-std::fabs(a)));
-      double sig = a >= 0 ? 1.0 / (1.0 + std::exp(-a)) : std::exp(a) / (1.0 + std::exp(a));
+      // max(x,0) - x t + log1p(exp(-|x|)): no overflow for any x. The
+      // sigmoid's two forms, 1/(1 + exp(-x)) for x >= 0 and
+      // exp(x)/(1 + exp(x)) otherwise, take the same exp(-|x|).
+      const double e = transcendental(Transcendental::exp, -std::fabs(a));
+      value = std::max(a, 0.0) - a * b + transcendental(Transcendental::log1p, e);
+      double sig = a >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
       d_a = sig - b;
       d_b = -a;
       break;
@@ -354,7 +358,7 @@ void pair_term(PairLoss k, double a, double b, double& value, double& d_a, doubl
     }
     case PairLoss::GaussianKl: {
       // -0.5 (1 + logvar - mu^2 - exp(logvar)) per element; a = mu, b = logvar.
-      double ev = std::exp(b);
+      double ev = transcendental(Transcendental::exp, b);
       value = -0.5 * (((1.0 + b) - a * a) - ev);
       d_a = a;
       d_b = 0.5 * (ev - 1.0);

@@ -1,0 +1,257 @@
+// transcendentals.tests.cpp — every primitive that calls exp, log, tanh,
+// sin, cos or log1p does so through SLEEF's deterministic functions without
+// FMA (modules/lib/cpu_reference/transcendentals.hpp, docs/primitives.md
+// "Transcendentals"): the same bits on every instruction-set path (scalar,
+// AVX2, AVX-512) and thread count, tails of every length and special
+// values included; the elementwise functions within 1 ulp of the function
+// in long double; and softmax exactly the documented binary64 arithmetic
+// on SLEEF's scalar exp, so that a return to the C library's exp (whose
+// builds differ between CPUs with and without FMA) fails here.
+#include <sleef.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cpu_driver_support.hpp"
+#include "umlos_sum.h"
+
+using namespace cpu_driver_test;
+
+namespace {
+
+bool is_f32(int32_t dtype) { return dtype == UMLOS_DTYPE_F32; }
+
+// Values in [lo, hi], a quarter of them scaled towards zero, rounded to
+// the dtype; then signed zeros, infinities, extremes of the dtype and a NaN
+// at fixed places.
+std::vector<double> inputs(int32_t dtype, size_t n, uint64_t seed, double lo, double hi) {
+  Rand rng(seed);
+  std::vector<double> x(n);
+  for (double& v : x) {
+    v = rng.uniform(lo, hi) * (rng.next() % 4 == 0 ? std::ldexp(1.0, -static_cast<int>(rng.next() % 30)) : 1.0);
+    if (is_f32(dtype)) v = static_cast<float>(v);
+  }
+  const bool f32 = is_f32(dtype);
+  const std::vector<double> special = {0.0,
+                                       -0.0,
+                                       std::numeric_limits<double>::infinity(),
+                                       -std::numeric_limits<double>::infinity(),
+                                       f32 ? std::numeric_limits<float>::denorm_min() : 5e-324,
+                                       f32 ? -std::numeric_limits<float>::max() : -1.7976931348623157e308,
+                                       f32 ? std::numeric_limits<float>::max() : 1.7976931348623157e308,
+                                       std::numeric_limits<double>::quiet_NaN()};
+  for (size_t i = 0; i < special.size() && i < n; ++i) x[(i * 7919) % n] = special[i];
+  return x;
+}
+
+// One call of `primitive` on inputs of `dims` (the last inputs as given),
+// returning the bytes of every output.
+struct Call {
+  std::string primitive;
+  std::vector<std::vector<int64_t>> in_dims;
+  std::vector<int32_t> in_dtypes;
+  std::vector<std::vector<double>> in_values;
+  std::vector<std::vector<int64_t>> out_dims;
+  std::vector<umlos_attr> attrs;
+};
+
+std::vector<std::vector<uint8_t>> run(umlos::Host& host, int32_t dtype, const Call& call) {
+  std::vector<umlos::TensorPtr> ins, outs;
+  std::vector<const umlos::Tensor*> in_ptrs;
+  std::vector<umlos::Tensor*> out_ptrs;
+  for (size_t i = 0; i < call.in_dims.size(); ++i) {
+    ins.push_back(upload(host, call.in_dtypes.empty() ? dtype : call.in_dtypes[i], call.in_dims[i], call.in_values[i]));
+    in_ptrs.push_back(ins.back().get());
+  }
+  for (const auto& d : call.out_dims) {
+    outs.push_back(empty(host, dtype, d));
+    out_ptrs.push_back(outs.back().get());
+  }
+  host.dispatch(call.primitive, in_ptrs, out_ptrs, call.attrs);
+  std::vector<std::vector<uint8_t>> bytes;
+  for (const auto& o : outs) bytes.push_back(raw_bytes(host, *o));
+  return bytes;
+}
+
+// The calls of one length n: each elementwise function and its gradient
+// on n values, and the row primitives on rows of n values.
+std::vector<Call> calls_of_length(int32_t dtype, int64_t n, uint64_t seed) {
+  const auto wide = inputs(dtype, n, seed, -12, 12), dy = inputs(dtype, n, seed + 1, -2, 2);
+  const auto positive = inputs(dtype, n, seed + 2, 0, 1e4);
+  std::vector<Call> calls;
+  for (const char* f : {"exp", "tanh", "sigmoid", "sin", "cos"}) {
+    calls.push_back({f, {{n}}, {}, {wide}, {{n}}, {}});
+    calls.push_back({std::string(f) + "_grad", {{n}, {n}}, {}, {wide, dy}, {{n}}, {}});
+  }
+  calls.push_back({"log", {{n}}, {}, {positive}, {{n}}, {}});
+  calls.push_back({"log_grad", {{n}, {n}}, {}, {positive, dy}, {{n}}, {}});
+  // Row primitives: 3 rows of n (the NaN and infinities of `wide` land in
+  // some of them).
+  const int64_t rows = 3;
+  const auto logits = inputs(dtype, rows * n, seed + 3, -30, 30), g = inputs(dtype, rows * n, seed + 4, -1, 1);
+  for (const char* f : {"softmax", "log_softmax"}) {
+    calls.push_back({f, {{rows, n}}, {}, {logits}, {{rows, n}}, {}});
+    calls.push_back({std::string(f) + "_grad", {{rows, n}, {rows, n}}, {}, {logits, g}, {{rows, n}}, {}});
+  }
+  // The losses on finite inputs (a NaN would only abort the comparison).
+  const auto finite = inputs(dtype, rows * n, seed + 5, -30, 30);
+  std::vector<double> fin(finite);
+  for (double& v : fin)
+    if (!std::isfinite(v) || std::fabs(v) > 1e3) v = 0.5;
+  std::vector<double> labels(rows), targets(rows * n), one = {1.0};
+  for (int64_t i = 0; i < rows; ++i) labels[i] = static_cast<double>((i * 7) % n);
+  for (int64_t i = 0; i < rows * n; ++i) targets[i] = (i % 3) / 2.0;
+  calls.push_back({"cross_entropy", {{rows, n}, {rows}}, {dtype, UMLOS_DTYPE_I64}, {fin, labels}, {{}}, {}});
+  calls.push_back({"cross_entropy_grad",
+                   {{rows, n}, {rows}, {}},
+                   {dtype, UMLOS_DTYPE_I64, dtype},
+                   {fin, labels, one},
+                   {{rows, n}},
+                   {}});
+  calls.push_back({"bce_with_logits", {{rows, n}, {rows, n}}, {}, {fin, targets}, {{}}, {}});
+  calls.push_back({"bce_with_logits_grad", {{rows, n}, {rows, n}, {}}, {}, {fin, targets, one}, {{rows, n}}, {}});
+  std::vector<double> logvar(fin);
+  for (double& v : logvar) v = std::fmod(v, 20.0);
+  calls.push_back({"gaussian_kl", {{rows, n}, {rows, n}}, {}, {fin, logvar}, {{}}, {}});
+  calls.push_back(
+      {"gaussian_kl_grad", {{rows, n}, {rows, n}, {}}, {}, {fin, logvar, one}, {{rows, n}, {rows, n}}, {}});
+  return calls;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "exp, log, tanh, sigmoid, sin, cos, softmax, log_softmax and the losses on exp and log give the same bits on "
+    "every instruction-set path and with 1, 2 and 3 threads",
+    "[cpu_driver][determinism]") {
+  auto reference = make_host(1, 0, -1, "scalar");
+  auto others = hosts_on_every_path();
+  CHECK(others.size() >= 3);
+  // Every tail length of both vector widths, a row as long as a GPT-2
+  // attention row, and one long enough that three threads each take a
+  // range.
+  std::vector<int64_t> lengths;
+  for (int64_t n = 1; n <= 33; ++n) lengths.push_back(n);
+  lengths.push_back(128);
+  lengths.push_back(40003);
+  uint64_t seed = 70;
+  for (int64_t n : lengths) {
+    for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+      seed += 10;
+      for (const Call& call : calls_of_length(dtype, n, seed)) {
+        const auto want = run(*reference, dtype, call);
+        for (auto& [name, host] : others) {
+          INFO(call.primitive << ", " << n << " values, " << (is_f32(dtype) ? "f32, " : "f64, ") << name);
+          CHECK(run(*host, dtype, call) == want);
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// |got - want| in ulps of want's binade in the dtype (subnormals: of the
+// smallest normal binade).
+double ulps(double got, long double want, bool f32) {
+  const int digits = f32 ? 24 : 53;
+  const int min_exp = f32 ? -126 : -1022;
+  const int e = want == 0 ? min_exp : std::max(std::ilogb(static_cast<double>(want)), min_exp);
+  return static_cast<double>(std::fabs(got - want) / std::ldexp(1.0L, e - digits + 1));
+}
+
+}  // namespace
+
+TEST_CASE("exp, log, tanh, sin and cos are within 1 ulp of the function computed in long double",
+          "[cpu_driver][numerics]") {
+  auto host = make_host(2);
+  struct Fn {
+    const char* name;
+    long double (*ref)(long double);
+    double lo, hi;
+  };
+  const std::vector<Fn> fns = {
+      {"exp", [](long double v) { return std::exp(v); }, -80, 80},
+      {"log", [](long double v) { return std::log(v); }, 1e-30, 1e30},
+      {"tanh", [](long double v) { return std::tanh(v); }, -20, 20},
+      {"sin", [](long double v) { return std::sin(v); }, -100, 100},
+      {"cos", [](long double v) { return std::cos(v); }, -100, 100},
+  };
+  for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+    const bool f32 = is_f32(dtype);
+    for (const Fn& f : fns) {
+      const size_t n = 100000;
+      Rand rng(11);
+      std::vector<double> x(n);
+      for (double& v : x) {
+        // log: spread over the exponents; the others: uniform.
+        v = std::string(f.name) == "log" ? std::exp(rng.uniform(std::log(f.lo), std::log(f.hi)))
+                                         : rng.uniform(f.lo, f.hi);
+        if (f32) v = static_cast<float>(v);
+      }
+      const int64_t N = static_cast<int64_t>(n);
+      auto tx = upload(*host, dtype, {N}, x);
+      auto ty = empty(*host, dtype, {N});
+      host->dispatch(f.name, {tx.get()}, {ty.get()}, {});
+      const std::vector<double> got = download(*host, *ty);
+      double worst = 0;
+      size_t at = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const long double want = f.ref(static_cast<long double>(x[i]));
+        // Results below the dtype's normal range carry an absolute error.
+        if (!std::isfinite(static_cast<double>(want)) || (f32 && std::fabs(want) > 3.4e38L)) continue;
+        const double u = ulps(got[i], want, f32);
+        if (u > worst) {
+          worst = u;
+          at = i;
+        }
+      }
+      INFO(f.name << (f32 ? " f32" : " f64") << ": worst " << worst << " ulp at x = " << x[at]);
+      CHECK(worst <= 1.0);
+    }
+  }
+}
+
+TEST_CASE("softmax is the documented binary64 arithmetic on SLEEF's deterministic exp, bit for bit",
+          "[cpu_driver][numerics]") {
+  // docs/primitives.md: m = the row's max, e_j = exp(x_j - m) by SLEEF's
+  // Sleef_cinz_expd1_u10purec (the scalar build of every path's exp), z =
+  // the canonical sum of the e_j, y_j = e_j / z rounded once to the dtype.
+  for (const char* isa : {"scalar", static_cast<const char*>(nullptr)}) {
+    auto host = make_host(2, 0, -1, isa);
+    for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+      const int64_t rows = 50, cols = 300;  // a row longer than one 256-value chunk
+      const std::vector<double> x = inputs(dtype, rows * cols, 5, -40, 40);
+      std::vector<double> finite(x);
+      for (double& v : finite)
+        if (!std::isfinite(v) || std::fabs(v) > 1e3) v = -1.25;
+      auto tx = upload(*host, dtype, {rows, cols}, finite);
+      auto ty = empty(*host, dtype, {rows, cols});
+      host->dispatch("softmax", {tx.get()}, {ty.get()}, {});
+      const std::vector<double> got = download(*host, *ty);
+      size_t mismatches = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const double* row = finite.data() + r * cols;
+        double m = -INFINITY;
+        for (int64_t j = 0; j < cols; ++j) m = std::max(m, row[j]);
+        std::vector<double> e(cols);
+        umlos_canonical_sum s = UMLOS_CANONICAL_SUM_INIT;
+        for (int64_t j = 0; j < cols; ++j) {
+          e[j] = Sleef_cinz_expd1_u10purec(row[j] - m);
+          umlos_canonical_sum_add(&s, e[j]);
+        }
+        const double z = umlos_canonical_sum_result(&s);
+        for (int64_t j = 0; j < cols; ++j) {
+          const double want = is_f32(dtype) ? static_cast<double>(static_cast<float>(e[j] / z)) : e[j] / z;
+          if (std::memcmp(&want, &got[r * cols + j], sizeof want) != 0) ++mismatches;
+        }
+      }
+      INFO((isa ? isa : "widest path") << (is_f32(dtype) ? ", f32" : ", f64"));
+      CHECK(mismatches == 0);
+    }
+  }
+}
