@@ -102,7 +102,11 @@ struct Exec {
                {cbor::Value::text("fingerprint_hashing"), cbor::Value::text(fp_threads > 0 ? "host" : "driver")},
                {cbor::Value::text("fingerprint_threads"),
                 cbor::Value::integer(fp_threads > 0 ? fp_threads : threads)}})}}));
-    host.set_driver_config(cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)}}));
+    // UMLOS_BENCH_PIN=0: the driver's pin_threads off (an A/B of the workers' binding).
+    const char* pin = std::getenv("UMLOS_BENCH_PIN");
+    host.set_driver_config(
+        cbor::Value::map({{cbor::Value::text("threads"), cbor::Value::integer(threads)},
+                          {cbor::Value::text("pin_threads"), cbor::Value::integer(pin && pin[0] == '0' ? 0 : 1)}}));
     host.activate_driver("cpu_driver");
     umlos::Sha256 s;
     s.update(std::string_view("bench"));

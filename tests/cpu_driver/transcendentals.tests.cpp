@@ -117,8 +117,7 @@ std::vector<Call> calls_of_length(int32_t dtype, int64_t n, uint64_t seed) {
   std::vector<double> logvar(fin);
   for (double& v : logvar) v = std::fmod(v, 20.0);
   calls.push_back({"gaussian_kl", {{rows, n}, {rows, n}}, {}, {fin, logvar}, {{}}, {}});
-  calls.push_back(
-      {"gaussian_kl_grad", {{rows, n}, {rows, n}, {}}, {}, {fin, logvar, one}, {{rows, n}, {rows, n}}, {}});
+  calls.push_back({"gaussian_kl_grad", {{rows, n}, {rows, n}, {}}, {}, {fin, logvar, one}, {{rows, n}, {rows, n}}, {}});
   return calls;
 }
 

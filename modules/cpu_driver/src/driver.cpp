@@ -130,12 +130,14 @@ static umlos_status read_config_isa(const umlos_services* svc, umlos_ctx* ctx, b
 
 static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, void** out_instance) {
   if (!out_instance) return report(svc, ctx, UMLOS_INVALID_ARGUMENT, "cpu_driver: create: out_instance is NULL");
-  int64_t threads = 1, block = 64, simd = 1;
+  int64_t threads = 1, block = 64, simd = 1, pin = 1;
   umlos_status s = read_config_i64(svc, ctx, "threads", 1, 1, 256, &threads);
   if (s != UMLOS_OK) return s;
   s = read_config_i64(svc, ctx, "block", 64, 4, 1 << 20, &block);
   if (s != UMLOS_OK) return s;
   s = read_config_i64(svc, ctx, "simd", 1, 0, 1, &simd);
+  if (s != UMLOS_OK) return s;
+  s = read_config_i64(svc, ctx, "pin_threads", 1, 0, 1, &pin);
   if (s != UMLOS_OK) return s;
   GemmIsa isa = GemmIsa::scalar;
   s = read_config_isa(svc, ctx, simd != 0, &isa);
@@ -148,7 +150,7 @@ static umlos_status driver_create(const umlos_services* svc, umlos_ctx* ctx, voi
     inst->block = block;
     inst->simd = simd != 0;
     inst->isa = isa;
-    inst->pool = new ThreadPool(inst->threads);
+    inst->pool = new ThreadPool(inst->threads, pin != 0);
   });
   if (s != UMLOS_OK) {
     if (inst) delete inst;

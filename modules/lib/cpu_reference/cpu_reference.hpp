@@ -46,8 +46,10 @@ uint64_t dtype_size(int32_t dtype);  // 0 for unknown
 // results are bit-identical for any thread count.
 class ThreadPool {
  public:
-  explicit ThreadPool(unsigned threads);  // threads >= 1; threads-1 workers
-  ~ThreadPool();                          // joins every worker
+  // threads >= 1: threads-1 workers; `pin`: each worker bound to a CPU of
+  // its own, not the constructing thread's, where they fit (thread_pool.cpp).
+  explicit ThreadPool(unsigned threads, bool pin = true);
+  ~ThreadPool();  // joins every worker
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -55,6 +57,7 @@ class ThreadPool {
   // This process shares the machine with `ranks` - 1 other ranks of its job
   // (each with a pool like this one): the threads poll for work only while
   // threads x ranks fit the CPUs. Safe to call at any time.
+  // With ranks > 1 the workers are unbound again.
   void share_cpus(unsigned ranks);
   // Runs fn(begin, end) on contiguous ranges covering [0, n), each at least
   // `grain` long (except a last short one); blocks until every range is done.
@@ -64,6 +67,7 @@ class ThreadPool {
  private:
   struct State;
   void worker_loop();
+  void pin_workers();
   unsigned threads_;
   State* state_;  // owned
 };

@@ -13,8 +13,9 @@ namespace {
 using F32Fn = decltype(&Sleef_cinz_expf1_u10purec);  // SLEEF declares its functions const
 using F64Fn = decltype(&Sleef_cinz_expd1_u10purec);
 
-F32Fn scalar_f32(Transcendental f) { UMLOS_SLEEF_PICK(f, f1, purec) }
-F64Fn scalar_f64(Transcendental f) { UMLOS_SLEEF_PICK(f, d1, purec) }
+F32Fn scalar_f32(Transcendental f){UMLOS_SLEEF_PICK(f, f1, purec)} F64Fn scalar_f64(Transcendental f) {
+  UMLOS_SLEEF_PICK(f, d1, purec)
+}
 
 template <class T>
 struct One {
@@ -23,7 +24,9 @@ struct One {
   static void store(T* p, T v) { *p = v; }
 };
 
-void scalar_values(Transcendental f, const float* x, float* y, int64_t n) { map_lanes<One<float>>(scalar_f32(f), x, y, n); }
+void scalar_values(Transcendental f, const float* x, float* y, int64_t n) {
+  map_lanes<One<float>>(scalar_f32(f), x, y, n);
+}
 void scalar_values(Transcendental f, const double* x, double* y, int64_t n) {
   map_lanes<One<double>>(scalar_f64(f), x, y, n);
 }

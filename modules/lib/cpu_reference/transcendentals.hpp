@@ -64,19 +64,19 @@ void map_lanes(F f, const T* x, T* y, int64_t n) {
 
 // The functions of one path: SLEEF's name for each is
 // Sleef_cinz_<f><lanes>_u10<suffix>, e.g. Sleef_cinz_expd8_u10avx512fnofma.
-#define UMLOS_SLEEF_PICK(f, LANES, SUFFIX)         \
-  switch (f) {                                     \
-    case Transcendental::exp:                      \
+#define UMLOS_SLEEF_PICK(f, LANES, SUFFIX)          \
+  switch (f) {                                      \
+    case Transcendental::exp:                       \
       return Sleef_cinz_exp##LANES##_u10##SUFFIX;   \
-    case Transcendental::log:                      \
+    case Transcendental::log:                       \
       return Sleef_cinz_log##LANES##_u10##SUFFIX;   \
-    case Transcendental::tanh:                     \
+    case Transcendental::tanh:                      \
       return Sleef_cinz_tanh##LANES##_u10##SUFFIX;  \
-    case Transcendental::sin:                      \
+    case Transcendental::sin:                       \
       return Sleef_cinz_sin##LANES##_u10##SUFFIX;   \
-    case Transcendental::cos:                      \
+    case Transcendental::cos:                       \
       return Sleef_cinz_cos##LANES##_u10##SUFFIX;   \
-    case Transcendental::log1p:                    \
+    case Transcendental::log1p:                     \
       return Sleef_cinz_log1p##LANES##_u10##SUFFIX; \
-  }                                                \
+  }                                                 \
   return Sleef_cinz_exp##LANES##_u10##SUFFIX;

@@ -22,8 +22,9 @@ struct F64 {
 
 using F32Fn = decltype(&Sleef_cinz_expf8_u10avx);  // SLEEF declares its functions const
 using F64Fn = decltype(&Sleef_cinz_expd4_u10avx);
-F32Fn pick_f32(Transcendental f) { UMLOS_SLEEF_PICK(f, f8, avx) }
-F64Fn pick_f64(Transcendental f) { UMLOS_SLEEF_PICK(f, d4, avx) }
+F32Fn pick_f32(Transcendental f){UMLOS_SLEEF_PICK(f, f8, avx)} F64Fn pick_f64(Transcendental f) {
+  UMLOS_SLEEF_PICK(f, d4, avx)
+}
 
 }  // namespace
 

@@ -22,8 +22,9 @@ struct F64 {
 
 using F32Fn = decltype(&Sleef_cinz_expf16_u10avx512fnofma);  // SLEEF declares its functions const
 using F64Fn = decltype(&Sleef_cinz_expd8_u10avx512fnofma);
-F32Fn pick_f32(Transcendental f) { UMLOS_SLEEF_PICK(f, f16, avx512fnofma) }
-F64Fn pick_f64(Transcendental f) { UMLOS_SLEEF_PICK(f, d8, avx512fnofma) }
+F32Fn pick_f32(Transcendental f){UMLOS_SLEEF_PICK(f, f16, avx512fnofma)} F64Fn pick_f64(Transcendental f) {
+  UMLOS_SLEEF_PICK(f, d8, avx512fnofma)
+}
 
 }  // namespace
 
