@@ -2,6 +2,8 @@
 // check that the primitive catalogue covers every primitive the driver
 // publishes.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "cbor.hpp"
@@ -44,6 +46,26 @@ std::vector<std::pair<std::string, std::unique_ptr<Host>>> hosts_on_every_path()
     }
   }
   return hosts;
+}
+
+std::vector<double> mixed_inputs(int32_t dtype, size_t n, uint64_t seed, double lo, double hi) {
+  Rand rng(seed);
+  std::vector<double> x(n);
+  const bool f32 = dtype == UMLOS_DTYPE_F32;
+  for (double& v : x) {
+    v = rng.uniform(lo, hi) * (rng.next() % 4 == 0 ? std::ldexp(1.0, -static_cast<int>(rng.next() % 30)) : 1.0);
+    if (f32) v = static_cast<float>(v);
+  }
+  const std::vector<double> special = {0.0,
+                                       -0.0,
+                                       std::numeric_limits<double>::infinity(),
+                                       -std::numeric_limits<double>::infinity(),
+                                       f32 ? std::numeric_limits<float>::denorm_min() : 5e-324,
+                                       f32 ? -std::numeric_limits<float>::max() : -1.7976931348623157e308,
+                                       f32 ? std::numeric_limits<float>::max() : 1.7976931348623157e308,
+                                       std::numeric_limits<double>::quiet_NaN()};
+  for (size_t i = 0; i < special.size() && i < n; ++i) x[(i * 7919) % n] = special[i];
+  return x;
 }
 
 }  // namespace cpu_driver_test

@@ -30,4 +30,10 @@ std::unique_ptr<umlos::Host> make_host(int threads, int64_t block = 0, int simd 
 // the CPU lacks is reported with WARN and left out.
 std::vector<std::pair<std::string, std::unique_ptr<umlos::Host>>> hosts_on_every_path();
 
+// n values uniform in [lo, hi], a quarter of them scaled towards zero by up
+// to 2^-29, rounded to the dtype; then, at fixed places, signed zeros,
+// infinities, the smallest subnormal, the largest values of the dtype and a
+// NaN (the special values every vector path must treat alike).
+std::vector<double> mixed_inputs(int32_t dtype, size_t n, uint64_t seed, double lo, double hi);
+
 }  // namespace cpu_driver_test

@@ -18,23 +18,7 @@ namespace {
 // Values over the range where erf and exp change (|x| up to 12), signed
 // zeros, infinities, the smallest and largest of the dtype, and a NaN.
 std::vector<double> gelu_inputs(int32_t dtype, size_t n, uint64_t seed) {
-  Rand rng(seed);
-  std::vector<double> x(n);
-  for (double& v : x) {
-    v = rng.uniform(-12, 12) * (rng.next() % 4 == 0 ? std::ldexp(1.0, -static_cast<int>(rng.next() % 30)) : 1.0);
-    if (dtype == UMLOS_DTYPE_F32) v = static_cast<float>(v);
-  }
-  const bool f32 = dtype == UMLOS_DTYPE_F32;
-  const std::vector<double> special = {0.0,
-                                       -0.0,
-                                       std::numeric_limits<double>::infinity(),
-                                       -std::numeric_limits<double>::infinity(),
-                                       f32 ? std::numeric_limits<float>::denorm_min() : 5e-324,
-                                       f32 ? -std::numeric_limits<float>::max() : -1.7976931348623157e308,
-                                       f32 ? std::numeric_limits<float>::max() : 1.7976931348623157e308,
-                                       std::numeric_limits<double>::quiet_NaN()};
-  for (size_t i = 0; i < special.size() && i < n; ++i) x[(i * 7919) % n] = special[i];
-  return x;
+  return mixed_inputs(dtype, n, seed, -12, 12);
 }
 
 std::vector<uint8_t> run(umlos::Host& host, int32_t dtype, const std::vector<double>& x,

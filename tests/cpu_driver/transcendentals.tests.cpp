@@ -25,29 +25,6 @@ namespace {
 
 bool is_f32(int32_t dtype) { return dtype == UMLOS_DTYPE_F32; }
 
-// Values in [lo, hi], a quarter of them scaled towards zero, rounded to
-// the dtype; then signed zeros, infinities, extremes of the dtype and a NaN
-// at fixed places.
-std::vector<double> inputs(int32_t dtype, size_t n, uint64_t seed, double lo, double hi) {
-  Rand rng(seed);
-  std::vector<double> x(n);
-  for (double& v : x) {
-    v = rng.uniform(lo, hi) * (rng.next() % 4 == 0 ? std::ldexp(1.0, -static_cast<int>(rng.next() % 30)) : 1.0);
-    if (is_f32(dtype)) v = static_cast<float>(v);
-  }
-  const bool f32 = is_f32(dtype);
-  const std::vector<double> special = {0.0,
-                                       -0.0,
-                                       std::numeric_limits<double>::infinity(),
-                                       -std::numeric_limits<double>::infinity(),
-                                       f32 ? std::numeric_limits<float>::denorm_min() : 5e-324,
-                                       f32 ? -std::numeric_limits<float>::max() : -1.7976931348623157e308,
-                                       f32 ? std::numeric_limits<float>::max() : 1.7976931348623157e308,
-                                       std::numeric_limits<double>::quiet_NaN()};
-  for (size_t i = 0; i < special.size() && i < n; ++i) x[(i * 7919) % n] = special[i];
-  return x;
-}
-
 // One call of `primitive` on inputs of `dims` (the last inputs as given),
 // returning the bytes of every output.
 struct Call {
@@ -80,8 +57,8 @@ std::vector<std::vector<uint8_t>> run(umlos::Host& host, int32_t dtype, const Ca
 // The calls of one length n: each elementwise function and its gradient
 // on n values, and the row primitives on rows of n values.
 std::vector<Call> calls_of_length(int32_t dtype, int64_t n, uint64_t seed) {
-  const auto wide = inputs(dtype, n, seed, -12, 12), dy = inputs(dtype, n, seed + 1, -2, 2);
-  const auto positive = inputs(dtype, n, seed + 2, 0, 1e4);
+  const auto wide = mixed_inputs(dtype, n, seed, -12, 12), dy = mixed_inputs(dtype, n, seed + 1, -2, 2);
+  const auto positive = mixed_inputs(dtype, n, seed + 2, 0, 1e4);
   std::vector<Call> calls;
   for (const char* f : {"exp", "tanh", "sigmoid", "sin", "cos"}) {
     calls.push_back({f, {{n}}, {}, {wide}, {{n}}, {}});
@@ -92,13 +69,14 @@ std::vector<Call> calls_of_length(int32_t dtype, int64_t n, uint64_t seed) {
   // Row primitives: 3 rows of n (the NaN and infinities of `wide` land in
   // some of them).
   const int64_t rows = 3;
-  const auto logits = inputs(dtype, rows * n, seed + 3, -30, 30), g = inputs(dtype, rows * n, seed + 4, -1, 1);
+  const auto logits = mixed_inputs(dtype, rows * n, seed + 3, -30, 30),
+             g = mixed_inputs(dtype, rows * n, seed + 4, -1, 1);
   for (const char* f : {"softmax", "log_softmax"}) {
     calls.push_back({f, {{rows, n}}, {}, {logits}, {{rows, n}}, {}});
     calls.push_back({std::string(f) + "_grad", {{rows, n}, {rows, n}}, {}, {logits, g}, {{rows, n}}, {}});
   }
   // The losses on finite inputs (a NaN would only abort the comparison).
-  const auto finite = inputs(dtype, rows * n, seed + 5, -30, 30);
+  const auto finite = mixed_inputs(dtype, rows * n, seed + 5, -30, 30);
   std::vector<double> fin(finite);
   for (double& v : fin)
     if (!std::isfinite(v) || std::fabs(v) > 1e3) v = 0.5;
@@ -224,7 +202,7 @@ TEST_CASE("softmax is the documented binary64 arithmetic on SLEEF's deterministi
     auto host = make_host(2, 0, -1, isa);
     for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
       const int64_t rows = 50, cols = 300;  // a row longer than one 256-value chunk
-      const std::vector<double> x = inputs(dtype, rows * cols, 5, -40, 40);
+      const std::vector<double> x = mixed_inputs(dtype, rows * cols, 5, -40, 40);
       std::vector<double> finite(x);
       for (double& v : finite)
         if (!std::isfinite(v) || std::fabs(v) > 1e3) v = -1.25;

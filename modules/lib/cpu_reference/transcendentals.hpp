@@ -80,3 +80,31 @@ void map_lanes(F f, const T* x, T* y, int64_t n) {
       return Sleef_cinz_log1p##LANES##_u10##SUFFIX; \
   }                                                 \
   return Sleef_cinz_exp##LANES##_u10##SUFFIX;
+
+// One vector path, in its own file: lanes structs for float (VF, WF lanes)
+// and double (VD, WD lanes) over the named load and store intrinsics, and
+// transcendental_values_NAME calling SLEEF's Sleef_cinz_<f><LF>_u10<SUFFIX>
+// and Sleef_cinz_<f><LD>_u10<SUFFIX> (e.g. LF = f16, LD = d8, SUFFIX =
+// avx512fnofma).
+#define UMLOS_TRANSCENDENTAL_PATH(NAME, VF, WF, LOADF, STOREF, LF, VD, WD, LOADD, STORED, LD, SUFFIX)        \
+  namespace {                                                                                                \
+  struct F32 {                                                                                               \
+    static constexpr int64_t width = WF;                                                                     \
+    static VF load(const float* p) { return LOADF(p); }                                                      \
+    static void store(float* p, VF v) { STOREF(p, v); }                                                      \
+  };                                                                                                         \
+  struct F64 {                                                                                               \
+    static constexpr int64_t width = WD;                                                                     \
+    static VD load(const double* p) { return LOADD(p); }                                                     \
+    static void store(double* p, VD v) { STORED(p, v); }                                                     \
+  };                                                                                                         \
+  /* decltype: SLEEF declares its functions const */                                                         \
+  decltype(&Sleef_cinz_exp##LF##_u10##SUFFIX) pick_f32(Transcendental f) { UMLOS_SLEEF_PICK(f, LF, SUFFIX) } \
+  decltype(&Sleef_cinz_exp##LD##_u10##SUFFIX) pick_f64(Transcendental f) { UMLOS_SLEEF_PICK(f, LD, SUFFIX) } \
+  }                                                                                                          \
+  void transcendental_values_##NAME(Transcendental f, const float* x, float* y, int64_t n) {                 \
+    map_lanes<F32>(pick_f32(f), x, y, n);                                                                    \
+  }                                                                                                          \
+  void transcendental_values_##NAME(Transcendental f, const double* x, double* y, int64_t n) {               \
+    map_lanes<F64>(pick_f64(f), x, y, n);                                                                    \
+  }
