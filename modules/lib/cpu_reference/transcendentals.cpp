@@ -1,21 +1,15 @@
 // transcendentals.cpp — see transcendentals.hpp: the path chosen at run
-// time, and the scalar one.
+// time, the scalar one, and the probe the drivers' fingerprints record.
 #include "transcendentals.hpp"
 
 #include <sleef.h>
 
 #include <limits>
+#include <umlos/sha256.hpp>  // hex
 
 namespace cpu_driver {
 
 namespace {
-
-using F32Fn = decltype(&Sleef_cinz_expf1_u10purec);  // SLEEF declares its functions const
-using F64Fn = decltype(&Sleef_cinz_expd1_u10purec);
-
-F32Fn scalar_f32(Transcendental f){UMLOS_SLEEF_PICK(f, f1, purec)} F64Fn scalar_f64(Transcendental f) {
-  UMLOS_SLEEF_PICK(f, d1, purec)
-}
 
 template <class T>
 struct One {
@@ -24,23 +18,13 @@ struct One {
   static void store(T* p, T v) { *p = v; }
 };
 
-void scalar_values(Transcendental f, const float* x, float* y, int64_t n) {
-  map_lanes<One<float>>(scalar_f32(f), x, y, n);
-}
-void scalar_values(Transcendental f, const double* x, double* y, int64_t n) {
-  map_lanes<One<double>>(scalar_f64(f), x, y, n);
+// The scalar path: det_math.hpp's functions one element at a time.
+template <class T>
+void scalar_values(Transcendental f, const T* x, T* y, int64_t n) {
+  map_lanes<One<T>>([f](T v) { return transcendental(f, v); }, x, y, n);
 }
 
 }  // namespace
-
-float transcendental(Transcendental f, float x) {
-  const float y = scalar_f32(f)(x);
-  return y == y ? y : std::numeric_limits<float>::quiet_NaN();
-}
-double transcendental(Transcendental f, double x) {
-  const double y = scalar_f64(f)(x);
-  return y == y ? y : std::numeric_limits<double>::quiet_NaN();
-}
 
 template <class T>
 void transcendental_values(GemmIsa isa, Transcendental f, const T* x, T* y, int64_t n) {
@@ -54,7 +38,8 @@ void transcendental_values(GemmIsa isa, Transcendental f, const T* x, T* y, int6
   }
   // The paths agree on every number but not on the bits of every NaN (the
   // AVX-512 build's log of a negative is a negative NaN, the others' a
-  // positive one): a NaN result is the default quiet NaN on every path.
+  // positive one): a NaN result is the default quiet NaN on every path, as
+  // det_math.hpp's scalar functions give it.
   for (int64_t i = 0; i < n; ++i)
     if (y[i] != y[i]) y[i] = std::numeric_limits<T>::quiet_NaN();
 }
@@ -62,15 +47,7 @@ void transcendental_values(GemmIsa isa, Transcendental f, const T* x, T* y, int6
 std::string transcendental_probe() {
   std::string out = "sleef " + std::to_string(SLEEF_VERSION_MAJOR) + "." + std::to_string(SLEEF_VERSION_MINOR) + "." +
                     std::to_string(SLEEF_VERSION_PATCHLEVEL) + ":";
-  auto hex = [&](const void* p, size_t bytes) {
-    static const char digits[] = "0123456789abcdef";
-    const auto* b = static_cast<const unsigned char*>(p);
-    out += ' ';
-    for (size_t i = 0; i < bytes; ++i) {
-      out += digits[b[i] >> 4];
-      out += digits[b[i] & 15];
-    }
-  };
+  auto hex = [&](const void* p, size_t bytes) { out += " " + umlos::sdk::hex(static_cast<const uint8_t*>(p), bytes); };
   for (Transcendental f : {Transcendental::exp, Transcendental::log, Transcendental::tanh, Transcendental::sin,
                            Transcendental::cos, Transcendental::log1p}) {
     for (double x : {0.3, 0.7, 1.9, 12.5, 101.25}) {

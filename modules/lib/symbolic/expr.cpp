@@ -1,14 +1,14 @@
 // expr.cpp — see expr.hpp.
 #include "expr.hpp"
 
-#include <sleef.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+
+#include "det_math.hpp"
 
 namespace umlos::symbolic {
 
@@ -294,13 +294,16 @@ std::vector<EquationLine> parse_lines(const std::string& stored, int64_t outputs
 
 // ------------------------------------------------------------ evaluation
 //
-// sin, cos, exp and log are SLEEF's deterministic scalar functions without
-// FMA (the "cinz" purec builds, at most 1.0 ulp), the same ones cpu_driver
-// computes with: the C library picks its builds by CPU feature (an FMA
-// build where the CPU has it), and an equation search whose scores moved by
-// an ulp between CPUs could pick another equation.
+// sin, cos, exp and log are det_math.hpp's (SLEEF's deterministic scalar
+// functions), the ones cpu_driver computes with: the C library picks its
+// builds by CPU feature (an FMA build where the CPU has it), and an
+// equation search whose scores moved by an ulp between CPUs could pick
+// another equation.
 
 namespace {
+
+using umlos::numerics::Transcendental;
+using umlos::numerics::transcendental;
 
 struct Tape {
   // Pre-order node values of one sample, for the reverse sweep.
@@ -335,19 +338,19 @@ double fwd(const Expr& e, const double* z, std::vector<double>& val) {
       break;
     }
     case Op::Sin:
-      v = Sleef_cinz_sind1_u10purec(fwd(e.args[0], z, val));
+      v = transcendental(Transcendental::sin, fwd(e.args[0], z, val));
       break;
     case Op::Cos:
-      v = Sleef_cinz_cosd1_u10purec(fwd(e.args[0], z, val));
+      v = transcendental(Transcendental::cos, fwd(e.args[0], z, val));
       break;
     case Op::Exp: {
       const double a = fwd(e.args[0], z, val);
-      v = Sleef_cinz_expd1_u10purec(std::isnan(a) ? a : std::min(std::max(a, kExpLo), kExpHi));
+      v = transcendental(Transcendental::exp, std::isnan(a) ? a : std::min(std::max(a, kExpLo), kExpHi));
       break;
     }
     case Op::Log: {
       const double a = fwd(e.args[0], z, val);
-      v = Sleef_cinz_logd1_u10purec(std::isnan(a) ? a : std::max(a, kEpsDenom));
+      v = transcendental(Transcendental::log, std::isnan(a) ? a : std::max(a, kEpsDenom));
       break;
     }
   }
@@ -406,10 +409,10 @@ void bwd(const Expr& e, const std::vector<double>& val, size_t me, double g, dou
       return;
     }
     case Op::Sin:
-      bwd(e.args[0], val, child[0], g * Sleef_cinz_cosd1_u10purec(val[child[0]]), grad_z, grad_c, ci);
+      bwd(e.args[0], val, child[0], g * transcendental(Transcendental::cos, val[child[0]]), grad_z, grad_c, ci);
       return;
     case Op::Cos:
-      bwd(e.args[0], val, child[0], g * -Sleef_cinz_sind1_u10purec(val[child[0]]), grad_z, grad_c, ci);
+      bwd(e.args[0], val, child[0], g * -transcendental(Transcendental::sin, val[child[0]]), grad_z, grad_c, ci);
       return;
     case Op::Exp: {
       const double a = val[child[0]];
