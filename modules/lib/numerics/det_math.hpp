@@ -27,19 +27,19 @@ double transcendental(Transcendental f, double x);
 // SLEEF's function of one build for `f` (a umlos::numerics::Transcendental):
 // Sleef_cinz_<f><LANES>_u10<SUFFIX>, e.g. LANES d8, SUFFIX avx512fnofma.
 // The body of a function returning that function's address.
-#define UMLOS_SLEEF_PICK(f, LANES, SUFFIX)                 \
-  switch (f) {                                             \
-    case ::umlos::numerics::Transcendental::exp:           \
-      return Sleef_cinz_exp##LANES##_u10##SUFFIX;          \
-    case ::umlos::numerics::Transcendental::log:           \
-      return Sleef_cinz_log##LANES##_u10##SUFFIX;          \
-    case ::umlos::numerics::Transcendental::tanh:          \
-      return Sleef_cinz_tanh##LANES##_u10##SUFFIX;         \
-    case ::umlos::numerics::Transcendental::sin:           \
-      return Sleef_cinz_sin##LANES##_u10##SUFFIX;          \
-    case ::umlos::numerics::Transcendental::cos:           \
-      return Sleef_cinz_cos##LANES##_u10##SUFFIX;          \
-    case ::umlos::numerics::Transcendental::log1p:         \
-      return Sleef_cinz_log1p##LANES##_u10##SUFFIX;        \
-  }                                                        \
+#define UMLOS_SLEEF_PICK(f, LANES, SUFFIX)          \
+  switch (f) {                                      \
+    case ::umlos::numerics::Transcendental::exp:    \
+      return Sleef_cinz_exp##LANES##_u10##SUFFIX;   \
+    case ::umlos::numerics::Transcendental::log:    \
+      return Sleef_cinz_log##LANES##_u10##SUFFIX;   \
+    case ::umlos::numerics::Transcendental::tanh:   \
+      return Sleef_cinz_tanh##LANES##_u10##SUFFIX;  \
+    case ::umlos::numerics::Transcendental::sin:    \
+      return Sleef_cinz_sin##LANES##_u10##SUFFIX;   \
+    case ::umlos::numerics::Transcendental::cos:    \
+      return Sleef_cinz_cos##LANES##_u10##SUFFIX;   \
+    case ::umlos::numerics::Transcendental::log1p:  \
+      return Sleef_cinz_log1p##LANES##_u10##SUFFIX; \
+  }                                                 \
   return Sleef_cinz_exp##LANES##_u10##SUFFIX
