@@ -34,8 +34,8 @@ namespace cpu_driver {
 // Bumped whenever a primitive's arithmetic changes (it is part of the
 // fingerprint, so old runs are not silently compared with new results).
 constexpr const char* kDriverVersion =
-    "cpu_driver 1.2 (primitives 1.2: transcendentals on SLEEF's deterministic functions; 1.1: matmul in the tensor "
-    "dtype with FMA)";
+    "cpu_driver 1.3 (primitives 1.3: binary32 GELU's erf in binary64, rounded once; 1.2: transcendentals on SLEEF's "
+    "deterministic functions; 1.1: matmul in the tensor dtype with FMA)";
 
 // ---------------------------------------------------------------- instance
 

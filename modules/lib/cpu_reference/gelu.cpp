@@ -4,6 +4,10 @@
 
 #include <sleef.h>
 
+#include <cmath>
+
+#include "erf32.hpp"
+
 namespace cpu_driver {
 
 namespace {
@@ -29,14 +33,35 @@ T mul_one(T a, T b) {
   return a * b;
 }
 
+// erf32.hpp's binary64 operations, one element at a time.
+struct ScalarBinary64 {
+  using V = double;
+  using M = bool;
+  static V set1(double v) { return v; }
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V mul(V a, V b) { return a * b; }
+  static V abs(V a) { return std::fabs(a); }
+  static V neg(V a) { return -a; }
+  static M lt(V a, V b) { return a < b; }
+  static V select(M m, V a, V b) { return m ? a : b; }
+  static bool all(M m) { return m; }
+  static M not_nan(V a) { return !std::isnan(a); }
+  static V exp(V a) { return Sleef_cinz_expd1_u10purec(a); }
+  static V copysign(V a, V b) { return std::copysign(a, b); }
+};
+
+float erf_f32(float x) { return static_cast<float>(erf32::erf_binary64<ScalarBinary64>(x)); }
+
 UMLOS_GELU_OPS(F32, float, float, 1, load_one<float>, store_one<float>, same<float>, add_one<float>, mul_one<float>,
-               Sleef_cinz_erff1_u10purec, Sleef_cinz_expf1_u10purec)
+               erf_f32, Sleef_cinz_expf1_u10purec)
 UMLOS_GELU_OPS(F64, double, double, 1, load_one<double>, store_one<double>, same<double>, add_one<double>,
                mul_one<double>, Sleef_cinz_erfd1_u10purec, Sleef_cinz_expd1_u10purec)
 
 namespace f32 {
 UMLOS_GELU_LOOPS(F32, float)
-}
+UMLOS_ERF32_LOOP(F32)
+}  // namespace f32
 namespace f64 {
 UMLOS_GELU_LOOPS(F64, double)
 }
@@ -62,6 +87,12 @@ void gelu_derivative_times(GemmIsa isa, const T* x, const T* g, T* dx, int64_t n
   if (isa == GemmIsa::avx512 && gemm_isa_supported(isa)) return gelu_derivative_times_avx512(x, g, dx, n);
   if (isa != GemmIsa::scalar && gemm_isa_supported(GemmIsa::avx2)) return gelu_derivative_times_avx2(x, g, dx, n);
   scalar_derivative(x, g, dx, n);
+}
+
+void erf_f32_values(GemmIsa isa, const float* x, float* y, int64_t n) {
+  if (isa == GemmIsa::avx512 && gemm_isa_supported(isa)) return erf_f32_values_avx512(x, y, n);
+  if (isa != GemmIsa::scalar && gemm_isa_supported(GemmIsa::avx2)) return erf_f32_values_avx2(x, y, n);
+  f32::erf_values_loop(x, y, n);
 }
 
 template void gelu_values<float>(GemmIsa, const float*, float*, int64_t);

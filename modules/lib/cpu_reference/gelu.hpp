@@ -25,7 +25,13 @@ void gelu_values(GemmIsa isa, const T* x, T* y, int64_t n);
 template <class T>
 void gelu_derivative_times(GemmIsa isa, const T* x, const T* g, T* dx, int64_t n);
 
+// erf of binary32 values exactly as GELU's f32 paths compute it
+// (erf32.hpp), on the `isa` path: what the tests measure.
+void erf_f32_values(GemmIsa isa, const float* x, float* y, int64_t n);
+
 // The vector paths, in files compiled for their instruction sets.
+void erf_f32_values_avx512(const float* x, float* y, int64_t n);
+void erf_f32_values_avx2(const float* x, float* y, int64_t n);
 void gelu_values_avx512(const float* x, float* y, int64_t n);
 void gelu_values_avx512(const double* x, double* y, int64_t n);
 void gelu_derivative_times_avx512(const float* x, const float* g, float* dx, int64_t n);
@@ -55,6 +61,19 @@ constexpr T kGeluK = T(0.39894228040143267794);  // 1/sqrt(2 pi)
     static VEC erf(VEC v) { return ERF(v); }                                   \
     static VEC exp(VEC v) { return EXP(v); }                                   \
   };
+
+// erf_f32_values' loop for an ops struct V (as below) whose erf is erf32's.
+#define UMLOS_ERF32_LOOP(V)                                                           \
+  void erf_values_loop(const float* x, float* y, int64_t n) {                         \
+    int64_t i = 0;                                                                    \
+    for (; i + V::width <= n; i += V::width) V::store(y + i, V::erf(V::load(x + i))); \
+    if (i < n) {                                                                      \
+      float in[V::width] = {}, out[V::width];                                         \
+      for (int64_t k = i; k < n; ++k) in[k - i] = x[k];                               \
+      V::store(out, V::erf(V::load(in)));                                             \
+      for (int64_t k = i; k < n; ++k) y[k] = out[k - i];                              \
+    }                                                                                 \
+  }
 
 // The loops of one vector path, over an ops struct V with: type, width,
 // load, store, set1, add, mul, erf, exp. The last partial vector is
