@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "sha256_lanes.hpp"
 
 namespace umlos {
 
@@ -35,9 +36,12 @@ void copy_job(uint8_t* dst, const void* src, uint64_t size) {
 
 }  // namespace
 
-DigestWorker::DigestWorker() : thread_([this] { loop(); }) {}
+DigestWorker::DigestWorker(Mode mode) : mode_(mode) {
+  if (mode_ == Mode::thread) thread_ = std::thread([this] { loop(); });
+}
 
 DigestWorker::~DigestWorker() {
+  if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -47,6 +51,7 @@ DigestWorker::~DigestWorker() {
 }
 
 void DigestWorker::submit(const void* bytes, uint64_t size) {
+  if (mode_ == Mode::pairs) return submit_pair(bytes, size);
   std::unique_lock<std::mutex> lock(mu_);
   if (submitted_) throw Failure(UMLOS_INTERNAL, "digest worker: a digest was submitted before the last was settled");
   // The thread touches bytes_ only while a job is submitted, so the copy
@@ -61,11 +66,46 @@ void DigestWorker::submit(const void* bytes, uint64_t size) {
 }
 
 bool DigestWorker::busy() const {
+  if (mode_ == Mode::pairs) return keeping_ || !hashed_.empty();
   std::lock_guard<std::mutex> lock(mu_);
   return submitted_;
 }
 
-Digest DigestWorker::wait() {
+bool DigestWorker::ready() const {
+  if (mode_ == Mode::pairs) return !hashed_.empty();
+  return busy();
+}
+
+Digest DigestWorker::wait() { return mode_ == Mode::pairs ? wait_pair() : wait_thread(); }
+
+void DigestWorker::submit_pair(const void* bytes, uint64_t size) {
+  if (!hashed_.empty())
+    throw Failure(UMLOS_INTERNAL, "digest worker: a digest was submitted before the hashed ones were settled");
+  if (!keeping_) {
+    kept_.resize(size);
+    if (size > 0) copy_job(kept_.data(), bytes, size);
+    keeping_ = true;
+    return;
+  }
+  // The new job is read where it lies: the caller's bytes outlive this call.
+  Digest first{}, second{};
+  hashing::sha256_pair(kept_.data(), kept_.size(), static_cast<const uint8_t*>(bytes), size, first, second);
+  keeping_ = false;
+  hashed_ = {first, second};
+}
+
+Digest DigestWorker::wait_pair() {
+  if (!hashed_.empty()) {
+    const Digest d = hashed_.front();
+    hashed_.erase(hashed_.begin());
+    return d;
+  }
+  if (!keeping_) throw Failure(UMLOS_INTERNAL, "digest worker: wait() without a submitted digest");
+  keeping_ = false;
+  return sha256(kept_.data(), kept_.size());
+}
+
+Digest DigestWorker::wait_thread() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!submitted_) throw Failure(UMLOS_INTERNAL, "digest worker: wait() without a submitted digest");
   cv_.wait(lock, [this] { return done_; });

@@ -1,12 +1,23 @@
-// digest_worker.hpp — one SHA-256 at a time on a thread of its own.
+// digest_worker.hpp — the state fingerprint's SHA-256, hashed off the step.
 //
 // A run hashes StateFingerprint_v1's preimage (spec 004 IV: theta, the
 // optimiser state, the latent root and the rest, as one big-endian stream)
 // after every step. The digest is a function of the bytes alone, so where
-// it is computed does not change it: the worker hashes step t's bytes
-// while the main thread runs step t+1, and the run settles the digest
-// (wait()) before anything uses it. One job at most is in flight: submit()
-// after a submit() without its wait() is a bug of ours (INTERNAL).
+// and when it is computed does not change it. Two ways:
+//  - on a thread of its own (Mode::thread): the worker hashes step t's
+//    bytes while the main thread runs step t+1, and the run settles the
+//    digest (wait()) before anything uses it. One job at most is in
+//    flight: submit() after a submit() without its wait() is a bug of ours
+//    (INTERNAL).
+//  - in pairs (Mode::pairs), for a process with no core to spare (the
+//    ranks of a job that fill the machine's cores): one SHA-256 stream is
+//    bound by the latency of the CPU's SHA round instruction, and two
+//    streams interleaved hash nearly twice the bytes in the same time
+//    (umlos_hashing's sha256_pair). submit() of step t keeps a copy; the
+//    submit() of step t+1 hashes both, on the caller's thread. wait()
+//    returns the digests in the order submitted; a wait() for a kept job
+//    with no partner yet (a checkpoint, the end of the run, a failure)
+//    hashes it alone.
 #pragma once
 
 #include <condition_variable>
@@ -22,20 +33,38 @@ namespace umlos {
 
 class DigestWorker {
  public:
-  DigestWorker();
+  enum class Mode { thread, pairs };
+  explicit DigestWorker(Mode mode = Mode::thread);
   ~DigestWorker();  // joins the thread; a job in flight is finished first
   DigestWorker(const DigestWorker&) = delete;
   DigestWorker& operator=(const DigestWorker&) = delete;
 
-  // Copies `size` bytes and starts hashing them.
+  Mode mode() const { return mode_; }
+  // Copies `size` bytes and starts hashing them (thread); or keeps the
+  // copy, or hashes it with the kept one (pairs).
   void submit(const void* bytes, uint64_t size);
   // Whether a job was submitted and not yet waited for.
   bool busy() const;
-  // The digest of the last submitted bytes; rethrows the hasher's failure.
+  // Whether the oldest such job's digest needs no more hashing on the
+  // caller's thread: always with the thread (wait() only waits for it);
+  // in pairs, once it was hashed with its partner.
+  bool ready() const;
+  // The digest of the oldest job not yet waited for; rethrows the hasher's
+  // failure.
   Digest wait();
 
  private:
   void loop();
+  Digest wait_thread();
+  void submit_pair(const void* bytes, uint64_t size);
+  Digest wait_pair();
+
+  const Mode mode_;
+  // Mode::pairs: the kept job's copy, and the digests hashed and not yet
+  // waited for (oldest first).
+  std::vector<uint8_t> kept_;
+  bool keeping_ = false;
+  std::vector<Digest> hashed_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -45,7 +74,7 @@ class DigestWorker {
   bool stop_ = false;
   Digest digest_{};
   std::exception_ptr error_;
-  std::thread thread_;  // last: started once the members above exist
+  std::thread thread_;  // last: started once the members above exist (Mode::thread only)
 };
 
 }  // namespace umlos

@@ -253,9 +253,9 @@ struct RunState {
   std::string current_operator = "UML_OS.OS.Bootstrap_v1";
   std::optional<Digest> state_fp;
   std::optional<Digest> functional_fp;
-  // StateFingerprint_v1 hashed on a second thread while the next step runs
-  // (may_overlap_fingerprints): the worker, and the step whose tail (rank
-  // barrier, tape event, iter record) waits for its digest.
+  // StateFingerprint_v1 hashed on a second thread while the next step runs,
+  // or in pairs of steps (may_defer_fingerprints): the worker, and the step
+  // whose tail (rank barrier, tape event, iter record) waits for its digest.
   std::unique_ptr<DigestWorker> digests;
   std::optional<StepTail> pending;
   // Whether the worker holds a digest not yet settled.
@@ -366,7 +366,8 @@ void write_profile(RunState& rs, std::chrono::steady_clock::duration wall) {
               {"world_size", rs.host.world_size()},
               {"collectives", {{"calls", cs.calls}, {"bytes_sent", cs.bytes_sent}, {"s", cs.ns * 1e-9}}},
               {"kernel_outside_operators_s", wall_s - in_ops},
-              {"state_fp_overlapped", rs.digests != nullptr},
+              {"state_fp_overlapped", rs.digests && rs.digests->mode() == DigestWorker::Mode::thread},
+              {"state_fp_paired", rs.digests && rs.digests->mode() == DigestWorker::Mode::pairs},
               {"dispatches", p.dispatches},
               {"operators", ops},
               {"primitives", primitives}};
@@ -832,7 +833,9 @@ Digest put_digest(RunState& rs, const std::string& name) {
 // ranks of a job sharing this machine only when they leave a core free.
 // Otherwise every rank's hashing thread takes time from a rank's step: two
 // ranks on two cores ran digits_wide at 31.4 steps/s overlapped against
-// 36.5 hashing in place (bench/distributed/README.md).
+// 36.5 hashing in place (bench/distributed/README.md); such a rank hashes
+// two steps' fingerprints at once on its own thread instead
+// (DigestWorker::Mode::pairs).
 bool spare_core_per_rank(const WorldOptions& world) {
   if (world.local_size <= 1) return true;
   cpu_set_t cpus;
@@ -842,16 +845,16 @@ bool spare_core_per_rank(const WorldOptions& world) {
 }
 
 // Whether StateFingerprint_v1's digest may be settled during the next
-// step without changing a byte of the run: no operator reads the run value
+// step (hashed on the worker's thread, or in pairs) without changing a
+// byte of the run: no operator reads the run value
 // state_fp; no tape or log operator runs between the fingerprint and the
 // iter record; and no disk or memory budget is set, since QuotaEnforce_v1
 // measures the job folder and the values at the start of the step (the
 // pending iter record and state_fp would be missing from the count, and
 // resource_util is in the trace).
-bool may_overlap_fingerprints(const Roles& roles, const RunOptions& options, const RunSettings& s) {
+bool may_defer_fingerprints(const Roles& roles, const RunOptions& options, const RunSettings& s) {
   if (options.sync_fingerprints || !roles.get("state_fingerprint_op") || roles.get("tape_op") || roles.get("log_op"))
     return false;
-  if (!spare_core_per_rank(options.world)) return false;
   if (s.disk_bytes > 0 || (!s.memory_bytes_is_default && s.memory_bytes > 0)) return false;
   for (const auto& [role, names] : roles.names()) {
     for (const auto& e : roles.entries(role)) {
@@ -1002,9 +1005,16 @@ std::pair<std::optional<double>, bool> run_iteration(RunState& rs, const Manifes
   rs.host.run_invariants(UMLOS_CHECK_AFTER_ACTION);
 
   // The previous iteration's tail first: its digest was hashed while this
-  // iteration ran, and the worker takes one digest at a time.
-  settle_step(rs, roles, tape, true);
+  // iteration ran, and the worker takes one digest at a time. Hashing in
+  // pairs, a tail whose digest waits for a partner is settled just after
+  // this iteration's fingerprint, which is that partner. Either way the
+  // rank barrier of t - 1 comes after this iteration's operators and before
+  // the next one's: the same order of collectives on every rank, whichever
+  // way each hashes (the fingerprint operators call none).
+  const bool pairs = rs.digests && rs.digests->mode() == DigestWorker::Mode::pairs;
+  if (!pairs || rs.digests->ready()) settle_step(rs, roles, tape, true);
   const bool fp_now = take_fingerprints(rs, manifest, roles, action);
+  if (pairs) settle_step(rs, roles, tape, true);
   StepTail tail;
   tail.t = t;
   tail.action = action;
@@ -1149,7 +1159,10 @@ int run_manifest(const std::string& manifest_file, const RunOptions& options) {
   std::unique_ptr<Bootstrapped> b;
   try {
     b = std::make_unique<Bootstrapped>(bootstrap(rs, manifest, options, tape));
-    if (may_overlap_fingerprints(b->roles, options, manifest.settings)) rs.digests = std::make_unique<DigestWorker>();
+    if (may_defer_fingerprints(b->roles, options, manifest.settings)) {
+      const bool pairs = options.paired_fingerprints || !spare_core_per_rank(options.world);
+      rs.digests = std::make_unique<DigestWorker>(pairs ? DigestWorker::Mode::pairs : DigestWorker::Mode::thread);
+    }
     const bool last_fp_current = run_loop(rs, manifest, options, *b, tape);
     finish_run(rs, manifest, options, *b, tape, last_fp_current, start);
     return 0;

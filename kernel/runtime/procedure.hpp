@@ -27,6 +27,9 @@ struct RunOptions {
   // next step starts instead of on a second thread while it runs. The
   // digests and every file of the run are the same either way.
   bool sync_fingerprints = false;
+  // Hash them two steps at a time on the run's own thread (DigestWorker's
+  // Mode::pairs), as the ranks of a job that leave no core free do anyway.
+  bool paired_fingerprints = false;
   // Checkpoints (docs/checkpoint.md): one after the iter record of every
   // t % checkpoint_every == 0 (0: none; -1: the manifest's
   // config.checkpoint_every, default none).

@@ -21,8 +21,9 @@ struct WorldOptions {
   int32_t size = 1;
   // Ranks of the job on this machine (LOCAL_WORLD_SIZE, as torchrun names
   // it; `umlos run --nproc N` sets N): whether a rank may give the state
-  // fingerprint a thread of its own (may_overlap_fingerprints), and the
-  // driver's share of the CPUs (umlos_comm_config.local_size).
+  // fingerprint a thread of its own or hashes it in pairs
+  // (spare_core_per_rank), and the driver's share of the CPUs
+  // (umlos_comm_config.local_size).
   int32_t local_size = 1;
   std::string rendezvous;   // "file:/DIR"
   std::string prefix;       // keys of this job in the rendezvous

@@ -172,6 +172,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "print the time per operator (kernel checks, module, driver); write RUN_DIR/profile.json")(
       "sync-fingerprints", po::bool_switch(&options.sync_fingerprints),
       "hash each step's state fingerprint before the next step starts, not on a second thread while it runs "
+      "(same digests, same trace)")(
+      "paired-fingerprints", po::bool_switch(&options.paired_fingerprints),
+      "hash the state fingerprints of two steps at once on the run's own thread, not each on a second thread "
       "(same digests, same trace; the default for the ranks of a job that leave no core free, "
       "LOCAL_WORLD_SIZE >= cores)")(
       "checkpoint-every", po::value<int64_t>(&options.checkpoint_every),
@@ -201,6 +204,8 @@ int cmd_run(const std::vector<std::string>& args) {
                   "iterations, found " +
                       std::to_string(options.checkpoint_every));
   if (!vm.count("checkpoint-every")) options.checkpoint_every = -1;  // the manifest decides
+  if (options.sync_fingerprints && options.paired_fingerprints)
+    throw po::error("--sync-fingerprints hashes each step at once and --paired-fingerprints two at a time: give one");
   if (!(comm_timeout_s > 0 && comm_timeout_s <= 86400))
     throw po::error("--comm-timeout: expected seconds in (0, 86400], found " + std::to_string(comm_timeout_s));
   if (vm.count("nproc")) {

@@ -1,7 +1,9 @@
 // digest_worker.tests.cpp — the thread a run hashes StateFingerprint_v1's
-// bytes on while the next step runs: its digest must be exactly SHA-256 of
-// the bytes handed over (FIPS 180-2 vectors, then a large buffer changed
-// right after the hand-over), and it must refuse to be misused.
+// bytes on while the next step runs, and the pairs a rank without a spare
+// core hashes two steps' bytes in: each digest must be exactly SHA-256 of
+// the bytes handed over (FIPS 180-2 vectors, then large buffers changed
+// right after the hand-over), in the order handed over, and the worker
+// must refuse to be misused.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -75,4 +77,61 @@ TEST_CASE("A digest worker destroyed with a job in flight finishes it and exits"
   w->submit(bytes.data(), bytes.size());
   w.reset();  // must join, not hang or touch freed memory
   SUCCEED("joined");
+}
+
+TEST_CASE("In pairs, the digest worker gives SHA-256 of each job in the order handed over, alone or paired",
+          "[kernel][fingerprint]") {
+  umlos::DigestWorker w(umlos::DigestWorker::Mode::pairs);
+  CHECK_FALSE(w.busy());
+  // Two jobs of 4.7 MB, 8 bytes apart (two steps' state fingerprints while
+  // the loss history grows); the caller's buffer is rewritten after each
+  // hand-over, as the operator's is every step.
+  std::vector<uint8_t> buf(4708856);
+  std::vector<umlos::Digest> expected;
+  for (int job = 0; job < 2; ++job) {
+    const size_t size = buf.size() - 8 * (1 - job);
+    for (size_t i = 0; i < size; ++i) buf[i] = static_cast<uint8_t>((i + 131 * job) * 2654435761u >> 24);
+    expected.push_back(umlos::sha256(buf.data(), size));
+    w.submit(buf.data(), size);
+    CHECK(w.busy());
+    CHECK(w.ready() == (job == 1));  // the first waits for its partner
+    std::memset(buf.data(), 0xA5, buf.size());
+  }
+  CHECK(w.wait() == expected[0]);
+  CHECK(w.ready());
+  CHECK(w.wait() == expected[1]);
+  CHECK_FALSE(w.busy());
+  // A job with no partner (a checkpoint, the end of the run) is hashed alone
+  // when waited for; the FIPS vectors in pairs of every combination.
+  for (const auto& v : umlos_test::kFips180_2) {
+    w.submit(v.message.data(), v.message.size());
+    CHECK_FALSE(w.ready());
+    CHECK(umlos::to_hex(w.wait()) == v.digest);
+    for (const auto& u : umlos_test::kFips180_2) {
+      w.submit(v.message.data(), v.message.size());
+      w.submit(u.message.data(), u.message.size());
+      CHECK(umlos::to_hex(w.wait()) == v.digest);
+      CHECK(umlos::to_hex(w.wait()) == u.digest);
+    }
+  }
+}
+
+TEST_CASE("In pairs, the digest worker refuses a third job before the hashed two are settled, and a wait with none",
+          "[kernel][fingerprint]") {
+  umlos::DigestWorker w(umlos::DigestWorker::Mode::pairs);
+  auto code_of = [](auto&& fn) -> umlos_status {
+    try {
+      fn();
+    } catch (const umlos::Failure& f) {
+      return f.code();
+    }
+    return UMLOS_OK;
+  };
+  CHECK(code_of([&] { w.wait(); }) == UMLOS_INTERNAL);
+  w.submit("abc", 3);
+  w.submit("abc", 3);
+  CHECK(code_of([&] { w.submit("abd", 3); }) == UMLOS_INTERNAL);
+  CHECK(umlos::to_hex(w.wait()) == umlos_test::kFips180_2[0].digest);
+  CHECK(umlos::to_hex(w.wait()) == umlos_test::kFips180_2[0].digest);
+  CHECK(code_of([&] { w.wait(); }) == UMLOS_INTERNAL);
 }

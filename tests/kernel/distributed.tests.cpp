@@ -158,6 +158,8 @@ TEST_CASE(
     // The state fingerprint gets a hashing thread only where the local
     // ranks leave a core free (same bits either way).
     CHECK(profile.at("state_fp_overlapped").get<bool>() == (w == 1 || w < usable_cores()));
+    // A rank with no core to spare hashes two steps at a time instead.
+    CHECK(profile.at("state_fp_paired").get<bool>() == !(w == 1 || w < usable_cores()));
     const std::vector<json> recs = records(many.trace());
     CHECK(recs.front().at("world_size") == w);
     const json end = recs.back();
@@ -325,6 +327,34 @@ TEST_CASE("A job whose ranks were all killed resumes, on the same or another wor
     CHECK(state_fps(dir + "/trace.jsonl") == expected);
     CHECK(last_record(dir + "/trace.jsonl").at("state_fp") == last_record(whole.trace()).at("state_fp"));
   }
+}
+
+TEST_CASE(
+    "Ranks that hash their state fingerprints differently, one two steps at a time and one on a thread of its own, "
+    "run the job to the single process's state_fp sequence",
+    "[distributed][gloo][fingerprint]") {
+  // As on machines of different core counts: a rank with no core to spare
+  // hashes in pairs, one with cores to spare on a thread. Both settle a
+  // step's rank barrier between the next step's operators and the one
+  // after, so their collectives still pair up.
+  const std::string m = short_digits("mixed-hashing", 41);
+  const Run one = run_ok(m, "mixed-hashing-1");
+  const std::string root = temp_dir("dist-mixed-hashing");
+  const std::string rendezvous = temp_dir("dist-mixed-hashing-rv");
+  const std::string env = "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 UMLOS_RENDEZVOUS='file:" + rendezvous + "' ";
+  // Rank 1 is started without LOCAL_WORLD_SIZE: the only rank on its
+  // machine as far as it knows, so it hashes on a thread of its own (its
+  // private folder, profile included, is removed when it succeeds).
+  const std::string cmd =
+      env + "RANK=1 '" + UMLOS_EXE + "' run -q '" + m + "' > '" + root + "/rank1.txt' 2>&1 & " + env + "RANK=0 '" +
+      UMLOS_EXE + "' run -q --profile --paired-fingerprints --comm-timeout 60 --run-dir '" + root + "/run' '" + m +
+      "' > '" + root + "/rank0.txt' 2>&1; echo $? > '" + root + "/status0'; wait $!; echo $? > '" + root + "/status1'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  INFO(read_text(root + "/rank0.txt") << read_text(root + "/rank1.txt"));
+  CHECK(std::stoi(read_text(root + "/status0")) == 0);
+  CHECK(std::stoi(read_text(root + "/status1")) == 0);
+  CHECK(json::parse(read_text(root + "/run/profile.json")).at("state_fp_paired").get<bool>());
+  CHECK(state_fps(root + "/run/trace.jsonl") == state_fps(one.trace()));
 }
 
 TEST_CASE("Ranks started with different manifests stop with RANK_DIVERGENCE naming both manifest hashes",

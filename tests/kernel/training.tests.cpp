@@ -479,6 +479,10 @@ bool overlapped(const std::string& dir) {
   return json::parse(read_text(dir + "/profile.json")).at("state_fp_overlapped").get<bool>();
 }
 
+bool paired(const std::string& dir) {
+  return json::parse(read_text(dir + "/profile.json")).at("state_fp_paired").get<bool>();
+}
+
 }  // namespace
 
 TEST_CASE("Hashing each step's state fingerprint on a second thread changes no byte of the trace, tape or checkpoints",
@@ -495,6 +499,29 @@ TEST_CASE("Hashing each step's state fingerprint on a second thread changes no b
   CHECK(state_fps(a.trace()).size() == 60);
 }
 
+TEST_CASE(
+    "Hashing the state fingerprints two steps at a time changes no byte of the trace, tape or checkpoints, odd "
+    "checkpoints and an odd last step included",
+    "[training][determinism][fingerprint]") {
+  // Checkpoints at 25, 50 and the last step, 61: a checkpoint or the end
+  // settles a step whose partner has not come (hashed alone), the others
+  // go in pairs.
+  const std::string m = variant("digits", "pairs", {{"max_steps: 1500", "max_steps: 61"}});
+  Run a = run_ok(m, "pairs-on", "--profile --checkpoint-every 25 --paired-fingerprints");
+  Run b = run_ok(m, "pairs-off", "--profile --checkpoint-every 25 --sync-fingerprints");
+  CHECK(paired(a.dir));
+  CHECK_FALSE(overlapped(a.dir));
+  CHECK_FALSE(paired(b.dir));
+  const auto fa = result_files(a.dir), fb = result_files(b.dir);
+  CHECK(fa.count("checkpoints/ckpt_00000061.pb") == 1);
+  CHECK(fa == fb);
+  CHECK(state_fps(a.trace()).size() == 61);
+  // Both switches at once is a usage error, not a silent choice.
+  const CommandResult both = run_umlos("run -q --sync-fingerprints --paired-fingerprints '" + m + "'");
+  CHECK(both.exit_status != 0);
+  CHECK(both.output.find("give one") != std::string::npos);
+}
+
 TEST_CASE("A run that fails while a step's state fingerprint is still being hashed records that step first",
           "[training][errors][fingerprint]") {
   // At t 7 the policy chooses probe, which this manifest leaves out: the
@@ -505,7 +532,25 @@ TEST_CASE("A run that fails while a step's state fingerprint is still being hash
                                  {"t mod 250 == 0", "t == 7"}});
   Run a = run(m, "overlap-fail-on", "--profile");
   Run b = run(m, "overlap-fail-off", "--sync-fingerprints");
+  Run c = run(m, "overlap-fail-pairs", "--paired-fingerprints");  // step 6 was hashed with step 5
   INFO(a.result.output);
+  CHECK(c.result.exit_status == a.result.exit_status);
+  CHECK(read_text(c.trace()) == read_text(b.trace()));
+  CHECK(read_text(c.dir + "/tape.bin") == read_text(b.dir + "/tape.bin"));
+  CHECK(read_text(c.dir + "/failure.json") == read_text(b.dir + "/failure.json"));
+  // Failing at t 8 instead, step 7 is still waiting for its partner: the
+  // failure hashes it alone and records it.
+  const std::string m8 = variant("digits", "overlap-fail-8",
+                                 {{"max_steps: 1500", "max_steps: 20"},
+                                  {"  probe_op: UML_OS.Cluster.SphericalKMeans_v1", "  # no probe_op"},
+                                  {"t mod 250 == 0", "t == 8"}});
+  Run p8 = run(m8, "overlap-fail-8-pairs", "--paired-fingerprints");
+  Run s8 = run(m8, "overlap-fail-8-off", "--sync-fingerprints");
+  CHECK(p8.result.exit_status == a.result.exit_status);
+  CHECK(state_fps(p8.trace()).size() == 7);
+  CHECK(read_text(p8.trace()) == read_text(s8.trace()));
+  CHECK(read_text(p8.dir + "/tape.bin") == read_text(s8.dir + "/tape.bin"));
+  CHECK(read_text(p8.dir + "/failure.json") == read_text(s8.dir + "/failure.json"));
   CHECK(a.result.exit_status == umlos::exit_code_for(UMLOS_OPERATOR_NOT_FOUND));
   CHECK(b.result.exit_status == a.result.exit_status);
   CHECK(state_fps(a.trace()).size() == 6);

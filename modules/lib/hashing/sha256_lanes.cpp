@@ -4,6 +4,7 @@
 // rounds interleaved so that their dependency chains overlap.
 #include "sha256_lanes.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -162,6 +163,55 @@ void Sha256Lanes<N>::finish(Digest (&out)[N]) {
   for (int i = 0; i < N; ++i)
     for (int k = 0; k < 8; ++k)
       for (int j = 0; j < 4; ++j) out[i][4 * k + j] = static_cast<uint8_t>(state_[i][k] >> (24 - 8 * j));
+}
+
+namespace {
+
+void serialize(const uint32_t (&h)[8], Digest& out) {
+  for (int k = 0; k < 8; ++k)
+    for (int j = 0; j < 4; ++j) out[4 * k + j] = static_cast<uint8_t>(h[k] >> (24 - 8 * j));
+}
+
+// One message from `state`, which has taken its first `done` whole blocks:
+// its remaining whole blocks, then the last bytes with FIPS 180-4 5.1.1's
+// padding (0x80, zeros, the length in bits as 64 bits big-endian), one or
+// two blocks.
+void finish_one(uint32_t (&state)[1][8], const uint8_t* msg, size_t size, size_t done, Digest& out) {
+  const size_t whole = size / 64;
+  if (whole > done) {
+    const uint8_t* from[1] = {msg + 64 * done};
+    compress<1>(state, from, whole - done);
+  }
+  uint8_t tail[128] = {};
+  const size_t rest = size - 64 * whole;  // 0..63
+  if (rest > 0) std::memcpy(tail, msg + 64 * whole, rest);
+  tail[rest] = 0x80;
+  const size_t blocks = rest + 9 <= 64 ? 1 : 2;
+  const uint64_t bits = static_cast<uint64_t>(size) * 8;
+  for (int k = 0; k < 8; ++k) tail[64 * blocks - 1 - k] = static_cast<uint8_t>(bits >> (8 * k));
+  const uint8_t* last[1] = {tail};
+  compress<1>(state, last, blocks);
+  serialize(state[0], out);
+}
+
+}  // namespace
+
+void sha256_pair(const uint8_t* a, size_t na, const uint8_t* b, size_t nb, Digest& da, Digest& db) {
+  if (!Sha256Lanes<2>::available()) {
+    da = sdk::sha256(a, na);
+    db = sdk::sha256(b, nb);
+    return;
+  }
+  uint32_t both[2][8];
+  for (auto& st : both) std::memcpy(st, kInitial, sizeof kInitial);
+  const size_t common = std::min(na, nb) / 64;
+  const uint8_t* msg[2] = {a, b};
+  if (common > 0) compress<2>(both, msg, common);
+  uint32_t one[1][8];
+  std::memcpy(one[0], both[0], sizeof one[0]);
+  finish_one(one, a, na, common, da);
+  std::memcpy(one[0], both[1], sizeof one[0]);
+  finish_one(one, b, nb, common, db);
 }
 
 template class Sha256Lanes<2>;

@@ -52,6 +52,15 @@ class Sha256Lanes {
   uint64_t blocks_ = 0;
 };
 
+// The SHA-256 of two messages of any lengths, a (na bytes) and b (nb),
+// hashed together: their common whole blocks through two lanes, the rest
+// of each, its padding and its length one message at a time; both through
+// OpenSSL where the lanes are not available. The same digests as
+// sdk::sha256 of each. For the kernel's state fingerprints of two steps
+// (StateFingerprint_v1's streams, a few bytes apart in length while the
+// loss history fills).
+void sha256_pair(const uint8_t* a, size_t na, const uint8_t* b, size_t nb, Digest& da, Digest& db);
+
 extern template class Sha256Lanes<2>;
 extern template class Sha256Lanes<3>;
 extern template class Sha256Lanes<4>;
