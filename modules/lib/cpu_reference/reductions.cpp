@@ -335,15 +335,39 @@ void cross_entropy_grad_entry(Call& c) {
 
 enum class PairLoss { Bce, Mse, GaussianKl };
 
-// The per-element term and its two partial derivatives, in binary64.
-void pair_term(PairLoss k, double a, double b, double& value, double& d_a, double& d_b) {
+// The transcendentals of every element's term, computed first over the
+// whole array on the vector path (transcendental_values: the same bits as
+// one call per element, 5-10x faster): bce_with_logits needs e = exp(-|x|)
+// and log1p(e), gaussian_kl exp(logvar); mse none.
+struct PairTranscendentals {
+  std::vector<double> e, l;
+};
+
+template <class T>
+void pair_transcendentals(const Call& c, PairLoss k, const T* pa, const T* pb, int64_t n, PairTranscendentals& out) {
+  if (k == PairLoss::Mse) return;
+  out.e.resize(static_cast<size_t>(n));
+  if (k == PairLoss::Bce) out.l.resize(static_cast<size_t>(n));
+  c.pool->parallel_for(n, 4096, [&](int64_t s, int64_t e) {
+    double* pe = out.e.data() + s;
+    for (int64_t i = s; i < e; ++i)
+      pe[i - s] = k == PairLoss::Bce ? -std::fabs(static_cast<double>(pa[i])) : static_cast<double>(pb[i]);
+    transcendental_values<double>(c.isa, Transcendental::exp, pe, pe, e - s);
+    if (k == PairLoss::Bce) transcendental_values<double>(c.isa, Transcendental::log1p, pe, out.l.data() + s, e - s);
+  });
+}
+
+// The per-element term and its two partial derivatives, in binary64, from
+// the element's transcendentals (pair_transcendentals).
+void pair_term(PairLoss k, double a, double b, const PairTranscendentals& t, int64_t i, double& value, double& d_a,
+               double& d_b) {
   switch (k) {
     case PairLoss::Bce: {
       // max(x,0) - x t + log1p(exp(-|x|)): no overflow for any x. The
       // sigmoid's two forms, 1/(1 + exp(-x)) for x >= 0 and
       // exp(x)/(1 + exp(x)) otherwise, take the same exp(-|x|).
-      const double e = transcendental(Transcendental::exp, -std::fabs(a));
-      value = std::max(a, 0.0) - a * b + transcendental(Transcendental::log1p, e);
+      const double e = t.e[static_cast<size_t>(i)];
+      value = std::max(a, 0.0) - a * b + t.l[static_cast<size_t>(i)];
       double sig = a >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
       d_a = sig - b;
       d_b = -a;
@@ -358,7 +382,7 @@ void pair_term(PairLoss k, double a, double b, double& value, double& d_a, doubl
     }
     case PairLoss::GaussianKl: {
       // -0.5 (1 + logvar - mu^2 - exp(logvar)) per element; a = mu, b = logvar.
-      double ev = transcendental(Transcendental::exp, b);
+      double ev = t.e[static_cast<size_t>(i)];
       value = -0.5 * (((1.0 + b) - a * a) - ev);
       d_a = a;
       d_b = 0.5 * (ev - 1.0);
@@ -391,9 +415,15 @@ void pair_loss_forward(Call& c, PairLoss k) {
   double divisor = pair_divisor(c, k, a);
   const T* pa = a.as<T>();
   const T* pb = b.as<T>();
+  // The caller's buffers, kept between calls; named through a reference so
+  // that the pool's threads read these (a thread_local named inside the
+  // lambda would be each thread's own).
+  thread_local PairTranscendentals kept;
+  PairTranscendentals& t = kept;
+  pair_transcendentals(c, k, pa, pb, a.numel, t);
   double total = canonical_sum(*c.pool, a.numel, [&](int64_t i) {
     double v = 0.0, da = 0.0, db = 0.0;
-    pair_term(k, static_cast<double>(pa[i]), static_cast<double>(pb[i]), v, da, db);
+    pair_term(k, static_cast<double>(pa[i]), static_cast<double>(pb[i]), t, i, v, da, db);
     return v;
   });
   c.out[0].as<T>()[0] = static_cast<T>(total / divisor);
@@ -412,10 +442,16 @@ void pair_loss_grad(Call& c, PairLoss k) {
   const T* pb = b.as<T>();
   T* pda = c.out[0].as<T>();
   T* pdb = want_b ? c.out[1].as<T>() : nullptr;
+  // The caller's buffers, kept between calls; named through a reference so
+  // that the pool's threads read these (a thread_local named inside the
+  // lambda would be each thread's own).
+  thread_local PairTranscendentals kept;
+  PairTranscendentals& t = kept;
+  pair_transcendentals(c, k, pa, pb, a.numel, t);
   c.pool->parallel_for(a.numel, 16384, [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       double v = 0.0, da = 0.0, db = 0.0;
-      pair_term(k, static_cast<double>(pa[i]), static_cast<double>(pb[i]), v, da, db);
+      pair_term(k, static_cast<double>(pa[i]), static_cast<double>(pb[i]), t, i, v, da, db);
       pda[i] = static_cast<T>(g * da);
       if (pdb) pdb[i] = static_cast<T>(g * db);
     }
