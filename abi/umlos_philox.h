@@ -194,18 +194,27 @@ UMLOS_PHILOX_QUALIFIER double umlos_draw_element_uniform_f64(const uint32_t key[
   return (i & 1) ? umlos_u01_f64(w[2], w[3]) : umlos_u01_f64(w[0], w[1]);
 }
 
-/* Box-Muller on the block's two uniforms: element 2j is r*cos, 2j+1 r*sin. */
-UMLOS_PHILOX_QUALIFIER double umlos_draw_element_normal_f64(const uint32_t key[2], uint32_t stream, uint64_t d,
-                                                            uint64_t i) {
+/* Box-Muller on the two uniforms of block `block`: out[0] = r*cos is
+ * element 2*block of the draw, out[1] = r*sin element 2*block+1. */
+UMLOS_PHILOX_QUALIFIER void umlos_draw_block_normal_f64(const uint32_t key[2], uint32_t stream, uint64_t d,
+                                                        uint64_t block, double out[2]) {
   uint32_t w[4];
   double u1, u2, r, s, c;
-  umlos_draw_block(key, stream, d, i >> 1, w);
+  umlos_draw_block(key, stream, d, block, w);
   u1 = umlos_u01_f64(w[0], w[1]);
   u2 = umlos_u01_f64(w[2], w[3]);
   r = -2.0 * umlos_det_log(u1);
   r = UMLOS_SQRT(r);
   umlos_det_sincos_2pi(u2, &s, &c);
-  return (i & 1) ? r * s : r * c;
+  out[0] = r * c;
+  out[1] = r * s;
+}
+
+UMLOS_PHILOX_QUALIFIER double umlos_draw_element_normal_f64(const uint32_t key[2], uint32_t stream, uint64_t d,
+                                                            uint64_t i) {
+  double pair[2];
+  umlos_draw_block_normal_f64(key, stream, d, i >> 1, pair);
+  return pair[i & 1];
 }
 
 UMLOS_PHILOX_QUALIFIER float umlos_draw_element_normal_f32(const uint32_t key[2], uint32_t stream, uint64_t d,

@@ -125,7 +125,6 @@ TEST_CASE(
 TEST_CASE("rng_fill equals the abi/umlos_philox.h reference and the kernel's host draw for every distribution",
           "[cpu_driver][rng]") {
   const uint32_t key[2] = {0x12345678u, 0x9abcdef0u};
-  const int64_t n = 20001;  // odd: the last Box-Muller pair is split
   struct Dist {
     int32_t dist;
     int32_t dtype;
@@ -135,61 +134,64 @@ TEST_CASE("rng_fill equals the abi/umlos_philox.h reference and the kernel's hos
                         {UMLOS_DIST_UNIFORM_F32, UMLOS_DTYPE_F32},
                         {UMLOS_DIST_NORMAL_F64, UMLOS_DTYPE_F64},
                         {UMLOS_DIST_NORMAL_F32, UMLOS_DTYPE_F32}};
-  for (int threads : {1, 4}) {
-    auto host = make_host(threads);
-    host->rng().set_key(key[0], key[1]);
-    for (const Dist& dd : dists) {
-      INFO("distribution " << dd.dist << ", " << threads << " threads");
-      auto t = empty(*host, dd.dtype, {n});
-      umlos_rng_request req{};
-      req.struct_size = sizeof req;
-      req.key[0] = key[0];
-      req.key[1] = key[1];
-      req.stream = UMLOS_STREAM_MISC;
-      req.distribution = dd.dist;
-      req.draw_index = 0x100000005ull;  // exercises the counter's high draw bits
-      umlos_tensor_view v = host->view_of(*t);
-      REQUIRE(host->driver()->rng_fill(host->driver_instance(), nullptr, &req, &v) == UMLOS_OK);
-      std::vector<uint8_t> got = raw_bytes(*host, *t);
+  // Lengths that end mid-block (a block holds 4 words or 2 values; the
+  // last Box-Muller pair split) and one long enough for every thread.
+  for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{20001}, int64_t{20002}, int64_t{20003}})
+    for (int threads : {1, 4}) {
+      auto host = make_host(threads);
+      host->rng().set_key(key[0], key[1]);
+      for (const Dist& dd : dists) {
+        INFO("distribution " << dd.dist << ", " << threads << " threads, " << n << " elements");
+        auto t = empty(*host, dd.dtype, {n});
+        umlos_rng_request req{};
+        req.struct_size = sizeof req;
+        req.key[0] = key[0];
+        req.key[1] = key[1];
+        req.stream = UMLOS_STREAM_MISC;
+        req.distribution = dd.dist;
+        req.draw_index = 0x100000005ull;  // exercises the counter's high draw bits
+        umlos_tensor_view v = host->view_of(*t);
+        REQUIRE(host->driver()->rng_fill(host->driver_instance(), nullptr, &req, &v) == UMLOS_OK);
+        std::vector<uint8_t> got = raw_bytes(*host, *t);
 
-      std::vector<uint8_t> expected(got.size());
-      for (int64_t i = 0; i < n; ++i) {
-        uint64_t ui = static_cast<uint64_t>(i);
-        switch (dd.dist) {
-          case UMLOS_DIST_U32: {
-            uint32_t x = umlos_draw_element_u32(key, req.stream, req.draw_index, ui);
-            std::memcpy(&expected[i * 4], &x, 4);
-            break;
-          }
-          case UMLOS_DIST_UNIFORM_F64: {
-            double x = umlos_draw_element_uniform_f64(key, req.stream, req.draw_index, ui);
-            std::memcpy(&expected[i * 8], &x, 8);
-            break;
-          }
-          case UMLOS_DIST_UNIFORM_F32: {
-            float x = umlos_draw_element_uniform_f32(key, req.stream, req.draw_index, ui);
-            std::memcpy(&expected[i * 4], &x, 4);
-            break;
-          }
-          case UMLOS_DIST_NORMAL_F64: {
-            double x = umlos_draw_element_normal_f64(key, req.stream, req.draw_index, ui);
-            std::memcpy(&expected[i * 8], &x, 8);
-            break;
-          }
-          case UMLOS_DIST_NORMAL_F32: {
-            float x = umlos_draw_element_normal_f32(key, req.stream, req.draw_index, ui);
-            std::memcpy(&expected[i * 4], &x, 4);
-            break;
+        std::vector<uint8_t> expected(got.size());
+        for (int64_t i = 0; i < n; ++i) {
+          uint64_t ui = static_cast<uint64_t>(i);
+          switch (dd.dist) {
+            case UMLOS_DIST_U32: {
+              uint32_t x = umlos_draw_element_u32(key, req.stream, req.draw_index, ui);
+              std::memcpy(&expected[i * 4], &x, 4);
+              break;
+            }
+            case UMLOS_DIST_UNIFORM_F64: {
+              double x = umlos_draw_element_uniform_f64(key, req.stream, req.draw_index, ui);
+              std::memcpy(&expected[i * 8], &x, 8);
+              break;
+            }
+            case UMLOS_DIST_UNIFORM_F32: {
+              float x = umlos_draw_element_uniform_f32(key, req.stream, req.draw_index, ui);
+              std::memcpy(&expected[i * 4], &x, 4);
+              break;
+            }
+            case UMLOS_DIST_NORMAL_F64: {
+              double x = umlos_draw_element_normal_f64(key, req.stream, req.draw_index, ui);
+              std::memcpy(&expected[i * 8], &x, 8);
+              break;
+            }
+            case UMLOS_DIST_NORMAL_F32: {
+              float x = umlos_draw_element_normal_f32(key, req.stream, req.draw_index, ui);
+              std::memcpy(&expected[i * 4], &x, 4);
+              break;
+            }
           }
         }
-      }
-      CHECK(got == expected);
+        CHECK(got == expected);
 
-      std::vector<uint8_t> kernel(got.size());
-      host->rng().fill_host(req.stream, req.draw_index, dd.dist, kernel.data(), n);
-      CHECK(got == kernel);
+        std::vector<uint8_t> kernel(got.size());
+        host->rng().fill_host(req.stream, req.draw_index, dd.dist, kernel.data(), n);
+        CHECK(got == kernel);
+      }
     }
-  }
 }
 
 TEST_CASE("rng_fill refuses an output whose dtype does not match the distribution", "[cpu_driver][rng]") {
