@@ -174,12 +174,16 @@ void next_batch(sdk::Context& c) {
   }
   std::vector<int64_t> index;
   index.reserve(B);
+  // The epoch's permutation looked up once per epoch, not once per row (a
+  // lookup compares the 32-byte token).
+  const Permutation* perm = &permutation(token, epoch, static_cast<uint64_t>(N));
   for (int64_t g = 0; g < B * W; ++g) {
     if (pos == N) {
       ++epoch;
       pos = 0;
+      perm = &permutation(token, epoch, static_cast<uint64_t>(N));
     }
-    const int64_t row = permutation(token, epoch, static_cast<uint64_t>(N)).order[pos];
+    const int64_t row = perm->order[pos];
     if (g % W == R) index.push_back(row);
     ++pos;
   }
