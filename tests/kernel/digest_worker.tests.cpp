@@ -16,6 +16,21 @@
 #include "error.hpp"
 #include "sha256.hpp"
 
+namespace {
+
+// The failure code `fn` throws, UMLOS_OK if none.
+template <class F>
+umlos_status code_of(F&& fn) {
+  try {
+    fn();
+  } catch (const umlos::Failure& f) {
+    return f.code();
+  }
+  return UMLOS_OK;
+}
+
+}  // namespace
+
 TEST_CASE("The digest worker gives SHA-256 of the bytes handed to it, job after job", "[kernel][fingerprint]") {
   umlos::DigestWorker w;
   for (const auto& v : umlos_test::kFips180_2) {
@@ -57,14 +72,6 @@ TEST_CASE("The digest worker's copy of a large job is exact from any source offs
 TEST_CASE("The digest worker refuses a second digest before the first is settled, and a wait with none",
           "[kernel][fingerprint]") {
   umlos::DigestWorker w;
-  auto code_of = [](auto&& fn) -> umlos_status {
-    try {
-      fn();
-    } catch (const umlos::Failure& f) {
-      return f.code();
-    }
-    return UMLOS_OK;
-  };
   CHECK(code_of([&] { w.wait(); }) == UMLOS_INTERNAL);
   w.submit("abc", 3);
   CHECK(code_of([&] { w.submit("abd", 3); }) == UMLOS_INTERNAL);
@@ -119,14 +126,6 @@ TEST_CASE("In pairs, the digest worker gives SHA-256 of each job in the order ha
 TEST_CASE("In pairs, the digest worker refuses a third job before the hashed two are settled, and a wait with none",
           "[kernel][fingerprint]") {
   umlos::DigestWorker w(umlos::DigestWorker::Mode::pairs);
-  auto code_of = [](auto&& fn) -> umlos_status {
-    try {
-      fn();
-    } catch (const umlos::Failure& f) {
-      return f.code();
-    }
-    return UMLOS_OK;
-  };
   CHECK(code_of([&] { w.wait(); }) == UMLOS_INTERNAL);
   w.submit("abc", 3);
   w.submit("abc", 3);
