@@ -3,6 +3,7 @@
 
 #include <emmintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "error.hpp"
@@ -66,43 +67,41 @@ void DigestWorker::submit(const void* bytes, uint64_t size) {
 }
 
 bool DigestWorker::busy() const {
-  if (mode_ == Mode::pairs) return keeping_ || !hashed_.empty();
+  if (mode_ == Mode::pairs) return !jobs_.empty();
   std::lock_guard<std::mutex> lock(mu_);
   return submitted_;
 }
 
 bool DigestWorker::ready() const {
-  if (mode_ == Mode::pairs) return !hashed_.empty();
+  if (mode_ == Mode::pairs) return !jobs_.empty() && jobs_.front().hashed;
   return busy();
 }
 
-Digest DigestWorker::wait() { return mode_ == Mode::pairs ? wait_pair() : wait_thread(); }
+Digest DigestWorker::wait() { return mode_ == Mode::pairs ? take_pair(false) : wait_thread(); }
+
+Digest DigestWorker::wait_last() { return mode_ == Mode::pairs ? take_pair(true) : wait_thread(); }
 
 void DigestWorker::submit_pair(const void* bytes, uint64_t size) {
-  if (!hashed_.empty())
-    throw Failure(UMLOS_INTERNAL, "digest worker: a digest was submitted before the hashed ones were settled");
-  if (!keeping_) {
+  auto kept = std::find_if(jobs_.begin(), jobs_.end(), [](const Job& j) { return !j.hashed; });
+  if (kept == jobs_.end()) {
     kept_.resize(size);
     if (size > 0) copy_job(kept_.data(), bytes, size);
-    keeping_ = true;
+    jobs_.push_back({false, Digest{}});
     return;
   }
   // The new job is read where it lies: the caller's bytes outlive this call.
-  Digest first{}, second{};
-  hashing::sha256_pair(kept_.data(), kept_.size(), static_cast<const uint8_t*>(bytes), size, first, second);
-  keeping_ = false;
-  hashed_ = {first, second};
+  Digest second{};
+  hashing::sha256_pair(kept_.data(), kept_.size(), static_cast<const uint8_t*>(bytes), size, kept->digest, second);
+  kept->hashed = true;
+  jobs_.push_back({true, second});
 }
 
-Digest DigestWorker::wait_pair() {
-  if (!hashed_.empty()) {
-    const Digest d = hashed_.front();
-    hashed_.erase(hashed_.begin());
-    return d;
-  }
-  if (!keeping_) throw Failure(UMLOS_INTERNAL, "digest worker: wait() without a submitted digest");
-  keeping_ = false;
-  return sha256(kept_.data(), kept_.size());
+Digest DigestWorker::take_pair(bool newest) {
+  if (jobs_.empty()) throw Failure(UMLOS_INTERNAL, "digest worker: wait() without a submitted digest");
+  const auto at = newest ? jobs_.end() - 1 : jobs_.begin();
+  const Digest d = at->hashed ? at->digest : sha256(kept_.data(), kept_.size());
+  jobs_.erase(at);
+  return d;
 }
 
 Digest DigestWorker::wait_thread() {

@@ -14,10 +14,11 @@
 //    bound by the latency of the CPU's SHA round instruction, and two
 //    streams interleaved hash nearly twice the bytes in the same time
 //    (umlos_hashing's sha256_pair). submit() of step t keeps a copy; the
-//    submit() of step t+1 hashes both, on the caller's thread. wait()
-//    returns the digests in the order submitted; a wait() for a kept job
-//    with no partner yet (a checkpoint, the end of the run, a failure)
-//    hashes it alone.
+//    next submit() hashes both, on the caller's thread. wait() returns the
+//    digests in the order submitted, wait_last() the newest (a digest the
+//    run settles at once, beside the step's state_fp); either hashes a
+//    kept job that has no partner yet (a checkpoint, the end of the run,
+//    a failure) alone. One job at most is kept unhashed.
 #pragma once
 
 #include <condition_variable>
@@ -52,19 +53,25 @@ class DigestWorker {
   // The digest of the oldest job not yet waited for; rethrows the hasher's
   // failure.
   Digest wait();
+  // The digest of the newest job not yet waited for (the only one with the
+  // thread).
+  Digest wait_last();
 
  private:
   void loop();
   Digest wait_thread();
   void submit_pair(const void* bytes, uint64_t size);
-  Digest wait_pair();
+  Digest take_pair(bool newest);
 
   const Mode mode_;
-  // Mode::pairs: the kept job's copy, and the digests hashed and not yet
-  // waited for (oldest first).
+  // Mode::pairs: the jobs not yet waited for, oldest first: each hashed
+  // (its digest) or the one kept unhashed (its bytes in kept_).
+  struct Job {
+    bool hashed;
+    Digest digest;
+  };
+  std::vector<Job> jobs_;
   std::vector<uint8_t> kept_;
-  bool keeping_ = false;
-  std::vector<Digest> hashed_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

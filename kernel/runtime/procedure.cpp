@@ -816,9 +816,11 @@ int64_t choose_action(RunState& rs, const Roles& roles) {
   return action;
 }
 
-// The digest the worker computed, as the run value `name` (u8[32]).
-Digest put_digest(RunState& rs, const std::string& name) {
-  const Digest d = rs.digests->wait();
+// The digest the worker computed, as the run value `name` (u8[32]): the
+// oldest one not yet settled, or the newest (`last`: one settled as soon as
+// its operator returns, while a step's state_fp may still wait).
+Digest put_digest(RunState& rs, const std::string& name, bool last = false) {
+  const Digest d = last ? rs.digests->wait_last() : rs.digests->wait();
   HostTensor h;
   h.dtype = UMLOS_DTYPE_U8;
   h.shape.rank = 1;
@@ -886,7 +888,7 @@ void fingerprint_state(RunState& rs, const Roles& roles) {
     // at a time), and only the run value state_fp, which the kernel reads:
     // any other is settled at once, as if it had been written.
     if (k + 1 < entries.size() || r.deferred_digest != "state_fp")
-      put_digest(rs, r.deferred_digest);
+      put_digest(rs, r.deferred_digest, true);
     else
       deferred = true;
   }

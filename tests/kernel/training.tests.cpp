@@ -566,22 +566,31 @@ TEST_CASE("A run that fails while a step's state fingerprint is still being hash
 
 TEST_CASE("A state fingerprint role of two operators, one bound elsewhere, gives the same trace overlapped or not",
           "[training][determinism][fingerprint]") {
-  // The first entry's digest goes to state_fp, the second's to another run
-  // value: the digest thread takes one at a time, so the first must be
-  // settled before the second is handed over.
-  const std::string m = variant("digits", "overlap-two",
-                                {{"max_steps: 1500", "max_steps: 12"},
-                                 {"  state_fingerprint_op: UML_OS.StateFingerprint_v1",
-                                  "  state_fingerprint_op:\n"
-                                  "    - UML_OS.StateFingerprint_v1\n"
-                                  "    - op: UML_OS.StateFingerprint_v1\n"
-                                  "      outputs: {state_fp: state_fp_shadow}\n"
-                                  "  #"}});
-  Run a = run_ok(m, "overlap-two-on", "--profile");
-  Run b = run_ok(m, "overlap-two-off", "--sync-fingerprints");
-  CHECK(overlapped(a.dir));
-  CHECK(state_fps(a.trace()).size() == 12);
-  CHECK(result_files(a.dir) == result_files(b.dir));
+  // One entry's digest goes to state_fp, the other's to another run value.
+  // Only the last entry's state_fp stays in flight; an earlier digest is
+  // settled as soon as its operator returns: on the thread (one digest at a
+  // time) the previous step's is settled first; in pairs the previous
+  // step's state_fp may still be kept, the earlier digest is hashed with it,
+  // and each must get its own.
+  const char* plain = "    - UML_OS.StateFingerprint_v1\n";
+  const char* shadow = "    - op: UML_OS.StateFingerprint_v1\n      outputs: {state_fp: state_fp_shadow}\n";
+  for (bool shadow_first : {false, true}) {
+    INFO((shadow_first ? "the other value first" : "state_fp first"));
+    const std::string tag = shadow_first ? "overlap-two-b" : "overlap-two-a";
+    const std::string m = variant("digits", tag,
+                                  {{"max_steps: 1500", "max_steps: 12"},
+                                   {"  state_fingerprint_op: UML_OS.StateFingerprint_v1",
+                                    std::string("  state_fingerprint_op:\n") + (shadow_first ? shadow : plain) +
+                                        (shadow_first ? plain : shadow) + "  #"}});
+    Run a = run_ok(m, tag + "-on", "--profile");
+    Run b = run_ok(m, tag + "-off", "--sync-fingerprints");
+    Run c = run_ok(m, tag + "-pairs", "--profile --paired-fingerprints");
+    CHECK(overlapped(a.dir));
+    CHECK(paired(c.dir));
+    CHECK(state_fps(a.trace()).size() == 12);
+    CHECK(result_files(a.dir) == result_files(b.dir));
+    CHECK(result_files(c.dir) == result_files(b.dir));
+  }
 }
 
 TEST_CASE(
