@@ -831,19 +831,21 @@ Digest put_digest(RunState& rs, const std::string& name, bool last = false) {
 }
 
 // Whether the hashing thread of the state fingerprint would find a core of
-// its own: a single process always may (it is the only busy thread); the
-// ranks of a job sharing this machine only when they leave a core free.
+// its own: a single process may whenever it may use two CPUs or more (it
+// is the only busy thread); the ranks of a job sharing this machine only
+// when they leave a core free. On one CPU the thread would only take turns
+// with the step (digits_wide under `taskset -c 0`: 5.73-6.12 s on the
+// thread, 5.43-5.71 s in pairs).
 // Otherwise every rank's hashing thread takes time from a rank's step: two
 // ranks on two cores ran digits_wide at 31.4 steps/s overlapped against
 // 36.5 hashing in place (bench/distributed/README.md); such a rank hashes
 // two steps' fingerprints at once on its own thread instead
 // (DigestWorker::Mode::pairs).
 bool spare_core_per_rank(const WorldOptions& world) {
-  if (world.local_size <= 1) return true;
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return false;
-  return world.local_size < CPU_COUNT(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return world.local_size <= 1;
+  return std::max(world.local_size, 1) < CPU_COUNT(&cpus);
 }
 
 // Whether StateFingerprint_v1's digest may be settled during the next

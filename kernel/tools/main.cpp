@@ -175,8 +175,8 @@ int cmd_run(const std::vector<std::string>& args) {
       "(same digests, same trace)")(
       "paired-fingerprints", po::bool_switch(&options.paired_fingerprints),
       "hash the state fingerprints of two steps at once on the run's own thread, not each on a second thread "
-      "(same digests, same trace; the default for the ranks of a job that leave no core free, "
-      "LOCAL_WORLD_SIZE >= cores)")(
+      "(same digests, same trace; the default for a process that may use one CPU and for the ranks of a job that "
+      "leave no core free, LOCAL_WORLD_SIZE >= cores)")(
       "checkpoint-every", po::value<int64_t>(&options.checkpoint_every),
       "write RUN_DIR/checkpoints/ckpt_<t>.pb after every N-th iteration (default: config.checkpoint_every, "
       "else none; docs/checkpoint.md)")(

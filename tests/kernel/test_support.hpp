@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +23,14 @@ namespace umlos_test {
 
 inline std::string module_path(const std::string& name) {
   return std::string(UMLOS_MODULE_DIR) + "/lib" + name + ".so";
+}
+
+// CPUs this process may run on (and so the umlos processes it starts).
+inline int usable_cores() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  REQUIRE(::sched_getaffinity(0, sizeof cpus, &cpus) == 0);
+  return CPU_COUNT(&cpus);
 }
 
 // A fresh, empty folder under the system temp dir (left for inspection).
