@@ -129,6 +129,27 @@ bool wait_unlocked(const std::string& dir) {
 
 }  // namespace
 
+namespace {
+
+// A job of two ranks started by hand, as a cluster launcher would (RANK,
+// WORLD_SIZE and a rendezvous folder in the environment): rank 1 in the
+// background (`args1`, manifest `m1`), rank 0 in the foreground writing its
+// run folder to ROOT/run (`args0`, `m0`). Waits for both and returns their
+// exit statuses; their output is in ROOT/rank0.txt and ROOT/rank1.txt.
+std::pair<int, int> two_ranks_by_hand(const std::string& root, const std::string& args0, const std::string& m0,
+                                      const std::string& args1, const std::string& m1) {
+  const std::string rendezvous = temp_dir("dist-rv");
+  const std::string env = "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 UMLOS_RENDEZVOUS='file:" + rendezvous + "' ";
+  const std::string cmd = env + "RANK=1 '" + UMLOS_EXE + "' run -q " + args1 + " '" + m1 + "' > '" + root +
+                          "/rank1.txt' 2>&1 & " + env + "RANK=0 '" + UMLOS_EXE + "' run -q " + args0 + " --run-dir '" +
+                          root + "/run' '" + m0 + "' > '" + root + "/rank0.txt' 2>&1; echo $? > '" + root +
+                          "/status0'; wait $!; echo $? > '" + root + "/status1'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return {std::stoi(read_text(root + "/status0")), std::stoi(read_text(root + "/status1"))};
+}
+
+}  // namespace
+
 TEST_CASE(
     "Digits as a job of 1, 2, 3 and 4 local ranks gives the single process's state_fp sequence, parameters and "
     "accuracy, hashing the state fingerprint on a thread of its own only where the ranks leave a core free",
@@ -332,19 +353,14 @@ TEST_CASE(
   const std::string m = short_digits("mixed-hashing", 41);
   const Run one = run_ok(m, "mixed-hashing-1");
   const std::string root = temp_dir("dist-mixed-hashing");
-  const std::string rendezvous = temp_dir("dist-mixed-hashing-rv");
-  const std::string env = "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 UMLOS_RENDEZVOUS='file:" + rendezvous + "' ";
   // Rank 1 is started without LOCAL_WORLD_SIZE: the only rank on its
   // machine as far as it knows, so it hashes on a thread of its own (its
   // private folder, profile included, is removed when it succeeds).
-  const std::string cmd =
-      env + "RANK=1 '" + UMLOS_EXE + "' run -q '" + m + "' > '" + root + "/rank1.txt' 2>&1 & " + env + "RANK=0 '" +
-      UMLOS_EXE + "' run -q --profile --paired-fingerprints --comm-timeout 60 --run-dir '" + root + "/run' '" + m +
-      "' > '" + root + "/rank0.txt' 2>&1; echo $? > '" + root + "/status0'; wait $!; echo $? > '" + root + "/status1'";
-  REQUIRE(std::system(cmd.c_str()) == 0);
+  const auto [status0, status1] =
+      two_ranks_by_hand(root, "--profile --paired-fingerprints --comm-timeout 60", m, "", m);
   INFO(read_text(root + "/rank0.txt") << read_text(root + "/rank1.txt"));
-  CHECK(std::stoi(read_text(root + "/status0")) == 0);
-  CHECK(std::stoi(read_text(root + "/status1")) == 0);
+  CHECK(status0 == 0);
+  CHECK(status1 == 0);
   CHECK(json::parse(read_text(root + "/run/profile.json")).at("state_fp_paired").get<bool>());
   CHECK(state_fps(root + "/run/trace.jsonl") == state_fps(one.trace()));
 }
@@ -354,21 +370,14 @@ TEST_CASE("Ranks started with different manifests stop with RANK_DIVERGENCE nami
   const std::string a = short_digits("diverge-a", 30);
   const std::string b = variant("digits", "diverge-b", {{"max_steps: 1500", "max_steps: 31"}});
   const std::string root = temp_dir("dist-diverge");
-  const std::string rendezvous = temp_dir("dist-diverge-rv");
-  const std::string env = "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 UMLOS_RENDEZVOUS='file:" + rendezvous + "' ";
-  // Rank 1 in the background, rank 0 in the foreground.
-  const std::string cmd = env + "RANK=1 '" + UMLOS_EXE + "' run -q '" + b + "' > '" + root + "/rank1.txt' 2>&1 & " +
-                          env + "RANK=0 '" + UMLOS_EXE + "' run -q --run-dir '" + root + "/run' '" + a + "' > '" +
-                          root + "/rank0.txt' 2>&1; echo $? > '" + root + "/status0'; wait $!; echo $? > '" + root +
-                          "/status1'";
-  REQUIRE(std::system(cmd.c_str()) == 0);
+  const auto [status0, status1] = two_ranks_by_hand(root, "", a, "", b);
   const std::string out1 = read_text(root + "/rank1.txt");
   INFO(out1);
-  CHECK(std::stoi(read_text(root + "/status1")) == umlos::exit_code_for(UMLOS_RANK_DIVERGENCE));
+  CHECK(status1 == umlos::exit_code_for(UMLOS_RANK_DIVERGENCE));
   CHECK(out1.find("RANK_DIVERGENCE") != std::string::npos);
   CHECK(out1.find("but rank 0's manifest_hash is") != std::string::npos);
   // Rank 0 loses its peer and names it.
-  CHECK(std::stoi(read_text(root + "/status0")) == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
+  CHECK(status0 == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
   const json f = json::parse(read_text(root + "/run/failure.json"));
   CHECK(f.at("message").get<std::string>().find("rank 1 failed RANK_DIVERGENCE") != std::string::npos);
 }

@@ -20,6 +20,7 @@
 #include "comm_gloo.hpp"
 #include "cpu_reference.hpp"
 #include "transcendentals.hpp"
+#include "umlos/draws.hpp"
 #include "umlos_philox.h"
 
 #ifndef UMLOS_CPU_DRIVER_BUILD_FLAGS
@@ -388,41 +389,13 @@ static umlos_status driver_rng_fill(void* instance, umlos_ctx* ctx, const umlos_
     const uint64_t d = req->draw_index;
     const int32_t dist = req->distribution;
     // Every element is a pure function of (key, stream, d, i): any split of
-    // the range gives the same values. Element i is the (i % per)-th value
-    // of Philox block i / per (4 words, 2 uniform or normal binary64
-    // values); each block is computed once and all its elements written.
-    const int64_t per = dist == UMLOS_DIST_U32 || dist == UMLOS_DIST_UNIFORM_F32 ? 4 : 2;
-    const int64_t blocks = (o.numel + per - 1) / per;
+    // the range gives the same values. The split is by Philox block, each
+    // computed once for all its elements (umlos/draws.hpp).
+    const uint64_t per = umlos::sdk::draw_block_elements(dist);
+    const int64_t blocks = static_cast<int64_t>((static_cast<uint64_t>(o.numel) + per - 1) / per);
     inst->pool->parallel_for(blocks, 2048, [&](int64_t b, int64_t e) {
-      for (int64_t blk = b; blk < e; ++blk) {
-        const uint64_t ub = static_cast<uint64_t>(blk);
-        const int64_t first = blk * per, n = std::min(per, o.numel - first);
-        uint32_t w[4];
-        double pair[2];
-        switch (dist) {
-          case UMLOS_DIST_U32:
-            umlos_draw_block(key, stream, d, ub, w);
-            for (int64_t k = 0; k < n; ++k) o.as<uint32_t>()[first + k] = w[k];
-            break;
-          case UMLOS_DIST_UNIFORM_F32:
-            umlos_draw_block(key, stream, d, ub, w);
-            for (int64_t k = 0; k < n; ++k) o.as<float>()[first + k] = umlos_u01_f32(w[k]);
-            break;
-          case UMLOS_DIST_UNIFORM_F64:
-            umlos_draw_block(key, stream, d, ub, w);
-            o.as<double>()[first] = umlos_u01_f64(w[0], w[1]);
-            if (n > 1) o.as<double>()[first + 1] = umlos_u01_f64(w[2], w[3]);
-            break;
-          case UMLOS_DIST_NORMAL_F64:
-            umlos_draw_block_normal_f64(key, stream, d, ub, pair);
-            for (int64_t k = 0; k < n; ++k) o.as<double>()[first + k] = pair[k];
-            break;
-          case UMLOS_DIST_NORMAL_F32:
-            umlos_draw_block_normal_f64(key, stream, d, ub, pair);
-            for (int64_t k = 0; k < n; ++k) o.as<float>()[first + k] = static_cast<float>(pair[k]);
-            break;
-        }
-      }
+      umlos::sdk::draw_blocks(key, stream, d, dist, o.data, static_cast<uint64_t>(o.numel), static_cast<uint64_t>(b),
+                              static_cast<uint64_t>(e));
     });
   });
 }

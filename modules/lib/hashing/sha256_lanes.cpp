@@ -105,6 +105,12 @@ bool cpu_has_sha() { return false; }
 
 #endif
 
+// The digest a final state gives: H0..H7 big-endian.
+void serialize(const uint32_t (&h)[8], Digest& out) {
+  for (int k = 0; k < 8; ++k)
+    for (int j = 0; j < 4; ++j) out[4 * k + j] = static_cast<uint8_t>(h[k] >> (24 - 8 * j));
+}
+
 // N messages of 3 blocks each, all different, through the lanes and
 // through OpenSSL.
 template <int N>
@@ -160,17 +166,10 @@ void Sha256Lanes<N>::finish(Digest (&out)[N]) {
   const uint8_t* same[N];
   for (int i = 0; i < N; ++i) same[i] = pad;
   compress<N>(state_, same, 1);
-  for (int i = 0; i < N; ++i)
-    for (int k = 0; k < 8; ++k)
-      for (int j = 0; j < 4; ++j) out[i][4 * k + j] = static_cast<uint8_t>(state_[i][k] >> (24 - 8 * j));
+  for (int i = 0; i < N; ++i) serialize(state_[i], out[i]);
 }
 
 namespace {
-
-void serialize(const uint32_t (&h)[8], Digest& out) {
-  for (int k = 0; k < 8; ++k)
-    for (int j = 0; j < 4; ++j) out[4 * k + j] = static_cast<uint8_t>(h[k] >> (24 - 8 * j));
-}
 
 // One message from `state`, which has taken its first `done` whole blocks:
 // its remaining whole blocks, then the last bytes with FIPS 180-4 5.1.1's
