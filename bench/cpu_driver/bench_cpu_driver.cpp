@@ -27,6 +27,9 @@
 // Usage: umlos_bench_cpu_driver [M=128] [K=768] [N=3072] [repeats=7] [python=/usr/bin/python3|none]
 //        umlos_bench_cpu_driver peak   (prints the FMA peaks as one JSON line,
 //                                       for the benches written in Python)
+//        umlos_bench_cpu_driver products [repeats=20] [gpt|mlp] [f32|f64]   (a training
+//                                       step's products, forward and gradient
+//                                       layouts, one thread)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -65,9 +68,12 @@ std::unique_ptr<umlos::Host> make_host(int threads, const std::string& isa) {
   return host;
 }
 
-// GFLOP/s of C[M,N] = A[M,K] B[K,N], from the best wall time of `repeats`
-// (the machine may be shared; torch's side is timed the same way).
-double matmul_gflops(umlos::Host& host, int32_t dtype, int64_t M, int64_t K, int64_t N, int repeats) {
+// GFLOP/s of C[M,N] = op(A) op(B), op(A) [M,K], op(B) [K,N] (A stored
+// [K,M] when trans_a, B stored [N,K] when trans_b: the layouts of a
+// gradient's products), from the best wall time of `repeats` (the machine
+// may be shared; torch's side is timed the same way).
+double matmul_gflops(umlos::Host& host, int32_t dtype, int64_t M, int64_t K, int64_t N, int repeats,
+                     bool trans_a = false, bool trans_b = false) {
   auto shape = [](int64_t r, int64_t c) {
     umlos_shape s{};
     s.rank = 2;
@@ -75,8 +81,10 @@ double matmul_gflops(umlos::Host& host, int32_t dtype, int64_t M, int64_t K, int
     s.dims[1] = c;
     return s;
   };
-  auto a = host.make_tensor(dtype, shape(M, K)), b = host.make_tensor(dtype, shape(K, N)),
-       c = host.make_tensor(dtype, shape(M, N));
+  auto a = host.make_tensor(dtype, trans_a ? shape(K, M) : shape(M, K)),
+       b = host.make_tensor(dtype, trans_b ? shape(N, K) : shape(K, N)), c = host.make_tensor(dtype, shape(M, N));
+  const std::vector<umlos_attr> attrs = {{"trans_a", UMLOS_ATTR_INT, 0, trans_a ? 1 : 0, 0.0, nullptr},
+                                         {"trans_b", UMLOS_ATTR_INT, 0, trans_b ? 1 : 0, 0.0, nullptr}};
   for (auto* t : {a.get(), b.get()}) {
     // Values in [-1, 1): no denormals anywhere in the products.
     const int64_t n = static_cast<int64_t>(t->bytes / (dtype == UMLOS_DTYPE_F32 ? 4 : 8));
@@ -85,11 +93,11 @@ double matmul_gflops(umlos::Host& host, int32_t dtype, int64_t M, int64_t K, int
     std::vector<float> vf(v.begin(), v.end());
     host.write(*t, dtype == UMLOS_DTYPE_F32 ? static_cast<const void*>(vf.data()) : v.data(), t->bytes);
   }
-  host.dispatch("matmul", {a.get(), b.get()}, {c.get()});  // warm-up
+  host.dispatch("matmul", {a.get(), b.get()}, {c.get()}, attrs);  // warm-up
   std::vector<double> times;
   for (int r = 0; r < repeats; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    host.dispatch("matmul", {a.get(), b.get()}, {c.get()});
+    host.dispatch("matmul", {a.get(), b.get()}, {c.get()}, attrs);
     times.push_back(seconds_since(t0));
   }
   return 2.0 * static_cast<double>(M) * K * N / *std::min_element(times.begin(), times.end()) / 1e9;
@@ -204,6 +212,56 @@ void print_adam_table(int repeats) {
   }
 }
 
+// The products of a training step, forward and the two gradient layouts of
+// each linear layer (dX = dY W^T: trans_b; dW = X^T dY: trans_a), in one
+// dtype on `path` at one thread: where a step's products lose against the peak. "gpt": a
+// GPT-2-small block at sequence 128 (d 768, FFN 3072, heads of 64); "mlp":
+// the MLP 64-256-256-10 at batch 64 of bench/executor (its first layer's
+// dX is never computed: the input needs no gradient).
+struct Product {
+  const char* what;
+  int64_t m, k, n;
+  bool ta, tb;
+};
+
+const std::vector<Product>& step_products(const std::string& model) {
+  static const std::vector<Product> gpt = {
+      {"q/k/v/out projection X W", 128, 768, 768, false, false},
+      {"  its dX = dY W^T", 128, 768, 768, false, true},
+      {"  its dW = X^T dY", 768, 128, 768, true, false},
+      {"FFN up X W", 128, 768, 3072, false, false},
+      {"  its dX = dY W^T", 128, 3072, 768, false, true},
+      {"  its dW = X^T dY", 768, 128, 3072, true, false},
+      {"FFN down X W", 128, 3072, 768, false, false},
+      {"  its dX = dY W^T", 128, 768, 3072, false, true},
+      {"  its dW = X^T dY", 3072, 128, 768, true, false},
+      {"one head's scores Q K^T", 128, 64, 128, false, true},
+      {"one head's P V", 128, 128, 64, false, false},
+      {"  its dP = dO V^T", 128, 64, 128, false, true},
+      {"  its dV = P^T dO", 128, 128, 64, true, false},
+  };
+  static const std::vector<Product> mlp = {
+      {"layer 1 X W", 64, 64, 256, false, false},       {"  its dW = X^T dY", 64, 64, 256, true, false},
+      {"layer 2 X W", 64, 256, 256, false, false},      {"  its dX = dY W^T", 64, 256, 256, false, true},
+      {"  its dW = X^T dY", 256, 64, 256, true, false}, {"layer 3 X W", 64, 256, 10, false, false},
+      {"  its dX = dY W^T", 64, 10, 256, false, true},  {"  its dW = X^T dY", 256, 64, 10, true, false},
+  };
+  return model == "mlp" ? mlp : gpt;
+}
+
+void print_step_products(const std::string& model, int32_t dtype, const std::string& path, double peak, int repeats) {
+  auto host = make_host(1, path);
+  std::printf(
+      "\n| %s step product (%s, path %s, 1 thread) | M | K | N | GFLOP/s | / FMA peak |\n"
+      "|---|---:|---:|---:|---:|---:|\n",
+      model.c_str(), dtype == UMLOS_DTYPE_F32 ? "f32" : "f64", path.c_str());
+  for (const Product& p : step_products(model)) {
+    const double g = matmul_gflops(*host, dtype, p.m, p.k, p.n, repeats, p.ta, p.tb);
+    std::printf("| %s | %lld | %lld | %lld | %.1f | %.0f%% |\n", p.what, static_cast<long long>(p.m),
+                static_cast<long long>(p.k), static_cast<long long>(p.n), g, 100.0 * g / peak);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,6 +274,17 @@ int main(int argc, char** argv) {
       if (ok) j[isa] = {{"f32", umlos_bench::fma_peak(isa, true, 5)}, {"f64", umlos_bench::fma_peak(isa, false, 5)}};
     }
     std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "products") {
+    __builtin_cpu_init();
+    const int repeats = argc > 2 ? std::atoi(argv[2]) : 20;
+    const std::string model = argc > 3 ? argv[3] : "gpt";
+    const bool f32 = argc <= 4 || std::string(argv[4]) != "f64";
+    const std::string path = __builtin_cpu_supports("avx512f") ? "avx512" : "avx2";
+    const double peak = umlos_bench::fma_peak(path, f32, 7);
+    std::printf("FMA peak of one core (%s %s): %.1f GFLOP/s\n", path.c_str(), f32 ? "f32" : "f64", peak);
+    print_step_products(model, f32 ? UMLOS_DTYPE_F32 : UMLOS_DTYPE_F64, path, peak, repeats);
     return 0;
   }
   const int64_t M = argc > 1 ? std::atoll(argv[1]) : 128, K = argc > 2 ? std::atoll(argv[2]) : 768,

@@ -146,3 +146,38 @@ TEST_CASE("The leaf_digests primitive refuses other dtypes and an output of the 
          "leaf_digests: expected one or more inputs and one output 'digests', got 0 and 1");
   host->dispatch("leaf_digests", {x.get()}, {ok.get()}, {});  // and the right call runs
 }
+
+TEST_CASE(
+    "Leaves of many lengths, sharing the SHA-256 lanes on the wrap-around schedule, give OpenSSL's digests at 1, 2 "
+    "and 3 threads",
+    "[cpu_driver][fingerprint]") {
+  // The MLP of the executor bench's gradients and outputs (five whole
+  // leaves, then 256, 2,560, 10 and 640 values: leaves cut across lanes),
+  // then lengths drawn at random (multiples of 8, so all in the lanes, and
+  // a few not), then one long leaf among short ones (the schedule's rounds
+  // set by the longest leaf, lanes idle).
+  const std::vector<Input> mlp = {make(UMLOS_DTYPE_F32, {64, 256}, 11),  make(UMLOS_DTYPE_F32, {256}, 12),
+                                  make(UMLOS_DTYPE_F32, {256, 256}, 13), make(UMLOS_DTYPE_F32, {256}, 14),
+                                  make(UMLOS_DTYPE_F32, {256, 10}, 15),  make(UMLOS_DTYPE_F32, {10}, 16),
+                                  make(UMLOS_DTYPE_F32, {64, 10}, 17),   make(UMLOS_DTYPE_F64, {1}, 18)};
+  const std::vector<Input> drawn = [] {
+    std::vector<Input> v;
+    Rand rng(99);
+    for (int i = 0; i < 23; ++i) {
+      const int64_t n =
+          i % 7 == 3 ? static_cast<int64_t>(rng.next() % 3000 + 1) : 8 * static_cast<int64_t>(rng.next() % 2100 + 1);
+      v.push_back(make(i % 2 ? UMLOS_DTYPE_F64 : UMLOS_DTYPE_F32, {n}, 100 + static_cast<uint64_t>(i)));
+    }
+    return v;
+  }();
+  const std::vector<Input> lopsided = {make(UMLOS_DTYPE_F32, {16384}, 31), make(UMLOS_DTYPE_F32, {64}, 32),
+                                       make(UMLOS_DTYPE_F64, {8}, 33), make(UMLOS_DTYPE_F32, {1024}, 34)};
+  for (const std::vector<Input>* in : {&mlp, &drawn, &lopsided}) {
+    const std::vector<uint8_t> want = reference(*in);
+    REQUIRE(want.size() == 32 * leaves_of(*in));
+    for (int threads : {1, 2, 3}) {
+      INFO(leaves_of(*in) << " leaves, " << threads << " driver thread(s)");
+      CHECK(run_digests(*make_host(threads), *in) == want);
+    }
+  }
+}

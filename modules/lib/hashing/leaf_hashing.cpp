@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <map>
 
 #include <umlos/sdk/basics.hpp>
 
@@ -40,110 +39,160 @@ Digest hash_leaf(const Leaf& l, int32_t dtype, std::vector<uint8_t>& be) {
 }
 
 // Leaves that may share the lanes: a whole number of 64-byte blocks (8
-// values) each, and the same length.
+// values each).
 bool lane_length(const Leaf& l) { return l.count > 0 && l.count % 8 == 0; }
 
-// The unit's N leaves at once, a piece of each at a time.
-template <int N>
-void hash_lanes(const std::vector<Leaf>& leaves, const size_t* which, const std::vector<int32_t>& dtypes,
-                std::vector<uint8_t>& be, Digest* out) {
-  Sha256Lanes<N> lanes;
-  const uint64_t count = leaves[which[0]].count;
-  const uint8_t* piece[N];
-  for (int k = 0; k < N; ++k) piece[k] = be.data() + k * 8 * kLanePieceElements;
-  for (uint64_t at = 0; at < count; at += kLanePieceElements) {
-    const uint64_t n = std::min(kLanePieceElements, count - at);
-    for (int k = 0; k < N; ++k) {
-      const Leaf& l = leaves[which[k]];
-      const uint64_t es = sdk::dtype_size(dtypes[l.tensor]);
-      sdk::to_binary64_be(dtypes[l.tensor], l.src + at * es, n, be.data() + k * 8 * kLanePieceElements);
-    }
-    lanes.update(piece, n / 8);
-  }
-  Digest d[N];
-  lanes.finish(d);
-  for (int k = 0; k < N; ++k) out[which[k]] = d[k];
-}
-
-// The leaves cut into units of work: two to four leaves of one length
-// hashed together where the CPU has the SHA-256 lanes, else one leaf. The
-// leaves of one length, wherever they are (an MLP's first weight matrix is
-// one whole leaf, its second four, with a bias between them), go in fours,
-// except that none is left alone: 5 = 3 + 2, 6 = 4 + 2, 7 = 4 + 3 (a leaf
-// alone runs at half the rate of one in the lanes). A unit's cost counts a
-// value hashed in the lanes as half of one hashed alone (their rate is
-// about twice OpenSSL's). Units are in the order of their first leaf.
-struct Unit {
-  size_t leaf[4];
-  size_t leaves;
-  uint64_t cost;
+// One stretch of a leaf on one lane of the schedule: its blocks
+// [first, first + (t1 - t0)) during the rounds [t0, t1).
+struct Part {
+  size_t leaf;  // index into the schedule's leaves
+  uint64_t t0, t1, first;
 };
 
-size_t next_unit(size_t left) { return left == 5 ? 3 : std::min<size_t>(left, 4); }
+// McNaughton's wrap-around rule (preemptive scheduling on identical
+// machines, 1959): the leaves laid end to end in their order and the line
+// cut into kLanes lanes of R rounds each, R = max(the longest leaf, the
+// total / kLanes rounded up). A leaf cut at the end of a lane starts at
+// round 0 of the next lane and ends on the cut lane: it never runs on two
+// lanes in one round (its length is at most R), and its blocks still go in
+// order. Every lane is busy but for the last lane's end, so leaves of any
+// lengths hash at the four-lane rate where grouping equal lengths left a
+// lane idle (an MLP's five whole leaves went as three and two, its
+// 2,560-value weight matrix alone).
+constexpr int kLanes = 4;
 
-std::vector<Unit> units_of(const std::vector<Leaf>& leaves) {
-  const bool lanes = Sha256Lanes<2>::available() && Sha256Lanes<3>::available() && Sha256Lanes<4>::available();
-  std::map<uint64_t, std::vector<size_t>> by_length;  // lane-able leaves of each length, in order
-  if (lanes)
-    for (size_t i = 0; i < leaves.size(); ++i)
-      if (lane_length(leaves[i])) by_length[leaves[i].count].push_back(i);
-  std::vector<Unit> units;
-  std::vector<bool> placed(leaves.size(), false);
-  for (const auto& [count, same] : by_length) {
-    for (size_t at = 0; at < same.size() && same.size() > 1;) {
-      Unit u{{0, 0, 0, 0}, next_unit(same.size() - at), 0};
-      for (size_t k = 0; k < u.leaves; ++k) placed[u.leaf[k] = same[at + k]] = true;
-      u.cost = u.leaves * count / 2;
-      units.push_back(u);
-      at += u.leaves;
-    }
+std::vector<Part> wrap_schedule(const std::vector<uint64_t>& blocks, uint64_t* rounds) {
+  uint64_t total = 0, longest = 0;
+  for (uint64_t b : blocks) {
+    total += b;
+    longest = std::max(longest, b);
   }
-  for (size_t i = 0; i < leaves.size(); ++i)
-    if (!placed[i]) units.push_back({{i, 0, 0, 0}, 1, leaves[i].count});
-  std::sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.leaf[0] < b.leaf[0]; });
-  return units;
+  const uint64_t R = std::max(longest, (total + kLanes - 1) / kLanes);
+  std::vector<Part> parts;
+  uint64_t t = 0;  // the first free round of the current lane
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const uint64_t b = blocks[i];
+    if (t + b <= R) {
+      parts.push_back({i, t, t + b, 0});
+      t = t + b == R ? 0 : t + b;
+      continue;
+    }
+    const uint64_t head = b - (R - t);  // on the next lane first, rounds [0, head); head <= t as b <= R
+    parts.push_back({i, 0, head, 0});
+    parts.push_back({i, t, R, head});
+    t = head;
+  }
+  *rounds = R;
+  return parts;
 }
 
-// Hashes units [begin, end).
-void hash_units(const std::vector<Unit>& units, size_t begin, size_t end, const std::vector<Leaf>& leaves,
-                const std::vector<int32_t>& dtypes, Digest* out) {
-  std::vector<uint8_t> be(8 * std::max(kPieceElements, 4 * kLanePieceElements));
-  for (size_t u = begin; u < end; ++u) {
-    const Unit& unit = units[u];
-    switch (unit.leaves) {
-      case 4:
-        hash_lanes<4>(leaves, unit.leaf, dtypes, be, out);
-        break;
-      case 3:
-        hash_lanes<3>(leaves, unit.leaf, dtypes, be, out);
-        break;
-      case 2:
-        hash_lanes<2>(leaves, unit.leaf, dtypes, be, out);
-        break;
-      default:
-        out[unit.leaf[0]] = hash_leaf(leaves[unit.leaf[0]], dtypes[leaves[unit.leaf[0]].tensor], be);
+// The lane-able leaves `which` hashed on the wrap-around schedule, a piece
+// of each running leaf at a time.
+void hash_wrapped(const std::vector<Leaf>& leaves, const std::vector<size_t>& which, const std::vector<int32_t>& dtypes,
+                  std::vector<uint8_t>& be, Digest* out) {
+  if (which.empty()) return;
+  std::vector<uint64_t> blocks(which.size());
+  for (size_t i = 0; i < which.size(); ++i) blocks[i] = leaves[which[i]].count / 8;
+  uint64_t R = 0;
+  const std::vector<Part> parts = wrap_schedule(blocks, &R);
+  std::vector<uint64_t> events = {0, R};
+  for (const Part& p : parts) {
+    events.push_back(p.t0);
+    events.push_back(p.t1);
+  }
+  std::sort(events.begin(), events.end());
+  events.erase(std::unique(events.begin(), events.end()), events.end());
+  std::vector<Sha256State> state(which.size(), sha256_initial_state());
+  std::vector<uint64_t> fed(which.size(), 0);  // blocks hashed, per leaf: all of them, once, by the end
+  constexpr uint64_t kPieceBlocks = kLanePieceElements / 8;
+  for (size_t e = 0; e + 1 < events.size(); ++e) {
+    const uint64_t from = events[e], to = events[e + 1];
+    const Part* running[kLanes] = {};
+    int n = 0;
+    for (const Part& p : parts)
+      if (p.t0 <= from && from < p.t1) {
+        if (n == kLanes) throw sdk::Error(UMLOS_INTERNAL, "leaf digests: more than four leaves in one round");
+        running[n++] = &p;
+      }
+    Sha256State* st[kLanes] = {};
+    const uint8_t* piece[kLanes] = {};
+    for (int k = 0; k < n; ++k) {
+      st[k] = &state[running[k]->leaf];
+      piece[k] = be.data() + k * 8 * kLanePieceElements;
+      if (fed[running[k]->leaf] != running[k]->first + (from - running[k]->t0))
+        throw sdk::Error(UMLOS_INTERNAL, "leaf digests: a leaf's blocks out of order in the lanes' schedule");
+      fed[running[k]->leaf] += to - from;
     }
+    for (uint64_t at = from; at < to && n > 0; at += kPieceBlocks) {
+      const uint64_t nb = std::min(kPieceBlocks, to - at);
+      for (int k = 0; k < n; ++k) {
+        const Part& p = *running[k];
+        const Leaf& l = leaves[which[p.leaf]];
+        const uint64_t es = sdk::dtype_size(dtypes[l.tensor]);
+        sdk::to_binary64_be(dtypes[l.tensor], l.src + (p.first + at - p.t0) * 8 * es, 8 * nb,
+                            be.data() + k * 8 * kLanePieceElements);
+      }
+      sha256_advance(st, piece, n, nb);
+    }
+  }
+  for (size_t i = 0; i < which.size(); ++i)
+    if (fed[i] != blocks[i]) throw sdk::Error(UMLOS_INTERNAL, "leaf digests: a leaf not hashed whole by the lanes");
+  // Every leaf's padding block, four leaves at a time.
+  for (size_t i = 0; i < which.size(); i += kLanes) {
+    const int n = static_cast<int>(std::min<size_t>(kLanes, which.size() - i));
+    Sha256State* st[kLanes] = {};
+    uint64_t b[kLanes] = {};
+    Digest d[kLanes];
+    for (int k = 0; k < n; ++k) {
+      st[k] = &state[i + k];
+      b[k] = blocks[i + k];
+    }
+    sha256_finish_whole(st, b, n, d);
+    for (int k = 0; k < n; ++k) out[which[i + k]] = d[k];
   }
 }
 
-// Where each of `t` contiguous shares of the units starts (cuts[t] = the
-// number of units), so that the shares cost about the same: a gradient's
-// last leaf and a bias hold far fewer than 2^14 values, and two leaves in
-// the lanes cost about one alone, so equal numbers of leaves would leave
-// one thread hashing most of the bytes.
-std::vector<size_t> share_cuts(const std::vector<Unit>& units, size_t t) {
+bool lanes_available() {
+  return Sha256Lanes<2>::available() && Sha256Lanes<3>::available() && Sha256Lanes<4>::available();
+}
+
+// What a leaf costs: a value hashed in the lanes about half of one hashed
+// alone (their rate is about twice OpenSSL's).
+uint64_t leaf_cost(const Leaf& l, bool lanes) { return lanes && lane_length(l) ? l.count / 2 : l.count; }
+
+// Where each of `t` contiguous shares of the leaves starts (cuts[t] = the
+// number of leaves), so that the shares cost about the same: a gradient's
+// last leaf and a bias hold far fewer than 2^14 values, so equal numbers of
+// leaves would leave one thread hashing most of the bytes.
+std::vector<size_t> share_cuts(const std::vector<Leaf>& leaves, size_t t, bool lanes) {
   uint64_t total = 0;
-  for (const Unit& u : units) total += u.cost;
-  std::vector<size_t> cuts(t + 1, units.size());
+  for (const Leaf& l : leaves) total += leaf_cost(l, lanes);
+  std::vector<size_t> cuts(t + 1, leaves.size());
   cuts[0] = 0;
-  uint64_t before = 0;  // the cost of units [0, i)
+  uint64_t before = 0;  // the cost of leaves [0, i)
   size_t i = 0;
   for (size_t k = 1; k < t; ++k) {
     const uint64_t target = total / t * k;
-    while (i < units.size() && before + units[i].cost / 2 < target) before += units[i++].cost;
+    while (i < leaves.size() && before + leaf_cost(leaves[i], lanes) / 2 < target)
+      before += leaf_cost(leaves[i++], lanes);
     cuts[k] = i;
   }
   return cuts;
+}
+
+// Hashes leaves [begin, end): the lane-able ones on the wrap-around
+// schedule where the CPU has the lanes, the others one at a time.
+void hash_share(const std::vector<Leaf>& leaves, size_t begin, size_t end, bool lanes,
+                const std::vector<int32_t>& dtypes, Digest* out) {
+  std::vector<uint8_t> be(8 * std::max(kPieceElements, kLanes * kLanePieceElements));
+  std::vector<size_t> wrapped;
+  for (size_t i = begin; i < end; ++i) {
+    if (lanes && lane_length(leaves[i]))
+      wrapped.push_back(i);
+    else
+      out[i] = hash_leaf(leaves[i], dtypes[leaves[i].tensor], be);
+  }
+  hash_wrapped(leaves, wrapped, dtypes, be, out);
 }
 
 }  // namespace
@@ -156,13 +205,13 @@ void append_leaves(size_t tensor, uint64_t elements, std::vector<Leaf>& leaves) 
 void hash_leaves(const std::vector<Leaf>& leaves, const std::vector<int32_t>& dtypes, size_t threads,
                  const RunShares& run, Digest* out) {
   if (leaves.empty()) return;
-  const std::vector<Unit> units = units_of(leaves);
-  const size_t t = std::max<size_t>(1, std::min(threads, units.size()));
-  const std::vector<size_t> cuts = share_cuts(units, t);
+  const bool lanes = lanes_available();
+  const size_t t = std::max<size_t>(1, std::min(threads, leaves.size()));
+  const std::vector<size_t> cuts = share_cuts(leaves, t, lanes);
   std::vector<std::exception_ptr> errors(t);
   auto share = [&](size_t k) {
     try {
-      hash_units(units, cuts[k], cuts[k + 1], leaves, dtypes, out);
+      hash_share(leaves, cuts[k], cuts[k + 1], lanes, dtypes, out);
     } catch (...) {
       errors[k] = std::current_exception();
     }

@@ -7,11 +7,11 @@
 // (docs/primitives.md), which runs them on the driver's own thread pool.
 //
 // The leaves are independent, so they are hashed in shares of about equal
-// cost, one share per thread, and on each thread two to four equal leaves at
-// a time where the CPU has the SHA extensions (sha256_lanes.hpp); the
-// digests depend only
-// on the values, never on the thread count, the path or which thread hashed
-// which leaf.
+// cost, one share per thread, and on each thread four leaves at a time
+// where the CPU has the SHA extensions (sha256_lanes.hpp), leaves of any
+// lengths sharing the four lanes on a wrap-around schedule; the digests
+// depend only on the values, never on the thread count, the path or which
+// thread or lane hashed which leaf.
 #pragma once
 
 #include <cstddef>

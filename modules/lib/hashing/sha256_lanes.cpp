@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -156,17 +157,74 @@ void Sha256Lanes<N>::update(const uint8_t* const (&msg)[N], size_t blocks) {
   blocks_ += blocks;
 }
 
+namespace {
+
+// FIPS 180-4 5.1.1's padding of a message of whole blocks: 0x80, zeros,
+// the length in bits as 64 bits big-endian, one block.
+void whole_blocks_padding(uint64_t blocks, uint8_t (&pad)[64]) {
+  std::memset(pad, 0, sizeof pad);
+  pad[0] = 0x80;
+  const uint64_t bits = blocks * 512;
+  for (int k = 0; k < 8; ++k) pad[63 - k] = static_cast<uint8_t>(bits >> (8 * k));
+}
+
+// compress<N> over states that live apart: copied in, advanced, copied out
+// (32 bytes each way per message, against at least 64 bytes hashed).
+template <int N>
+void advance_n(Sha256State* const* states, const uint8_t* const* msg, size_t blocks) {
+  uint32_t st[N][8];
+  const uint8_t* m[N];
+  for (int i = 0; i < N; ++i) {
+    std::memcpy(st[i], states[i]->h, sizeof st[i]);
+    m[i] = msg[i];
+  }
+  compress<N>(st, m, blocks);
+  for (int i = 0; i < N; ++i) std::memcpy(states[i]->h, st[i], sizeof st[i]);
+}
+
+}  // namespace
+
 template <int N>
 void Sha256Lanes<N>::finish(Digest (&out)[N]) {
-  // FIPS 180-4 5.1.1: 0x80, zeros, the length in bits as 64 bits
-  // big-endian; the messages are whole blocks, so that is one block.
-  uint8_t pad[64] = {0x80};
-  const uint64_t bits = blocks_ * 512;
-  for (int k = 0; k < 8; ++k) pad[63 - k] = static_cast<uint8_t>(bits >> (8 * k));
+  uint8_t pad[64];
+  whole_blocks_padding(blocks_, pad);
   const uint8_t* same[N];
   for (int i = 0; i < N; ++i) same[i] = pad;
   compress<N>(state_, same, 1);
   for (int i = 0; i < N; ++i) serialize(state_[i], out[i]);
+}
+
+Sha256State sha256_initial_state() {
+  Sha256State s;
+  std::memcpy(s.h, kInitial, sizeof kInitial);
+  return s;
+}
+
+void sha256_advance(Sha256State* const* states, const uint8_t* const* msg, int n, size_t blocks) {
+  if (blocks == 0) return;
+  switch (n) {
+    case 1:
+      return advance_n<1>(states, msg, blocks);
+    case 2:
+      return advance_n<2>(states, msg, blocks);
+    case 3:
+      return advance_n<3>(states, msg, blocks);
+    case 4:
+      return advance_n<4>(states, msg, blocks);
+    default:
+      throw sdk::Error(UMLOS_INTERNAL, "sha256_advance: " + std::to_string(n) + " lanes, expected 1 to 4");
+  }
+}
+
+void sha256_finish_whole(Sha256State* const* states, const uint64_t* blocks, int n, Digest* out) {
+  uint8_t pads[4][64];
+  const uint8_t* msg[4] = {};
+  for (int i = 0; i < n; ++i) {
+    whole_blocks_padding(blocks[i], pads[i]);
+    msg[i] = pads[i];
+  }
+  sha256_advance(states, msg, n, 1);
+  for (int i = 0; i < n; ++i) serialize(states[i]->h, out[i]);
 }
 
 namespace {

@@ -61,6 +61,24 @@ class Sha256Lanes {
 // loss history fills).
 void sha256_pair(const uint8_t* a, size_t na, const uint8_t* b, size_t nb, Digest& da, Digest& db);
 
+// The lanes' parts, for a caller that moves messages between lanes (the
+// leaf digests' wrap-around schedule, leaf_hashing.cpp): a message's state
+// after some whole blocks, advanced with up to four others at a time, and
+// its digest once all its blocks are in. Only where Sha256Lanes<2..4> are
+// available().
+struct Sha256State {
+  uint32_t h[8];
+};
+// The state of an empty message (FIPS 180-4 5.3.3's H(0)).
+Sha256State sha256_initial_state();
+// Advances the n states (1 <= n <= 4) over `blocks` 64-byte blocks each:
+// block b of message i is msg[i][64 b .. 64 b + 63].
+void sha256_advance(Sha256State* const* states, const uint8_t* const* msg, int n, size_t blocks);
+// The digests of n messages (1 <= n <= 4) of blocks[i] whole blocks each,
+// whose states have taken all of them: their padding blocks, hashed
+// together.
+void sha256_finish_whole(Sha256State* const* states, const uint64_t* blocks, int n, Digest* out);
+
 extern template class Sha256Lanes<2>;
 extern template class Sha256Lanes<3>;
 extern template class Sha256Lanes<4>;
