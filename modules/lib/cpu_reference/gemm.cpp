@@ -250,6 +250,36 @@ const GemmPanelCopy<T>* side_job(const NextPanel<T>& next, int64_t p, int mr, in
   return job;
 }
 
+// The tile buffer of a partial or strided tile: C's rows [i, i+rows) and
+// columns [j, j+cols) into tile (row stride nr), padding columns zero.
+template <class T>
+void fill_tile(GemmMatrix<T> C, int64_t i, int64_t j, int64_t rows, int64_t cols, int nr, T* tile) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* dst = tile + r * nr;
+    const T* src = C.p + (i + r) * C.rs + j * C.cs;
+    if (C.cs == 1) {
+      for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
+    } else {
+      for (int64_t c = 0; c < cols; ++c) dst[c] = src[c * C.cs];
+    }
+    for (int64_t c = cols; c < nr; ++c) dst[c] = T(0);
+  }
+}
+
+// The tile buffer's first `cols` columns back into C.
+template <class T>
+void store_tile(const T* tile, int64_t rows, int64_t cols, int nr, int64_t i, int64_t j, GemmMatrix<T> C) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* src = tile + r * nr;
+    T* dst = C.p + (i + r) * C.rs + j * C.cs;
+    if (C.cs == 1) {
+      for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
+    } else {
+      for (int64_t c = 0; c < cols; ++c) dst[c * C.cs] = src[c];
+    }
+  }
+}
+
 // One block: every tile of rows [i0, i0+mc) x columns [j0, j0+nc). With
 // `next` (only for a block one panel wide), its tiles also pack the next
 // panel; returns how many of its kc rows they copied.
@@ -281,12 +311,15 @@ int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, i
         ukr(kc, a.at(p), a.lda, bp, ct, C.rs, first, job);
         continue;
       }
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < nr; ++c)
-          tile[r * nr + c] = (!first && c < cols) ? C.p[(i + r) * C.rs + (j + c) * C.cs] : T(0);
+      // A tile narrower than the kernel (the 10 classes of a classifier)
+      // or a strided C goes through `tile`. The kernel writes all of it
+      // (0 + acc on the first chunk, so nothing to fill then), and only the
+      // tile's own columns are copied back; with a contiguous C each row is
+      // a plain run the compiler vectorises (an element-wise loop with the
+      // stride took as long as the tile's multiply-adds on [256,64]x[64,10]).
+      if (!first) fill_tile(C, i, j, rows, cols, nr, tile);
       ukr(kc, a.at(p), a.lda, bp, tile, nr, first, job);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) C.p[(i + r) * C.rs + (j + c) * C.cs] = tile[r * nr + c];
+      store_tile(tile, rows, cols, nr, i, j, C);
     }
   }
   return copied;
