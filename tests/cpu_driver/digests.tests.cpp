@@ -155,7 +155,8 @@ TEST_CASE(
   // leaves, then 256, 2,560, 10 and 640 values: leaves cut across lanes),
   // then lengths drawn at random (multiples of 8, so all in the lanes, and
   // a few not), then one long leaf among short ones (the schedule's rounds
-  // set by the longest leaf, lanes idle).
+  // set by the longest leaf, lanes idle) and integer leaves (converted to
+  // bytes before the lanes, where f32 and f64 are read by the lanes).
   const std::vector<Input> mlp = {make(UMLOS_DTYPE_F32, {64, 256}, 11),  make(UMLOS_DTYPE_F32, {256}, 12),
                                   make(UMLOS_DTYPE_F32, {256, 256}, 13), make(UMLOS_DTYPE_F32, {256}, 14),
                                   make(UMLOS_DTYPE_F32, {256, 10}, 15),  make(UMLOS_DTYPE_F32, {10}, 16),
@@ -171,7 +172,8 @@ TEST_CASE(
     return v;
   }();
   const std::vector<Input> lopsided = {make(UMLOS_DTYPE_F32, {16384}, 31), make(UMLOS_DTYPE_F32, {64}, 32),
-                                       make(UMLOS_DTYPE_F64, {8}, 33), make(UMLOS_DTYPE_F32, {1024}, 34)};
+                                       make(UMLOS_DTYPE_F64, {8}, 33),     make(UMLOS_DTYPE_F32, {1024}, 34),
+                                       make(UMLOS_DTYPE_I64, {1024}, 35),  make(UMLOS_DTYPE_I64, {2056}, 36)};
   for (const std::vector<Input>* in : {&mlp, &drawn, &lopsided}) {
     const std::vector<uint8_t> want = reference(*in);
     REQUIRE(want.size() == 32 * leaves_of(*in));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 
 #include <umlos/sdk/basics.hpp>
 
@@ -86,8 +87,10 @@ std::vector<Part> wrap_schedule(const std::vector<uint64_t>& blocks, uint64_t* r
   return parts;
 }
 
-// The lane-able leaves `which` hashed on the wrap-around schedule, a piece
-// of each running leaf at a time.
+// The lane-able leaves `which`, all of one dtype, hashed on the wrap-around
+// schedule: f32 and f64 values read by the lanes themselves (Sha256Source),
+// others (i64) converted to binary64 big-endian a piece of each running
+// leaf at a time.
 void hash_wrapped(const std::vector<Leaf>& leaves, const std::vector<size_t>& which, const std::vector<int32_t>& dtypes,
                   std::vector<uint8_t>& be, Digest* out) {
   if (which.empty()) return;
@@ -122,6 +125,17 @@ void hash_wrapped(const std::vector<Leaf>& leaves, const std::vector<size_t>& wh
       if (fed[running[k]->leaf] != running[k]->first + (from - running[k]->t0))
         throw sdk::Error(UMLOS_INTERNAL, "leaf digests: a leaf's blocks out of order in the lanes' schedule");
       fed[running[k]->leaf] += to - from;
+    }
+    const int32_t dtype = dtypes[leaves[which[0]].tensor];
+    if (n > 0 && (dtype == UMLOS_DTYPE_F32 || dtype == UMLOS_DTYPE_F64)) {
+      const uint64_t es = sdk::dtype_size(dtype);
+      for (int k = 0; k < n; ++k) {
+        const Part& p = *running[k];
+        piece[k] = leaves[which[p.leaf]].src + (p.first + from - p.t0) * 8 * es;
+      }
+      sha256_advance(st, piece, n, to - from,
+                     dtype == UMLOS_DTYPE_F32 ? Sha256Source::f32_values : Sha256Source::f64_values);
+      continue;
     }
     for (uint64_t at = from; at < to && n > 0; at += kPieceBlocks) {
       const uint64_t nb = std::min(kPieceBlocks, to - at);
@@ -185,14 +199,14 @@ std::vector<size_t> share_cuts(const std::vector<Leaf>& leaves, size_t t, bool l
 void hash_share(const std::vector<Leaf>& leaves, size_t begin, size_t end, bool lanes,
                 const std::vector<int32_t>& dtypes, Digest* out) {
   std::vector<uint8_t> be(8 * std::max(kPieceElements, kLanes * kLanePieceElements));
-  std::vector<size_t> wrapped;
+  std::map<int32_t, std::vector<size_t>> wrapped;  // lane-able leaves by dtype, in order
   for (size_t i = begin; i < end; ++i) {
     if (lanes && lane_length(leaves[i]))
-      wrapped.push_back(i);
+      wrapped[dtypes[leaves[i].tensor]].push_back(i);
     else
       out[i] = hash_leaf(leaves[i], dtypes[leaves[i].tensor], be);
   }
-  hash_wrapped(leaves, wrapped, dtypes, be, out);
+  for (const auto& [dtype, which] : wrapped) hash_wrapped(leaves, which, dtypes, be, out);
 }
 
 }  // namespace

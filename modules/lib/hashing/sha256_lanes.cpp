@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
+
+#include <umlos/sdk/basics.hpp>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -49,13 +52,32 @@ UMLOS_SHA_TARGET inline void store_state(__m128i abef, __m128i cdgh, uint32_t* h
   _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), _mm_alignr_epi8(dchg, feba, 8));
 }
 
+// Words g*4..g*4+3 of block b of a message, by where the message is:
+// Sha256Source::bytes, the bytes themselves (big-endian words); f32_values
+// and f64_values, values whose binary64 big-endian bytes are the message
+// (8 values a block): a value's binary64 bits, as two 32-bit words, are the
+// high word then the low one, so widening (exact) and swapping the halves
+// of each 64-bit lane gives the words with no byte swap and no pass that
+// writes the bytes out first.
+template <Sha256Source S>
+UMLOS_SHA_TARGET inline __m128i message_words(const uint8_t* msg, size_t b, int g) {
+  if (S == Sha256Source::bytes) {
+    const __m128i byteswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    return _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(msg + 64 * b + 16 * g)), byteswap);
+  }
+  if (S == Sha256Source::f32_values) {
+    const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(msg + 32 * b + 8 * g)));
+    return _mm_shuffle_epi32(_mm_castpd_si128(_mm_cvtps_pd(two)), 0xB1);
+  }
+  return _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(msg + 64 * b + 16 * g)), 0xB1);
+}
+
 // `blocks` blocks of each of the N messages into the N states. The
 // schedule keeps W in groups of four words: group g < 4 is the block's
 // words g*4..g*4+3 (big-endian), later groups
 //   W_g = MSG2(MSG1(W_{g-4}, W_{g-3}) + (W_{g-2}:W_{g-1} shifted by a word), W_{g-1}).
-template <int N>
+template <int N, Sha256Source S = Sha256Source::bytes>
 UMLOS_SHA_TARGET void compress(uint32_t (&state)[N][8], const uint8_t* const (&msg)[N], size_t blocks) {
-  const __m128i byteswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
   __m128i abef[N], cdgh[N];
   for (int i = 0; i < N; ++i) load_state(state[i], abef[i], cdgh[i]);
   for (size_t b = 0; b < blocks; ++b) {
@@ -71,7 +93,7 @@ UMLOS_SHA_TARGET void compress(uint32_t (&state)[N][8], const uint8_t* const (&m
       for (int i = 0; i < N; ++i) {
         __m128i m;
         if (g < 4) {
-          m = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(msg[i] + 64 * b + 16 * g)), byteswap);
+          m = message_words<S>(msg[i], b, g);
         } else {
           const __m128i shifted = _mm_alignr_epi8(w[i][(g + 3) & 3], w[i][(g + 2) & 3], 4);
           m = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(w[i][g & 3], w[i][(g + 1) & 3]), shifted),
@@ -100,7 +122,7 @@ bool cpu_has_sha() {
 
 #else
 
-template <int N>
+template <int N, Sha256Source S = Sha256Source::bytes>
 void compress(uint32_t (&)[N][8], const uint8_t* const (&)[N], size_t) {}
 bool cpu_has_sha() { return false; }
 
@@ -110,6 +132,52 @@ bool cpu_has_sha() { return false; }
 void serialize(const uint32_t (&h)[8], Digest& out) {
   for (int k = 0; k < 8; ++k)
     for (int j = 0; j < 4; ++j) out[4 * k + j] = static_cast<uint8_t>(h[k] >> (24 - 8 * j));
+}
+
+template <int N, Sha256Source S>
+void advance_n(Sha256State* const* states, const uint8_t* const* msg, size_t blocks);
+void whole_blocks_padding(uint64_t blocks, uint8_t (&pad)[64]);
+
+// N arrays of 24 values (3 blocks of binary64) read as values by the lanes,
+// against OpenSSL over sdk::to_binary64_be's bytes of the same values:
+// signed zeros, infinities, a quiet NaN, subnormals and the extremes among
+// them.
+template <int N, class T>
+bool values_agree() {
+  constexpr Sha256Source source = sizeof(T) == 4 ? Sha256Source::f32_values : Sha256Source::f64_values;
+  const T special[] = {T(-0.0),
+                       std::numeric_limits<T>::infinity(),
+                       -std::numeric_limits<T>::infinity(),
+                       std::numeric_limits<T>::quiet_NaN(),
+                       std::numeric_limits<T>::denorm_min(),
+                       std::numeric_limits<T>::max(),
+                       std::numeric_limits<T>::lowest(),
+                       T(1) / T(3)};
+  T values[N][24];
+  for (int i = 0; i < N; ++i)
+    for (int k = 0; k < 24; ++k) values[i][k] = k < 8 ? special[(k + i) % 8] : T(0.37) * T(k - 11 * i) + T(1e-3);
+  Sha256State st[N];
+  Sha256State* sp[N];
+  const uint8_t* msg[N];
+  uint8_t pad[64];
+  whole_blocks_padding(3, pad);
+  const uint8_t* pads[N];
+  for (int i = 0; i < N; ++i) {
+    st[i] = sha256_initial_state();
+    sp[i] = &st[i];
+    msg[i] = reinterpret_cast<const uint8_t*>(values[i]);
+    pads[i] = pad;
+  }
+  advance_n<N, source>(sp, msg, 3);
+  advance_n<N, Sha256Source::bytes>(sp, pads, 1);
+  for (int i = 0; i < N; ++i) {
+    uint8_t be[24 * 8];
+    if (!sdk::to_binary64_be(sizeof(T) == 4 ? UMLOS_DTYPE_F32 : UMLOS_DTYPE_F64, values[i], 24, be)) return false;
+    Digest d;
+    serialize(st[i].h, d);
+    if (d != sdk::sha256(be, sizeof be)) return false;
+  }
+  return true;
 }
 
 // N messages of 3 blocks each, all different, through the lanes and
@@ -132,7 +200,7 @@ bool known_answers_agree() {
   lanes.finish(got);
   for (int i = 0; i < N; ++i)
     if (got[i] != sdk::sha256(text[i], sizeof text[i])) return false;
-  return true;
+  return values_agree<N, float>() && values_agree<N, double>();
 }
 
 }  // namespace
@@ -170,7 +238,7 @@ void whole_blocks_padding(uint64_t blocks, uint8_t (&pad)[64]) {
 
 // compress<N> over states that live apart: copied in, advanced, copied out
 // (32 bytes each way per message, against at least 64 bytes hashed).
-template <int N>
+template <int N, Sha256Source S>
 void advance_n(Sha256State* const* states, const uint8_t* const* msg, size_t blocks) {
   uint32_t st[N][8];
   const uint8_t* m[N];
@@ -178,7 +246,7 @@ void advance_n(Sha256State* const* states, const uint8_t* const* msg, size_t blo
     std::memcpy(st[i], states[i]->h, sizeof st[i]);
     m[i] = msg[i];
   }
-  compress<N>(st, m, blocks);
+  compress<N, S>(st, m, blocks);
   for (int i = 0; i < N; ++i) std::memcpy(states[i]->h, st[i], sizeof st[i]);
 }
 
@@ -200,20 +268,37 @@ Sha256State sha256_initial_state() {
   return s;
 }
 
-void sha256_advance(Sha256State* const* states, const uint8_t* const* msg, int n, size_t blocks) {
-  if (blocks == 0) return;
+namespace {
+
+template <Sha256Source S>
+void advance_from(Sha256State* const* states, const uint8_t* const* msg, int n, size_t blocks) {
   switch (n) {
     case 1:
-      return advance_n<1>(states, msg, blocks);
+      return advance_n<1, S>(states, msg, blocks);
     case 2:
-      return advance_n<2>(states, msg, blocks);
+      return advance_n<2, S>(states, msg, blocks);
     case 3:
-      return advance_n<3>(states, msg, blocks);
+      return advance_n<3, S>(states, msg, blocks);
     case 4:
-      return advance_n<4>(states, msg, blocks);
+      return advance_n<4, S>(states, msg, blocks);
     default:
       throw sdk::Error(UMLOS_INTERNAL, "sha256_advance: " + std::to_string(n) + " lanes, expected 1 to 4");
   }
+}
+
+}  // namespace
+
+void sha256_advance(Sha256State* const* states, const uint8_t* const* msg, int n, size_t blocks, Sha256Source source) {
+  if (blocks == 0) return;
+  switch (source) {
+    case Sha256Source::bytes:
+      return advance_from<Sha256Source::bytes>(states, msg, n, blocks);
+    case Sha256Source::f32_values:
+      return advance_from<Sha256Source::f32_values>(states, msg, n, blocks);
+    case Sha256Source::f64_values:
+      return advance_from<Sha256Source::f64_values>(states, msg, n, blocks);
+  }
+  throw sdk::Error(UMLOS_INTERNAL, "sha256_advance: unknown message source");
 }
 
 void sha256_finish_whole(Sha256State* const* states, const uint64_t* blocks, int n, Digest* out) {

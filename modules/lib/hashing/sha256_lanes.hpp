@@ -71,9 +71,16 @@ struct Sha256State {
 };
 // The state of an empty message (FIPS 180-4 5.3.3's H(0)).
 Sha256State sha256_initial_state();
+// Where a message's bytes are: the bytes themselves, or float32 or float64
+// values whose binary64 big-endian bytes are the message (the leaf digests'
+// bytes, sdk::to_binary64_be: f32 widened exactly), read and converted
+// inside the compression, 8 values a block.
+enum class Sha256Source { bytes, f32_values, f64_values };
 // Advances the n states (1 <= n <= 4) over `blocks` 64-byte blocks each:
-// block b of message i is msg[i][64 b .. 64 b + 63].
-void sha256_advance(Sha256State* const* states, const uint8_t* const* msg, int n, size_t blocks);
+// block b of message i is msg[i][64 b .. 64 b + 63] (bytes), or the values
+// 8 b .. 8 b + 7 of the array at msg[i] (f32_values, f64_values).
+void sha256_advance(Sha256State* const* states, const uint8_t* const* msg, int n, size_t blocks,
+                    Sha256Source source = Sha256Source::bytes);
 // The digests of n messages (1 <= n <= 4) of blocks[i] whole blocks each,
 // whose states have taken all of them: their padding blocks, hashed
 // together.
