@@ -2,6 +2,7 @@
 // (modules/lib/numerics): the chunk-interleaved sum of squares against the
 // canonical sum's definition, and every Adam and Box-Muller path the CPU
 // has against the scalar formula, bit for bit.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -52,6 +53,40 @@ TEST_CASE("the gradient's sum of squares equals the canonical sum of its squares
   }
   // The inputs are such that another order gives other bits: the
   // comparison above can fail.
+  CHECK(order_shows);
+}
+
+TEST_CASE(
+    "canonical_sum and chunk_sums, their chunks folded four, three or two at a time, give the canonical sum's bits",
+    "[numerics]") {
+  bool order_shows = false;
+  for (size_t n : {0,   1,    2,    64,   255,  256,  257,  511,  512,  513,  767, 768,
+                   769, 1023, 1024, 1025, 1280, 1792, 1793, 2047, 2304, 4096, 5000}) {
+    const std::vector<double> x = spread_values(n, 2000 + n);
+    umlos_canonical_sum s = UMLOS_CANONICAL_SUM_INIT;
+    double left_fold = 0.0;
+    for (double v : x) {
+      umlos_canonical_sum_add(&s, v);
+      left_fold += v;
+    }
+    INFO("n = " << n);
+    const double* p = x.data();
+    CHECK(bits(opt::canonical_sum(n, [p](size_t i) { return p[i]; })) == bits(umlos_canonical_sum_result(&s)));
+    // Every chunk's fold from chunk_sums over any range of chunks.
+    const size_t chunks = (n + UMLOS_SUM_CHUNK - 1) / UMLOS_SUM_CHUNK;
+    std::vector<double> sums(chunks);
+    for (size_t c0 = 0; c0 < chunks; ++c0) {
+      opt::chunk_sums(
+          n, c0, chunks, [p](size_t i) { return p[i]; }, sums.data());
+      for (size_t c = c0; c < chunks; ++c) {
+        umlos_canonical_sum one = UMLOS_CANONICAL_SUM_INIT;
+        for (size_t i = c * UMLOS_SUM_CHUNK; i < std::min(n, (c + 1) * UMLOS_SUM_CHUNK); ++i)
+          umlos_canonical_sum_add(&one, x[i]);
+        CHECK(bits(sums[c - c0]) == bits(umlos_canonical_sum_result(&one)));
+      }
+    }
+    order_shows = order_shows || bits(left_fold) != bits(umlos_canonical_sum_result(&s));
+  }
   CHECK(order_shows);
 }
 

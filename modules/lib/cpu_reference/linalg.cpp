@@ -510,16 +510,16 @@ void check_layer_norm(const Call& c) {
 struct RowMoments {
   double mean, rstd;
 };
+// (Its chunks' folds interleaved by numerics::canonical_sum: a row of 768
+// is three independent chains of additions, not one.)
 RowMoments row_moments(const double* x, int64_t d, double eps) {
-  CanonicalSum s1;
-  for (int64_t k = 0; k < d; ++k) s1.add(x[k]);
-  const double m = s1.result() / static_cast<double>(d);
-  CanonicalSum s2;
-  for (int64_t k = 0; k < d; ++k) {
+  const size_t n = static_cast<size_t>(d);
+  const double m = umlos::numerics::canonical_sum(n, [x](size_t k) { return x[k]; }) / static_cast<double>(d);
+  const double ss = umlos::numerics::canonical_sum(n, [x, m](size_t k) {
     const double t = x[k] - m;
-    s2.add(t * t);
-  }
-  return {m, 1.0 / std::sqrt(s2.result() / static_cast<double>(d) + eps)};
+    return t * t;
+  });
+  return {m, 1.0 / std::sqrt(ss / static_cast<double>(d) + eps)};
 }
 
 // Each row is read, normalised and written by one thread in one pass (its
@@ -577,15 +577,17 @@ void layer_norm_grad(Call& c) {
       const RowMoments mo = row_moments(xr.data(), d, eps);
       double* Gi = G.data() + i * d;
       for (int64_t k = 0; k < d; ++k) Gi[k] = static_cast<double>(pg[i * d + k]);
-      CanonicalSum sum_g, sum_gx;
       for (int64_t k = 0; k < d; ++k) {
         xhat[k] = (xr[k] - mo.mean) * mo.rstd;
         g[k] = Gi[k] * static_cast<double>(gamma[k]);
-        sum_g.add(g[k]);
-        sum_gx.add(g[k] * xhat[k]);
         g_xhat[i * d + k] = Gi[k] * xhat[k];
       }
-      double mg = sum_g.result() / static_cast<double>(d), mgx = sum_gx.result() / static_cast<double>(d);
+      const double* pgk = g.data();
+      const double* pxh = xhat.data();
+      const size_t n = static_cast<size_t>(d);
+      const double mg = umlos::numerics::canonical_sum(n, [pgk](size_t k) { return pgk[k]; }) / static_cast<double>(d);
+      const double mgx =
+          umlos::numerics::canonical_sum(n, [pgk, pxh](size_t k) { return pgk[k] * pxh[k]; }) / static_cast<double>(d);
       for (int64_t k = 0; k < d; ++k) pdx[i * d + k] = static_cast<T>(mo.rstd * ((g[k] - mg) - xhat[k] * mgx));
     }
   });

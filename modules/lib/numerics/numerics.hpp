@@ -38,8 +38,9 @@ void canonical_add_squares(umlos_canonical_sum& s, const double* x, size_t n);
 // in [c0, c1) (the last chunk may be partial): the chunk sums the canonical
 // sum then folds in ascending order. Four whole chunks at a time, their
 // folds interleaved: four independent chains of additions instead of one,
-// the adder's throughput instead of its latency per value; each chunk's
-// additions are the same, in the same order.
+// the adder's throughput instead of its latency per value (then three or
+// two where fewer whole chunks are left); each chunk's additions are the
+// same, in the same order.
 template <class F>
 void chunk_sums(size_t n, size_t c0, size_t c1, const F& value, double* sums) {
   constexpr size_t C = UMLOS_SUM_CHUNK;
@@ -58,12 +59,53 @@ void chunk_sums(size_t n, size_t c0, size_t c1, const F& value, double* sums) {
     sums[c - c0 + 2] = s2;
     sums[c - c0 + 3] = s3;
   }
+  if (c + 3 <= c1 && (c + 3) * C <= n) {  // three whole chunks left (a row of 768)
+    const size_t b = c * C;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0;
+    for (size_t i = 0; i < C; ++i) {
+      s0 += value(b + i);
+      s1 += value(b + C + i);
+      s2 += value(b + 2 * C + i);
+    }
+    sums[c - c0] = s0;
+    sums[c - c0 + 1] = s1;
+    sums[c - c0 + 2] = s2;
+    c += 3;
+  }
+  if (c + 2 <= c1 && (c + 2) * C <= n) {
+    const size_t b = c * C;
+    double s0 = 0.0, s1 = 0.0;
+    for (size_t i = 0; i < C; ++i) {
+      s0 += value(b + i);
+      s1 += value(b + C + i);
+    }
+    sums[c - c0] = s0;
+    sums[c - c0 + 1] = s1;
+    c += 2;
+  }
   for (; c < c1; ++c) {
     double s = 0.0;
     const size_t end = (c + 1) * C < n ? (c + 1) * C : n;
     for (size_t i = c * C; i < end; ++i) s += value(i);
     sums[c - c0] = s;
   }
+}
+
+// The canonical sum of value(i) for i in [0, n): chunk_sums four chunks at a
+// time, folded in ascending chunk order from +0.0. The same bits as
+// umlos_canonical_sum_add of each value in turn.
+template <class F>
+double canonical_sum(size_t n, const F& value) {
+  constexpr size_t C = UMLOS_SUM_CHUNK;
+  const size_t chunks = (n + C - 1) / C;
+  double total = 0.0;
+  double sums[4];
+  for (size_t c = 0; c < chunks; c += 4) {
+    const size_t c1 = c + 4 < chunks ? c + 4 : chunks;
+    chunk_sums(n, c, c1, value, sums);
+    for (size_t k = 0; k < c1 - c; ++k) total += sums[k];
+  }
+  return total;
 }
 
 // sums[c] = the left fold from +0.0 of the squares of the c-th of `chunks`
