@@ -234,6 +234,72 @@ TEST_CASE("softmax is the documented binary64 arithmetic on SLEEF's deterministi
 }
 
 TEST_CASE(
+    "softmax_grad, log_softmax and log_softmax_grad are the documented binary64 arithmetic, rows in fours or alone, "
+    "bit "
+    "for bit",
+    "[cpu_driver][numerics]") {
+  // docs/primitives.md: p_j = e_j / z as in softmax (the rows' exps and sums
+  // are computed four rows at a time, each row's own arithmetic unchanged);
+  // softmax_grad dx_j = p_j (dy_j - <dy, p>), log_softmax y_j = (x_j - m) -
+  // log z, log_softmax_grad dx_j = dy_j - p_j sum(dy), each sum canonical.
+  for (const char* isa : {"scalar", static_cast<const char*>(nullptr)}) {
+    auto host = make_host(3, 0, -1, isa);
+    for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+      const bool f32 = is_f32(dtype);
+      auto rounded = [&](double v) { return f32 ? static_cast<double>(static_cast<float>(v)) : v; };
+      const int64_t rows = 23, cols = 300;  // groups of four and rows alone on each of 3 threads
+      std::vector<double> x = mixed_inputs(dtype, rows * cols, 21, -40, 40);
+      std::vector<double> g = mixed_inputs(dtype, rows * cols, 22, -3, 3);
+      for (std::vector<double>* v : {&x, &g})
+        for (double& e : *v)
+          if (!std::isfinite(e) || std::fabs(e) > 1e3) e = -1.25;
+      auto tx = upload(*host, dtype, {rows, cols}, x);
+      auto tg = upload(*host, dtype, {rows, cols}, g);
+      std::vector<std::vector<double>> got;
+      for (const char* prim : {"softmax_grad", "log_softmax", "log_softmax_grad"}) {
+        auto out = empty(*host, dtype, {rows, cols});
+        if (std::string(prim) == "log_softmax")
+          host->dispatch(prim, {tx.get()}, {out.get()}, {});
+        else
+          host->dispatch(prim, {tx.get(), tg.get()}, {out.get()}, {});
+        got.push_back(download(*host, *out));
+      }
+      size_t mismatches = 0;
+      auto check = [&](double want, double have) {
+        if (std::memcmp(&want, &have, sizeof want) != 0) ++mismatches;
+      };
+      for (int64_t r = 0; r < rows; ++r) {
+        const double* row = x.data() + r * cols;
+        const double* gr = g.data() + r * cols;
+        double m = -INFINITY;
+        for (int64_t j = 0; j < cols; ++j) m = std::max(m, row[j]);
+        std::vector<double> e(cols);
+        umlos_canonical_sum s = UMLOS_CANONICAL_SUM_INIT, dot = UMLOS_CANONICAL_SUM_INIT,
+                            gsum = UMLOS_CANONICAL_SUM_INIT;
+        for (int64_t j = 0; j < cols; ++j) {
+          e[j] = Sleef_cinz_expd1_u10purec(row[j] - m);
+          umlos_canonical_sum_add(&s, e[j]);
+        }
+        const double z = umlos_canonical_sum_result(&s), log_z = Sleef_cinz_logd1_u10purec(z);
+        for (int64_t j = 0; j < cols; ++j) {
+          umlos_canonical_sum_add(&dot, gr[j] * (e[j] / z));
+          umlos_canonical_sum_add(&gsum, gr[j]);
+        }
+        const double d = umlos_canonical_sum_result(&dot), total = umlos_canonical_sum_result(&gsum);
+        for (int64_t j = 0; j < cols; ++j) {
+          const double p = e[j] / z;
+          check(rounded(p * (gr[j] - d)), got[0][r * cols + j]);
+          check(rounded((row[j] - m) - log_z), got[1][r * cols + j]);
+          check(rounded(gr[j] - p * total), got[2][r * cols + j]);
+        }
+      }
+      INFO((isa ? isa : "widest path") << (f32 ? ", f32" : ", f64"));
+      CHECK(mismatches == 0);
+    }
+  }
+}
+
+TEST_CASE(
     "bce_with_logits, gaussian_kl and their gradients are the documented binary64 arithmetic on SLEEF's scalar exp and "
     "log1p, bit for bit",
     "[cpu_driver][numerics]") {

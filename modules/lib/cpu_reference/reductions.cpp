@@ -185,18 +185,58 @@ Rows last_axis_rows(const Call& c, const Operand& x) {
 // keeping exp(x[j] - max) in e[j] for the caller: the probabilities are
 // e[j] / sum, the same values as computing each exp again, at half the
 // calls. The exps are transcendentals.hpp's (vectorised, the same bits on
-// every path), all of the row's differences at once.
+// every path), all of the rows' differences at once. R rows (of n values,
+// x and e a row apart) at a time: the max and the sum of each row are
+// chains of dependent operations, so R rows' chains run interleaved (the
+// attention's rows of 128 spent most of their time waiting on them); every
+// row's own operations are unchanged.
+template <class T, int R>
+void rows_max_exps(GemmIsa isa, const T* x, int64_t n, double* e, double (&max_out)[R], double (&sum_out)[R]) {
+  double m[R];
+  for (int r = 0; r < R; ++r) m[r] = -INFINITY;
+  for (int64_t j = 0; j < n; ++j)
+    for (int r = 0; r < R; ++r) m[r] = std::max(m[r], static_cast<double>(x[r * n + j]));
+  for (int r = 0; r < R; ++r) {
+    if (std::isinf(m[r])) m[r] = m[r] > 0 ? m[r] : 0.0;  // all -inf row: exp(x - 0) = 0 everywhere
+    for (int64_t j = 0; j < n; ++j) e[r * n + j] = static_cast<double>(x[r * n + j]) - m[r];
+  }
+  transcendental_values<double>(isa, Transcendental::exp, e, e, R * n);
+  CanonicalSum s[R];
+  for (int64_t j = 0; j < n; ++j)
+    for (int r = 0; r < R; ++r) s[r].add(e[r * n + j]);
+  for (int r = 0; r < R; ++r) {
+    max_out[r] = m[r];
+    sum_out[r] = s[r].result();
+  }
+}
+
 template <class T>
 void row_max_exps(GemmIsa isa, const T* x, int64_t n, double* e, double& max_out, double& sum_out) {
-  double m = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(x[j]));
-  if (std::isinf(m)) m = m > 0 ? m : 0.0;  // all -inf row: exp(x - 0) = 0 everywhere
-  for (int64_t j = 0; j < n; ++j) e[j] = static_cast<double>(x[j]) - m;
-  transcendental_values<double>(isa, Transcendental::exp, e, e, n);
-  CanonicalSum s;
-  for (int64_t j = 0; j < n; ++j) s.add(e[j]);
-  max_out = m;
-  sum_out = s.result();
+  double m[1], z[1];
+  rows_max_exps<T, 1>(isa, x, n, e, m, z);
+  max_out = m[0];
+  sum_out = z[0];
+}
+
+// Rows of the softmax primitives four at a time (rows_max_exps), the last
+// ones one at a time: `row(i, e, m, z)` finishes row i from its exps.
+constexpr int kSoftmaxRows = 4;
+
+template <class T, class Row>
+void softmax_rows(GemmIsa isa, const T* x, int64_t cols, int64_t s, int64_t e, std::vector<double>& ex,
+                  const Row& row) {
+  ex.resize(static_cast<size_t>(kSoftmaxRows * cols));
+  int64_t i = s;
+  for (; i + kSoftmaxRows <= e; i += kSoftmaxRows) {
+    double m[kSoftmaxRows], z[kSoftmaxRows];
+    rows_max_exps<T, kSoftmaxRows>(isa, x + i * cols, cols, ex.data(), m, z);
+    for (int r = 0; r < kSoftmaxRows; ++r) row(i + r, ex.data() + r * cols, m[r], z[r]);
+  }
+  for (; i < e; ++i) {
+    double m, z;
+    row_max_exps(isa, x + i * cols, cols, ex.data(), m, z);
+    row(i, ex.data(), m, z);
+  }
 }
 
 template <class T>
@@ -207,16 +247,14 @@ void softmax_forward(Call& c, bool log_form) {
   const T* px = x.as<T>();
   T* py = c.out[0].as<T>();
   c.pool->parallel_for(r.rows, row_grain(r.cols), [&](int64_t s, int64_t e) {
-    std::vector<double> ex(r.cols);
-    for (int64_t i = s; i < e; ++i) {
+    std::vector<double> ex;
+    softmax_rows(c.isa, px, r.cols, s, e, ex, [&](int64_t i, const double* exps, double m, double z) {
       const T* row = px + i * r.cols;
       T* out = py + i * r.cols;
-      double m, z;
-      row_max_exps(c.isa, row, r.cols, ex.data(), m, z);
       double log_z = transcendental(Transcendental::log, z);
       for (int64_t j = 0; j < r.cols; ++j)
-        out[j] = static_cast<T>(log_form ? (static_cast<double>(row[j]) - m) - log_z : ex[j] / z);
-    }
+        out[j] = static_cast<T>(log_form ? (static_cast<double>(row[j]) - m) - log_z : exps[j] / z);
+    });
   });
 }
 
@@ -230,14 +268,11 @@ void softmax_grad(Call& c, bool log_form) {
   const T* pg = dy.as<T>();
   T* pdx = c.out[0].as<T>();
   c.pool->parallel_for(r.rows, row_grain(r.cols), [&](int64_t s, int64_t e) {
-    std::vector<double> p(r.cols);
-    for (int64_t i = s; i < e; ++i) {
-      const T* row = px + i * r.cols;
+    std::vector<double> ex, p(static_cast<size_t>(r.cols));
+    softmax_rows(c.isa, px, r.cols, s, e, ex, [&](int64_t i, const double* exps, double, double z) {
       const T* g = pg + i * r.cols;
       T* out = pdx + i * r.cols;
-      double m, z;
-      row_max_exps(c.isa, row, r.cols, p.data(), m, z);
-      for (int64_t j = 0; j < r.cols; ++j) p[j] /= z;
+      for (int64_t j = 0; j < r.cols; ++j) p[j] = exps[j] / z;
       CanonicalSum acc;
       if (log_form) {
         // d/dx of log_softmax: dy - softmax * sum(dy)
@@ -250,7 +285,7 @@ void softmax_grad(Call& c, bool log_form) {
         double dot = acc.result();
         for (int64_t j = 0; j < r.cols; ++j) out[j] = static_cast<T>(p[j] * (static_cast<double>(g[j]) - dot));
       }
-    }
+    });
   });
 }
 
