@@ -51,21 +51,42 @@ bool make_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b
   return true;
 }
 
-// Calls f(p, ia, ib) for output flat indices p in [begin, end).
+// Calls run(p, ia, ib, len, sa, sb) for runs of output flat indices
+// [p, p + len) within [begin, end), each along the last axis: element p + k
+// reads a at ia + k sa and b at ib + k sb (sa, sb: 1, or 0 where the
+// operand is broadcast along that axis). The same elements, in the same
+// order, as an odometer over every element, with the index arithmetic once
+// a run instead of once an element (the attention's [12, 128, 128] scores times
+// a scalar spent 1.9 ns an element on it).
 template <class F>
-void for_each_broadcast(const Broadcast& bc, int64_t begin, int64_t end, F&& f) {
-  size_t rank = bc.out_dims.size();
+void for_each_broadcast_run(const Broadcast& bc, int64_t begin, int64_t end, F&& run) {
+  const size_t rank = bc.out_dims.size();
+  if (begin >= end) return;
+  if (rank == 0) {
+    run(begin, int64_t(0), int64_t(0), end - begin, int64_t(0), int64_t(0));
+    return;
+  }
+  const int64_t last = bc.out_dims[rank - 1], sa = bc.stride_a[rank - 1], sb = bc.stride_b[rank - 1];
   std::vector<int64_t> idx(rank, 0);
   int64_t rem = begin, ia = 0, ib = 0;
   for (size_t k = rank; k-- > 0;) {
-    idx[k] = bc.out_dims[k] ? rem % bc.out_dims[k] : 0;
-    rem = bc.out_dims[k] ? rem / bc.out_dims[k] : 0;
+    idx[k] = rem % bc.out_dims[k];
+    rem /= bc.out_dims[k];
     ia += idx[k] * bc.stride_a[k];
     ib += idx[k] * bc.stride_b[k];
   }
-  for (int64_t p = begin; p < end; ++p) {
-    f(p, ia, ib);
-    for (size_t k = rank; k-- > 0;) {
+  for (int64_t p = begin; p < end;) {
+    const int64_t len = std::min(last - idx[rank - 1], end - p);
+    run(p, ia, ib, len, sa, sb);
+    p += len;
+    ia += len * sa;
+    ib += len * sb;
+    idx[rank - 1] += len;
+    if (idx[rank - 1] < last) break;  // the range ended inside a run
+    ia -= sa * last;
+    ib -= sb * last;
+    idx[rank - 1] = 0;
+    for (size_t k = rank - 1; k-- > 0;) {
       ++idx[k];
       ia += bc.stride_a[k];
       ib += bc.stride_b[k];
@@ -74,6 +95,24 @@ void for_each_broadcast(const Broadcast& bc, int64_t begin, int64_t end, F&& f) 
       ib -= bc.stride_b[k] * idx[k];
       idx[k] = 0;
     }
+  }
+}
+
+// y[k] = op(a[k sa], b[k sb]) for k < n, sa and sb 1 or 0: a loop for each
+// case, so that the compiler vectorises the common ones.
+template <class T, class Op>
+void binary_run(T* y, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n, const Op& op) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t k = 0; k < n; ++k) y[k] = op(a[k], b[k]);
+  } else if (sa == 1) {
+    const T w = *b;
+    for (int64_t k = 0; k < n; ++k) y[k] = op(a[k], w);
+  } else if (sb == 1) {
+    const T x = *a;
+    for (int64_t k = 0; k < n; ++k) y[k] = op(x, b[k]);
+  } else {
+    const T v = op(*a, *b);
+    for (int64_t k = 0; k < n; ++k) y[k] = v;
   }
 }
 
@@ -110,15 +149,28 @@ void binary_forward(Call& c, BinaryKind kind) {
   const T* pa = a.as<T>();
   const T* pb = b.as<T>();
   T* py = y.as<T>();
-  bool same = a.dims == b.dims;
-  c.pool->parallel_for(bc.numel, kElementGrain, [&](int64_t s, int64_t e) {
-    if (same) {
-      for (int64_t p = s; p < e; ++p) py[p] = apply_binary<T>(kind, pa[p], pb[p]);
-    } else {
-      for_each_broadcast(bc, s, e,
-                         [&](int64_t p, int64_t ia, int64_t ib) { py[p] = apply_binary<T>(kind, pa[ia], pb[ib]); });
-    }
-  });
+  const bool same = a.dims == b.dims;
+  auto forward = [&](const auto& op) {
+    c.pool->parallel_for(bc.numel, kElementGrain, [&](int64_t s, int64_t e) {
+      if (same) {
+        binary_run(py + s, pa + s, 1, pb + s, 1, e - s, op);
+        return;
+      }
+      for_each_broadcast_run(bc, s, e, [&](int64_t p, int64_t ia, int64_t ib, int64_t len, int64_t sa, int64_t sb) {
+        binary_run(py + p, pa + ia, sa, pb + ib, sb, len, op);
+      });
+    });
+  };
+  switch (kind) {
+    case BinaryKind::Add:
+      return forward([](T x, T w) { return apply_binary<T>(BinaryKind::Add, x, w); });
+    case BinaryKind::Sub:
+      return forward([](T x, T w) { return apply_binary<T>(BinaryKind::Sub, x, w); });
+    case BinaryKind::Mul:
+      return forward([](T x, T w) { return apply_binary<T>(BinaryKind::Mul, x, w); });
+    case BinaryKind::Div:
+      return forward([](T x, T w) { return apply_binary<T>(BinaryKind::Div, x, w); });
+  }
 }
 
 // Column sums of a rows x cols matrix of S elements (leading axes summed,
@@ -225,41 +277,55 @@ void binary_grad(Call& c, BinaryKind kind) {
   T* da = c.out[0].as<T>();
   T* db = c.out[1].as<T>();
   std::vector<double> ga(a_full || !want_a ? 0 : bc.numel), gb(b_full || !want_b ? 0 : bc.numel);
-  c.pool->parallel_for(bc.numel, kElementGrain, [&](int64_t s, int64_t e) {
-    for_each_broadcast(bc, s, e, [&](int64_t p, int64_t ia, int64_t ib) {
-      double g = pg[p], x = pa[ia], w = pb[ib], va = 0, vb = 0;
-      switch (kind) {
-        case BinaryKind::Add:
-          va = g;
-          vb = g;
-          break;
-        case BinaryKind::Sub:
-          va = g;
-          vb = -g;
-          break;
-        case BinaryKind::Mul:
-          va = g * w;
-          vb = g * x;
-          break;
-        case BinaryKind::Div:
-          va = g / w;
-          vb = (-g * (x / w)) / w;
-          break;  // never squares w: b*b under/overflows for |b| < 1.5e-154 or > 1.3e154
-      }
-      if (want_a) {
-        if (a_full)
-          da[p] = static_cast<T>(0.0 + va);
-        else
-          ga[p] = va;
-      }
-      if (want_b) {
-        if (b_full)
-          db[p] = static_cast<T>(0.0 + vb);
-        else
-          gb[p] = vb;
-      }
+  // contrib(g, x, w, va, vb): each element's two contributions, by kind.
+  auto grad = [&](const auto& contrib) {
+    c.pool->parallel_for(bc.numel, kElementGrain, [&](int64_t s, int64_t e) {
+      for_each_broadcast_run(bc, s, e, [&](int64_t p0, int64_t ia, int64_t ib, int64_t len, int64_t sa, int64_t sb) {
+        for (int64_t k = 0; k < len; ++k) {
+          const int64_t p = p0 + k;
+          const double g = pg[p], x = pa[ia + k * sa], w = pb[ib + k * sb];
+          double va = 0, vb = 0;
+          contrib(g, x, w, va, vb);
+          if (want_a) {
+            if (a_full)
+              da[p] = static_cast<T>(0.0 + va);
+            else
+              ga[p] = va;
+          }
+          if (want_b) {
+            if (b_full)
+              db[p] = static_cast<T>(0.0 + vb);
+            else
+              gb[p] = vb;
+          }
+        }
+      });
     });
-  });
+  };
+  switch (kind) {
+    case BinaryKind::Add:
+      grad([](double g, double, double, double& va, double& vb) { va = vb = g; });
+      break;
+    case BinaryKind::Sub:
+      grad([](double g, double, double, double& va, double& vb) {
+        va = g;
+        vb = -g;
+      });
+      break;
+    case BinaryKind::Mul:
+      grad([](double g, double x, double w, double& va, double& vb) {
+        va = g * w;
+        vb = g * x;
+      });
+      break;
+    case BinaryKind::Div:
+      // never squares w: b*b under/overflows for |b| < 1.5e-154 or > 1.3e154
+      grad([](double g, double x, double w, double& va, double& vb) {
+        va = g / w;
+        vb = (-g * (x / w)) / w;
+      });
+      break;
+  }
   if (want_a && !a_full) store_reduced<T>(c, bc.out_dims, ga, c.out[0]);
   if (want_b && !b_full) store_reduced<T>(c, bc.out_dims, gb, c.out[1]);
 }
