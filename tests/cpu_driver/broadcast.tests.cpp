@@ -102,9 +102,9 @@ TEST_CASE(
   // of 103), operands broadcast along the last, a middle, the first and
   // every axis, and a scalar of rank 0.
   const std::vector<Pattern> patterns = {
-      {{5, 71, 103}, {5, 71, 103}}, {{5, 71, 103}, {103}},       {{5, 71, 103}, {71, 1}}, {{5, 71, 103}, {}},
-      {{5, 71, 103}, {5, 1, 103}},  {{1, 71, 1}, {5, 71, 103}},  {{103}, {5, 71, 1}},     {{5, 1, 103}, {1, 71, 1}},
-      {{1}, {5, 71, 103}},
+      {{5, 71, 103}, {5, 71, 103}}, {{5, 71, 103}, {103}},       {{5, 71, 103}, {71, 1}},
+      {{5, 71, 103}, {}},           {{5, 71, 103}, {5, 1, 103}}, {{1, 71, 1}, {5, 71, 103}},
+      {{103}, {5, 71, 1}},          {{5, 1, 103}, {1, 71, 1}},   {{1}, {5, 71, 103}},
   };
   for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
     for (size_t pi = 0; pi < patterns.size(); ++pi) {
@@ -134,7 +134,8 @@ TEST_CASE(
           INFO(kind << " " << (dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << " pattern " << pi << ", " << threads
                     << " thread(s)");
           auto host = make_host(threads);
-          auto ta = upload(*host, dtype, p.a, a), tb = upload(*host, dtype, p.b, b), tg = upload(*host, dtype, w.out, g);
+          auto ta = upload(*host, dtype, p.a, a), tb = upload(*host, dtype, p.b, b),
+               tg = upload(*host, dtype, w.out, g);
           auto ty = empty(*host, dtype, w.out);
           host->dispatch(kind, {ta.get(), tb.get()}, {ty.get()});
           CHECK(same_bits(download(*host, *ty), y));

@@ -47,6 +47,7 @@ bool lane_length(const Leaf& l) { return l.count > 0 && l.count % 8 == 0; }
 // [first, first + (t1 - t0)) during the rounds [t0, t1).
 struct Part {
   size_t leaf;  // index into the schedule's leaves
+  int lane;
   uint64_t t0, t1, first;
 };
 
@@ -70,17 +71,20 @@ std::vector<Part> wrap_schedule(const std::vector<uint64_t>& blocks, uint64_t* r
   }
   const uint64_t R = std::max(longest, (total + kLanes - 1) / kLanes);
   std::vector<Part> parts;
+  int lane = 0;
   uint64_t t = 0;  // the first free round of the current lane
   for (size_t i = 0; i < blocks.size(); ++i) {
     const uint64_t b = blocks[i];
     if (t + b <= R) {
-      parts.push_back({i, t, t + b, 0});
-      t = t + b == R ? 0 : t + b;
+      parts.push_back({i, lane, t, t + b, 0});
+      t += b;
+      if (t == R) ++lane, t = 0;
       continue;
     }
     const uint64_t head = b - (R - t);  // on the next lane first, rounds [0, head); head <= t as b <= R
-    parts.push_back({i, 0, head, 0});
-    parts.push_back({i, t, R, head});
+    parts.push_back({i, lane + 1, 0, head, 0});
+    parts.push_back({i, lane, t, R, head});
+    ++lane;
     t = head;
   }
   *rounds = R;
@@ -99,10 +103,16 @@ void hash_wrapped(const std::vector<Leaf>& leaves, const std::vector<size_t>& wh
   uint64_t R = 0;
   const std::vector<Part> parts = wrap_schedule(blocks, &R);
   std::vector<uint64_t> events = {0, R};
+  std::vector<const Part*> on_lane[kLanes];  // each lane's parts, in time order
   for (const Part& p : parts) {
     events.push_back(p.t0);
     events.push_back(p.t1);
+    if (p.lane < 0 || p.lane >= kLanes) throw sdk::Error(UMLOS_INTERNAL, "leaf digests: a part past the fourth lane");
+    on_lane[p.lane].push_back(&p);
   }
+  for (auto& lane_parts : on_lane)
+    std::sort(lane_parts.begin(), lane_parts.end(), [](const Part* a, const Part* b) { return a->t0 < b->t0; });
+  size_t cursor[kLanes] = {};
   std::sort(events.begin(), events.end());
   events.erase(std::unique(events.begin(), events.end()), events.end());
   std::vector<Sha256State> state(which.size(), sha256_initial_state());
@@ -112,11 +122,11 @@ void hash_wrapped(const std::vector<Leaf>& leaves, const std::vector<size_t>& wh
     const uint64_t from = events[e], to = events[e + 1];
     const Part* running[kLanes] = {};
     int n = 0;
-    for (const Part& p : parts)
-      if (p.t0 <= from && from < p.t1) {
-        if (n == kLanes) throw sdk::Error(UMLOS_INTERNAL, "leaf digests: more than four leaves in one round");
-        running[n++] = &p;
-      }
+    for (int lane = 0; lane < kLanes; ++lane) {
+      std::vector<const Part*>& lp = on_lane[lane];
+      while (cursor[lane] < lp.size() && lp[cursor[lane]]->t1 <= from) ++cursor[lane];
+      if (cursor[lane] < lp.size() && lp[cursor[lane]]->t0 <= from) running[n++] = lp[cursor[lane]];
+    }
     Sha256State* st[kLanes] = {};
     const uint8_t* piece[kLanes] = {};
     for (int k = 0; k < n; ++k) {

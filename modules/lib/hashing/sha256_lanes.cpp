@@ -200,7 +200,9 @@ bool known_answers_agree() {
   lanes.finish(got);
   for (int i = 0; i < N; ++i)
     if (got[i] != sdk::sha256(text[i], sizeof text[i])) return false;
-  return values_agree<N, float>() && values_agree<N, double>();
+  // (The single lane the wrap-around schedule also runs, checked with two.)
+  return values_agree<N, float>() && values_agree<N, double>() &&
+         (N != 2 || (values_agree<1, float>() && values_agree<1, double>()));
 }
 
 }  // namespace
