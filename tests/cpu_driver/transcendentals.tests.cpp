@@ -25,6 +25,23 @@ namespace {
 
 bool is_f32(int32_t dtype) { return dtype == UMLOS_DTYPE_F32; }
 
+// v rounded once to the dtype (a binary64 value as the dtype would hold it).
+double rounded_to(int32_t dtype, double v) { return is_f32(dtype) ? static_cast<double>(static_cast<float>(v)) : v; }
+
+// mixed_inputs with its non-finite and huge values replaced by `instead`:
+// inputs for the comparisons with a one-element reference (a NaN would only
+// abort the comparison).
+std::vector<double> finite_inputs(int32_t dtype, size_t n, uint64_t seed, double lo, double hi, double instead) {
+  std::vector<double> v = mixed_inputs(dtype, n, seed, lo, hi);
+  for (double& e : v)
+    if (!std::isfinite(e) || std::fabs(e) > 1e3) e = instead;
+  return v;
+}
+
+// The paths the bit-for-bit tests run: the scalar one and the widest the
+// CPU has (driver.config isa: nullptr, the default).
+const char* const kScalarAndWidest[] = {"scalar", nullptr};
+
 // One call of `primitive` on inputs of `dims` (the last inputs as given),
 // returning the bytes of every output.
 struct Call {
@@ -76,10 +93,7 @@ std::vector<Call> calls_of_length(int32_t dtype, int64_t n, uint64_t seed) {
     calls.push_back({std::string(f) + "_grad", {{rows, n}, {rows, n}}, {}, {logits, g}, {{rows, n}}, {}});
   }
   // The losses on finite inputs (a NaN would only abort the comparison).
-  const auto finite = mixed_inputs(dtype, rows * n, seed + 5, -30, 30);
-  std::vector<double> fin(finite);
-  for (double& v : fin)
-    if (!std::isfinite(v) || std::fabs(v) > 1e3) v = 0.5;
+  const std::vector<double> fin = finite_inputs(dtype, rows * n, seed + 5, -30, 30, 0.5);
   std::vector<double> labels(rows), targets(rows * n), one = {1.0};
   for (int64_t i = 0; i < rows; ++i) labels[i] = static_cast<double>((i * 7) % n);
   for (int64_t i = 0; i < rows * n; ++i) targets[i] = (i % 3) / 2.0;
@@ -198,14 +212,11 @@ TEST_CASE("softmax is the documented binary64 arithmetic on SLEEF's deterministi
   // docs/primitives.md: m = the row's max, e_j = exp(x_j - m) by SLEEF's
   // Sleef_cinz_expd1_u10purec (the scalar build of every path's exp), z =
   // the canonical sum of the e_j, y_j = e_j / z rounded once to the dtype.
-  for (const char* isa : {"scalar", static_cast<const char*>(nullptr)}) {
+  for (const char* isa : kScalarAndWidest) {
     auto host = make_host(2, 0, -1, isa);
     for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
       const int64_t rows = 50, cols = 300;  // a row longer than one 256-value chunk
-      const std::vector<double> x = mixed_inputs(dtype, rows * cols, 5, -40, 40);
-      std::vector<double> finite(x);
-      for (double& v : finite)
-        if (!std::isfinite(v) || std::fabs(v) > 1e3) v = -1.25;
+      const std::vector<double> finite = finite_inputs(dtype, rows * cols, 5, -40, 40, -1.25);
       auto tx = upload(*host, dtype, {rows, cols}, finite);
       auto ty = empty(*host, dtype, {rows, cols});
       host->dispatch("softmax", {tx.get()}, {ty.get()}, {});
@@ -235,24 +246,18 @@ TEST_CASE("softmax is the documented binary64 arithmetic on SLEEF's deterministi
 
 TEST_CASE(
     "softmax_grad, log_softmax and log_softmax_grad are the documented binary64 arithmetic, rows in fours or alone, "
-    "bit "
-    "for bit",
+    "bit for bit",
     "[cpu_driver][numerics]") {
   // docs/primitives.md: p_j = e_j / z as in softmax (the rows' exps and sums
   // are computed four rows at a time, each row's own arithmetic unchanged);
   // softmax_grad dx_j = p_j (dy_j - <dy, p>), log_softmax y_j = (x_j - m) -
   // log z, log_softmax_grad dx_j = dy_j - p_j sum(dy), each sum canonical.
-  for (const char* isa : {"scalar", static_cast<const char*>(nullptr)}) {
+  for (const char* isa : kScalarAndWidest) {
     auto host = make_host(3, 0, -1, isa);
     for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
-      const bool f32 = is_f32(dtype);
-      auto rounded = [&](double v) { return f32 ? static_cast<double>(static_cast<float>(v)) : v; };
       const int64_t rows = 23, cols = 300;  // groups of four and rows alone on each of 3 threads
-      std::vector<double> x = mixed_inputs(dtype, rows * cols, 21, -40, 40);
-      std::vector<double> g = mixed_inputs(dtype, rows * cols, 22, -3, 3);
-      for (std::vector<double>* v : {&x, &g})
-        for (double& e : *v)
-          if (!std::isfinite(e) || std::fabs(e) > 1e3) e = -1.25;
+      const std::vector<double> x = finite_inputs(dtype, rows * cols, 21, -40, 40, -1.25),
+                                g = finite_inputs(dtype, rows * cols, 22, -3, 3, -1.25);
       auto tx = upload(*host, dtype, {rows, cols}, x);
       auto tg = upload(*host, dtype, {rows, cols}, g);
       std::vector<std::vector<double>> got;
@@ -288,12 +293,12 @@ TEST_CASE(
         const double d = umlos_canonical_sum_result(&dot), total = umlos_canonical_sum_result(&gsum);
         for (int64_t j = 0; j < cols; ++j) {
           const double p = e[j] / z;
-          check(rounded(p * (gr[j] - d)), got[0][r * cols + j]);
-          check(rounded((row[j] - m) - log_z), got[1][r * cols + j]);
-          check(rounded(gr[j] - p * total), got[2][r * cols + j]);
+          check(rounded_to(dtype, p * (gr[j] - d)), got[0][r * cols + j]);
+          check(rounded_to(dtype, (row[j] - m) - log_z), got[1][r * cols + j]);
+          check(rounded_to(dtype, gr[j] - p * total), got[2][r * cols + j]);
         }
       }
-      INFO((isa ? isa : "widest path") << (f32 ? ", f32" : ", f64"));
+      INFO((isa ? isa : "widest path") << (is_f32(dtype) ? ", f32" : ", f64"));
       CHECK(mismatches == 0);
     }
   }
@@ -313,17 +318,12 @@ TEST_CASE(
   //   kl:  term -0.5 (((1 + v) - mu mu) - exp(v)), their sum;
   //        dmu = mu, dv = 0.5 (exp(v) - 1)
   // each sum the canonical sum, each result rounded once to the dtype.
-  for (const char* isa : {"scalar", static_cast<const char*>(nullptr)}) {
+  for (const char* isa : kScalarAndWidest) {
     auto host = make_host(3, 0, -1, isa);
     for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
-      const bool f32 = is_f32(dtype);
-      auto rounded = [&](double v) { return f32 ? static_cast<double>(static_cast<float>(v)) : v; };
       const int64_t rows = 40, cols = 300;  // tails of every vector width, several chunks and threads
-      std::vector<double> x = mixed_inputs(dtype, rows * cols, 11, -30, 30);
-      std::vector<double> t = mixed_inputs(dtype, rows * cols, 12, -3, 3);
-      for (std::vector<double>* v : {&x, &t})
-        for (double& e : *v)
-          if (!std::isfinite(e) || std::fabs(e) > 1e3) e = 0.75;
+      const std::vector<double> x = finite_inputs(dtype, rows * cols, 11, -30, 30, 0.75),
+                                t = finite_inputs(dtype, rows * cols, 12, -3, 3, 0.75);
       const std::vector<double> one = {1.0};
       auto tx = upload(*host, dtype, {rows, cols}, x), tt = upload(*host, dtype, {rows, cols}, t);
       auto t1 = upload(*host, dtype, {}, one);
@@ -346,16 +346,16 @@ TEST_CASE(
         const double e = Sleef_cinz_expd1_u10purec(-std::fabs(x[i]));
         umlos_canonical_sum_add(&sb, std::max(x[i], 0.0) - x[i] * t[i] + Sleef_cinz_log1pd1_u10purec(e));
         const double s = x[i] >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-        same(rounded((1.0 / n) * (s - t[i])), got_dx[i]);
+        same(rounded_to(dtype, (1.0 / n) * (s - t[i])), got_dx[i]);
         const double ev = Sleef_cinz_expd1_u10purec(t[i]);
         umlos_canonical_sum_add(&sk, -0.5 * (((1.0 + t[i]) - x[i] * x[i]) - ev));
-        same(rounded(x[i]), got_dmu[i]);
-        same(rounded(0.5 * (ev - 1.0)), got_dv[i]);
+        same(rounded_to(dtype, x[i]), got_dmu[i]);
+        same(rounded_to(dtype, 0.5 * (ev - 1.0)), got_dv[i]);
       }
-      INFO((isa ? isa : "widest path") << (f32 ? ", f32" : ", f64"));
+      INFO((isa ? isa : "widest path") << (is_f32(dtype) ? ", f32" : ", f64"));
       CHECK(mismatches == 0);
-      CHECK(download(*host, *bce).at(0) == rounded(umlos_canonical_sum_result(&sb) / n));
-      CHECK(download(*host, *kl).at(0) == rounded(umlos_canonical_sum_result(&sk)));
+      CHECK(download(*host, *bce).at(0) == rounded_to(dtype, umlos_canonical_sum_result(&sb) / n));
+      CHECK(download(*host, *kl).at(0) == rounded_to(dtype, umlos_canonical_sum_result(&sk)));
     }
   }
 }
