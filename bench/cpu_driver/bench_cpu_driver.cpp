@@ -257,9 +257,10 @@ void print_step_products(const std::string& model, int32_t dtype, const std::str
       model.c_str(), dtype == UMLOS_DTYPE_F32 ? "f32" : "f64", path.c_str());
   // UMLOS_BENCH_PRODUCT=k: the k-th product alone (from 0), for a profiler.
   const char* only = std::getenv("UMLOS_BENCH_PRODUCT");
-  int index = -1;
-  for (const Product& p : step_products(model)) {
-    if (++index, only != nullptr && std::atoi(only) != index) continue;
+  const std::vector<Product>& products = step_products(model);
+  for (size_t index = 0; index < products.size(); ++index) {
+    if (only != nullptr && std::atoi(only) != static_cast<int>(index)) continue;
+    const Product& p = products[index];
     const double g = matmul_gflops(*host, dtype, p.m, p.k, p.n, repeats, p.ta, p.tb);
     std::printf("| %s | %lld | %lld | %lld | %.1f | %.0f%% |\n", p.what, static_cast<long long>(p.m),
                 static_cast<long long>(p.k), static_cast<long long>(p.n), g, 100.0 * g / peak);

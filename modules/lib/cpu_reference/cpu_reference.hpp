@@ -105,16 +105,13 @@ template <class F>
 double canonical_sum(ThreadPool& pool, int64_t n, const F& value) {
   if (n <= 0) return 0.0;
   const int64_t chunks = (n + kSumChunk - 1) / kSumChunk;
-  std::vector<double> partial(static_cast<size_t>(chunks));
   // Below 64 chunks a split costs more than it saves.
-  if (chunks < 64 || pool.size() == 1) {
-    umlos::numerics::chunk_sums(static_cast<size_t>(n), 0, static_cast<size_t>(chunks), value, partial.data());
-  } else {
-    pool.parallel_for(chunks, 16, [&](int64_t q0, int64_t q1) {
-      umlos::numerics::chunk_sums(static_cast<size_t>(n), static_cast<size_t>(q0), static_cast<size_t>(q1), value,
-                                  partial.data() + q0);
-    });
-  }
+  if (chunks < 64 || pool.size() == 1) return umlos::numerics::canonical_sum(static_cast<size_t>(n), value);
+  std::vector<double> partial(static_cast<size_t>(chunks));
+  pool.parallel_for(chunks, 16, [&](int64_t q0, int64_t q1) {
+    umlos::numerics::chunk_sums(static_cast<size_t>(n), static_cast<size_t>(q0), static_cast<size_t>(q1), value,
+                                partial.data() + q0);
+  });
   double total = 0.0;
   for (double p : partial) total += p;
   return total;

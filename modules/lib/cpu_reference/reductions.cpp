@@ -448,11 +448,10 @@ double pair_divisor(const Call& c, PairLoss k, const Operand& a) {
 
 template <class T, PairLoss K>
 void pair_loss_forward(Call& c) {
-  constexpr PairLoss k = K;
   const Operand &a = c.in[0], &b = c.in[1];
   c.expect_in_shape(1, a.dims);
   c.expect_scalar_out(0);
-  double divisor = pair_divisor(c, k, a);
+  double divisor = pair_divisor(c, K, a);
   const T* pa = a.as<T>();
   const T* pb = b.as<T>();
   // The caller's buffers, kept between calls; named through a reference so
@@ -460,7 +459,7 @@ void pair_loss_forward(Call& c) {
   // lambda would be each thread's own).
   thread_local PairTranscendentals kept;
   PairTranscendentals& t = kept;
-  pair_transcendentals(c, k, pa, pb, a.numel, t);
+  pair_transcendentals(c, K, pa, pb, a.numel, t);
   double total = canonical_sum(*c.pool, a.numel, [&](int64_t i) {
     double v = 0.0, da = 0.0, db = 0.0;
     pair_term<K>(static_cast<double>(pa[i]), static_cast<double>(pb[i]), t, i, v, da, db);
@@ -471,14 +470,13 @@ void pair_loss_forward(Call& c) {
 
 template <class T, PairLoss K>
 void pair_loss_grad(Call& c) {
-  constexpr PairLoss k = K;
   const Operand &a = c.in[0], &b = c.in[1];
   c.expect_in_shape(1, a.dims);
   c.expect_scalar_in(2);
   c.expect_out_shape(0, a.dims);
   bool want_b = c.out.size() > 1;
   if (want_b) c.expect_out_shape(1, b.dims);
-  double g = static_cast<double>(c.in[2].as<T>()[0]) / pair_divisor(c, k, a);
+  double g = static_cast<double>(c.in[2].as<T>()[0]) / pair_divisor(c, K, a);
   const T* pa = a.as<T>();
   const T* pb = b.as<T>();
   T* pda = c.out[0].as<T>();
@@ -488,7 +486,7 @@ void pair_loss_grad(Call& c) {
   // lambda would be each thread's own).
   thread_local PairTranscendentals kept;
   PairTranscendentals& t = kept;
-  pair_transcendentals(c, k, pa, pb, a.numel, t);
+  pair_transcendentals(c, K, pa, pb, a.numel, t);
   c.pool->parallel_for(a.numel, 16384, [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       double v = 0.0, da = 0.0, db = 0.0;

@@ -134,9 +134,28 @@ void serialize(const uint32_t (&h)[8], Digest& out) {
     for (int j = 0; j < 4; ++j) out[4 * k + j] = static_cast<uint8_t>(h[k] >> (24 - 8 * j));
 }
 
+// FIPS 180-4 5.1.1's padding of a message of whole blocks: 0x80, zeros,
+// the length in bits as 64 bits big-endian, one block.
+void whole_blocks_padding(uint64_t blocks, uint8_t (&pad)[64]) {
+  std::memset(pad, 0, sizeof pad);
+  pad[0] = 0x80;
+  const uint64_t bits = blocks * 512;
+  for (int k = 0; k < 8; ++k) pad[63 - k] = static_cast<uint8_t>(bits >> (8 * k));
+}
+
+// compress<N> over states that live apart: copied in, advanced, copied out
+// (32 bytes each way per message, against at least 64 bytes hashed).
 template <int N, Sha256Source S>
-void advance_n(Sha256State* const* states, const uint8_t* const* msg, size_t blocks);
-void whole_blocks_padding(uint64_t blocks, uint8_t (&pad)[64]);
+void advance_n(Sha256State* const* states, const uint8_t* const* msg, size_t blocks) {
+  uint32_t st[N][8];
+  const uint8_t* m[N];
+  for (int i = 0; i < N; ++i) {
+    std::memcpy(st[i], states[i]->h, sizeof st[i]);
+    m[i] = msg[i];
+  }
+  compress<N, S>(st, m, blocks);
+  for (int i = 0; i < N; ++i) std::memcpy(states[i]->h, st[i], sizeof st[i]);
+}
 
 // N arrays of 24 values (3 blocks of binary64) read as values by the lanes,
 // against OpenSSL over sdk::to_binary64_be's bytes of the same values:
@@ -227,33 +246,6 @@ void Sha256Lanes<N>::update(const uint8_t* const (&msg)[N], size_t blocks) {
   blocks_ += blocks;
 }
 
-namespace {
-
-// FIPS 180-4 5.1.1's padding of a message of whole blocks: 0x80, zeros,
-// the length in bits as 64 bits big-endian, one block.
-void whole_blocks_padding(uint64_t blocks, uint8_t (&pad)[64]) {
-  std::memset(pad, 0, sizeof pad);
-  pad[0] = 0x80;
-  const uint64_t bits = blocks * 512;
-  for (int k = 0; k < 8; ++k) pad[63 - k] = static_cast<uint8_t>(bits >> (8 * k));
-}
-
-// compress<N> over states that live apart: copied in, advanced, copied out
-// (32 bytes each way per message, against at least 64 bytes hashed).
-template <int N, Sha256Source S>
-void advance_n(Sha256State* const* states, const uint8_t* const* msg, size_t blocks) {
-  uint32_t st[N][8];
-  const uint8_t* m[N];
-  for (int i = 0; i < N; ++i) {
-    std::memcpy(st[i], states[i]->h, sizeof st[i]);
-    m[i] = msg[i];
-  }
-  compress<N, S>(st, m, blocks);
-  for (int i = 0; i < N; ++i) std::memcpy(states[i]->h, st[i], sizeof st[i]);
-}
-
-}  // namespace
-
 template <int N>
 void Sha256Lanes<N>::finish(Digest (&out)[N]) {
   uint8_t pad[64];
@@ -304,6 +296,8 @@ void sha256_advance(Sha256State* const* states, const uint8_t* const* msg, int n
 }
 
 void sha256_finish_whole(Sha256State* const* states, const uint64_t* blocks, int n, Digest* out) {
+  if (n < 1 || n > 4)
+    throw sdk::Error(UMLOS_INTERNAL, "sha256_finish_whole: " + std::to_string(n) + " messages, expected 1 to 4");
   uint8_t pads[4][64];
   const uint8_t* msg[4] = {};
   for (int i = 0; i < n; ++i) {

@@ -33,6 +33,17 @@ double canonical_sum_of_squares(const double* x, size_t n);
 // several arrays in turn is the sum over their concatenation.
 void canonical_add_squares(umlos_canonical_sum& s, const double* x, size_t n);
 
+// out[g] = the fold of whole chunk c + g, for g < G, the G folds
+// interleaved (G independent chains of additions).
+template <size_t G, class F>
+void fold_whole_chunks(size_t c, const F& value, double* out) {
+  constexpr size_t C = UMLOS_SUM_CHUNK;
+  double s[G] = {};  // +0.0 each
+  for (size_t i = 0; i < C; ++i)
+    for (size_t g = 0; g < G; ++g) s[g] += value((c + g) * C + i);
+  for (size_t g = 0; g < G; ++g) out[g] = s[g];
+}
+
 // sums[c - c0] = the left fold from +0.0, in ascending index order, of
 // value(i) over the c-th UMLOS_SUM_CHUNK-value chunk of the n values, for c
 // in [c0, c1) (the last chunk may be partial): the chunk sums the canonical
@@ -45,45 +56,16 @@ template <class F>
 void chunk_sums(size_t n, size_t c0, size_t c1, const F& value, double* sums) {
   constexpr size_t C = UMLOS_SUM_CHUNK;
   size_t c = c0;
-  for (; c + 4 <= c1 && (c + 4) * C <= n; c += 4) {
-    const size_t b = c * C;
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-    for (size_t i = 0; i < C; ++i) {
-      s0 += value(b + i);
-      s1 += value(b + C + i);
-      s2 += value(b + 2 * C + i);
-      s3 += value(b + 3 * C + i);
-    }
-    sums[c - c0] = s0;
-    sums[c - c0 + 1] = s1;
-    sums[c - c0 + 2] = s2;
-    sums[c - c0 + 3] = s3;
-  }
+  for (; c + 4 <= c1 && (c + 4) * C <= n; c += 4) fold_whole_chunks<4>(c, value, sums + (c - c0));
   if (c + 3 <= c1 && (c + 3) * C <= n) {  // three whole chunks left (a row of 768)
-    const size_t b = c * C;
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0;
-    for (size_t i = 0; i < C; ++i) {
-      s0 += value(b + i);
-      s1 += value(b + C + i);
-      s2 += value(b + 2 * C + i);
-    }
-    sums[c - c0] = s0;
-    sums[c - c0 + 1] = s1;
-    sums[c - c0 + 2] = s2;
+    fold_whole_chunks<3>(c, value, sums + (c - c0));
     c += 3;
   }
   if (c + 2 <= c1 && (c + 2) * C <= n) {
-    const size_t b = c * C;
-    double s0 = 0.0, s1 = 0.0;
-    for (size_t i = 0; i < C; ++i) {
-      s0 += value(b + i);
-      s1 += value(b + C + i);
-    }
-    sums[c - c0] = s0;
-    sums[c - c0 + 1] = s1;
+    fold_whole_chunks<2>(c, value, sums + (c - c0));
     c += 2;
   }
-  for (; c < c1; ++c) {
+  for (; c < c1; ++c) {  // one chunk, perhaps the last, partial one
     double s = 0.0;
     const size_t end = (c + 1) * C < n ? (c + 1) * C : n;
     for (size_t i = c * C; i < end; ++i) s += value(i);
