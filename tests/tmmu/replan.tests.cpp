@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../kernel/host_tensor.hpp"
@@ -210,6 +211,34 @@ TEST_CASE(
     CHECK(hashes[5] == hashes[4]);
     CHECK(a.i64("model.tmmu.envelope.x") == std::vector<int64_t>{12, 3});
   }
+}
+
+TEST_CASE(
+    "Later calls of a graph, on the step plan derived at its first call, give a fresh executor's plan hash, values and "
+    "fingerprint, also after the strategy changes",
+    "[tmmu][executor]") {
+  const std::string placement = "    placement: tmmu\n";
+  auto fresh = [&](const char* strategy, int64_t t) {
+    Exec f(placement, 4, strategy);
+    f.call(t, 4);
+    return std::make_tuple(f.plan_hash(), f.bytes("model.exec.execution_fp"), f.f64("model.grad.W"));
+  };
+  const auto byte_planner = fresh("UML_OS.TMMU.BytePlanner_v1", 1);
+  const auto greedy = fresh("UML_OS.TMMU.PlanMemory_v2", 1);
+  // The two strategies place this graph differently, so a hash kept from
+  // the first plan would be caught below.
+  REQUIRE(std::get<0>(byte_planner) != std::get<0>(greedy));
+  Exec e(placement, 4, "UML_OS.TMMU.BytePlanner_v1");
+  for (int64_t t = 1; t <= 3; ++t) {
+    e.call(t, 4);
+    CHECK(std::make_tuple(e.plan_hash(), e.bytes("model.exec.execution_fp"), e.f64("model.grad.W")) == byte_planner);
+  }
+  e.host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
+  e.call(4, 4);
+  CHECK(std::make_tuple(e.plan_hash(), e.bytes("model.exec.execution_fp"), e.f64("model.grad.W")) == greedy);
+  e.host.set_active_strategy("UML_OS.TMMU.BytePlanner_v1");
+  e.call(5, 4);
+  CHECK(std::make_tuple(e.plan_hash(), e.bytes("model.exec.execution_fp"), e.f64("model.grad.W")) == byte_planner);
 }
 
 TEST_CASE("A checkpoint stores the updated plan hash, and a run restored from it continues on the same plan",

@@ -81,11 +81,33 @@ ConfigBytes config_bytes(sdk::Context& c, const char* key) {
 // more time than dispatching it). Validation is remembered for the options
 // it passed with (mode, the driver's list, wrt); anything else is checked
 // on every call.
+//
+// So is what steps 3 and 4 derive from the graph alone, for a graph without
+// dynamic inputs (StepPlan, one per mode): the gradient order, the live
+// intervals, the activation arena's plan request and the hash of the last
+// plan made for it. A training loop calls the executor with the same graph
+// every step, and these took a sixth of its own time on a small model.
+struct StepPlan {
+  std::string mode_text;
+  ir::GradOrder order;
+  std::vector<ir::Interval> live;
+  std::vector<size_t> arena_items;  // indices into live
+  uint64_t total_bytes = 0;
+  std::map<std::string, size_t> item_of;  // ids ascending: the hash's tables
+  std::vector<umlos_plan_tensor> request;
+  // The last plan made for `request` and its tmmu_plan_hash: the strategy
+  // is asked every call (the kernel remembers its plans), and the hash is
+  // computed again only when the plan it returns differs.
+  std::vector<uint64_t> offsets, slots;
+  std::optional<ir::Digest> plan_hash;
+};
+
 struct Prepared {
   ConfigBytes ir;
   ir::Digest ir_hash{};
   std::shared_ptr<const ir::Graph> graph;
   std::vector<std::tuple<std::string, std::vector<std::string>, std::string, std::vector<std::string>>> validated;
+  std::vector<StepPlan> steps;
 };
 Prepared& prepared() {
   thread_local Prepared p;
@@ -300,6 +322,9 @@ struct Call {
   std::optional<ir::Graph> at_bound, at_envelope;
   const ir::Graph& at_call() const { return at_bound ? *at_bound : g(); }
   const ir::Graph& planned_graph() const { return at_envelope ? *at_envelope : g(); }
+  // Steps 3 and 4 as derived before for this graph and mode (no dynamic
+  // inputs), or null.
+  StepPlan* known = nullptr;
   // Step 3.
   ir::GradOrder order;
   // Step 4.
@@ -517,68 +542,95 @@ ir::Digest activation_plan_hash(const Call& call, const std::map<std::string, si
   return digest_of(w);
 }
 
-// 4. AnalyzeLiveness_v1 and placement. Intervals depend on the graph's
-// structure only, so the envelope's and the call's agree but in bytes.
-void place_activations(sdk::Context& c, Call& call) {
+// The activations' views in one arena of the plan the manifest's strategy
+// makes for the step plan's request, and its tmmu_plan_hash.
+void place_in_arena(sdk::Context& c, Call& call, StepPlan& sp) {
   const ir::Graph& G = call.at_call();
-  const ir::Graph& P = call.planned_graph();
-  const bool backward = call.backward;
-  const Mode& mode = call.mode;
-  const ir::GradOrder& order = call.order;
-  const std::vector<std::string>& params = call.params;
-  const std::optional<ir::Graph>& at_envelope = call.at_envelope;
-  const std::vector<size_t> reverse_order = order.order.empty() ? [&] {
-    std::vector<size_t> r(G.nodes.size());
-    for (size_t k = 0; k < r.size(); ++k) r[k] = r.size() - 1 - k;
-    return r;
-  }() : order.order;
-  std::vector<ir::Interval>& live = call.live;
-  live = ir::liveness(G, backward || mode.save, reverse_order, params);
-  const std::vector<ir::Interval> planned =
-      at_envelope ? ir::liveness(P, backward || mode.save, reverse_order, params) : live;
-  std::set<std::string> kept(G.outputs.begin(), G.outputs.end());  // values, not arena tensors
-  if (!G.loss.empty()) kept.insert(G.loss);
-  std::vector<size_t> arena_items;  // indices into live (and planned)
-  uint64_t total_bytes = 0;
-  for (size_t i = 0; i < planned.size(); ++i) {
-    if (kept.count(planned[i].id) || planned[i].bytes == 0) continue;
-    arena_items.push_back(i);
-    total_bytes += (planned[i].bytes + kAlign - 1) / kAlign * kAlign;  // without reuse, each at its own aligned offset
-  }
-  call.total_bytes = total_bytes;
-  call.peak = total_bytes;
-  call.placement = c.config("model.placement", "temps");
-  const std::string& placement = call.placement;
-  if (placement != "temps" && placement != "tmmu") {
-    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config model.placement is '", placement, "', expected temps or tmmu");
-  }
-  if (placement != "tmmu") return;
-  const umlos_plan_arena& arena = kActivationArena;
-  std::map<std::string, umlos_tensor*>& placed = call.placed;
-  std::map<std::string, size_t> item_of;  // ids ascending: the hash's tables
-  for (size_t k = 0; k < arena_items.size(); ++k) item_of[planned[arena_items[k]].id] = k;
-  const std::vector<umlos_plan_tensor> req_t = ir::plan_tensors(planned, arena_items);
+  const std::vector<umlos_plan_tensor>& req_t = sp.request;
   std::vector<uint64_t> offsets(req_t.size()), slots(req_t.size());
   uint64_t footprint = 0;
-  if (!arena_items.empty()) {
-    const ir::PlannedArena pa = ir::plan_arena(c, arena, req_t);
+  if (!sp.arena_items.empty()) {
+    const ir::PlannedArena pa = ir::plan_arena(c, kActivationArena, req_t);
     offsets = pa.offsets;
     slots = pa.slots;
     footprint = pa.footprint;
-    umlos_tensor* base = pa.base;
-    for (size_t k = 0; k < arena_items.size(); ++k) {
-      const ir::Interval& iv = live[arena_items[k]];
+    for (size_t k = 0; k < sp.arena_items.size(); ++k) {
+      const ir::Interval& iv = call.live[sp.arena_items[k]];
       if (iv.bytes > req_t[k].size) {  // a primitive whose output grows as an input shrinks
         throw sdk::Error(UMLOS_INVALID_IR_SHAPES, "activation '", iv.id, "' needs ", iv.bytes,
                          " bytes at this call's shapes, the plan made at the shape envelope holds ", req_t[k].size,
                          " (spec 001 II.H)");
       }
       const ir::Node& n = G.nodes[iv.producer];
-      placed[n.output] = c.view(base, offsets[k], n.dtype, n.output_shape);
+      call.placed[n.output] = c.view(pa.base, offsets[k], n.dtype, n.output_shape);
     }
   }
   call.peak = footprint;
-  call.plan_hash = activation_plan_hash(call, item_of, offsets, slots);
+  if (!sp.plan_hash || sp.offsets != offsets || sp.slots != slots) {
+    sp.plan_hash = activation_plan_hash(call, sp.item_of, offsets, slots);
+    sp.offsets = std::move(offsets);
+    sp.slots = std::move(slots);
+  }
+  call.plan_hash = sp.plan_hash;
+}
+
+// 4. AnalyzeLiveness_v1 and the activation arena's plan request. Intervals
+// depend on the graph's structure only, so the envelope's and the call's
+// agree but in bytes: the request is made at the envelope's (`planned`),
+// the views at the call's (`live`).
+StepPlan derive_step(const Call& call) {
+  const ir::Graph& G = call.at_call();
+  const ir::Graph& P = call.planned_graph();
+  const bool keep_saved = call.backward || call.mode.save;
+  const std::vector<size_t> reverse_order = call.order.order.empty() ? [&] {
+    std::vector<size_t> r(G.nodes.size());
+    for (size_t k = 0; k < r.size(); ++k) r[k] = r.size() - 1 - k;
+    return r;
+  }() : call.order.order;
+  StepPlan sp;
+  sp.mode_text = call.mode_text;
+  sp.order = call.order;
+  sp.live = ir::liveness(G, keep_saved, reverse_order, call.params);
+  const std::vector<ir::Interval> planned =
+      call.at_envelope ? ir::liveness(P, keep_saved, reverse_order, call.params) : sp.live;
+  std::set<std::string> kept(G.outputs.begin(), G.outputs.end());  // values, not arena tensors
+  if (!G.loss.empty()) kept.insert(G.loss);
+  for (size_t i = 0; i < planned.size(); ++i) {
+    if (kept.count(planned[i].id) || planned[i].bytes == 0) continue;
+    sp.arena_items.push_back(i);
+    // without reuse, each at its own aligned offset
+    sp.total_bytes += (planned[i].bytes + kAlign - 1) / kAlign * kAlign;
+  }
+  for (size_t k = 0; k < sp.arena_items.size(); ++k) sp.item_of[planned[sp.arena_items[k]].id] = k;
+  sp.request = ir::plan_tensors(planned, sp.arena_items);
+  return sp;
+}
+
+// The step plan derived before for this call's graph and mode, or null (the
+// first call, or dynamic inputs: their intervals follow the envelope).
+StepPlan* known_step(const Call& call) {
+  if (!call.dyn.declared.empty()) return nullptr;
+  for (StepPlan& sp : prepared().steps)
+    if (sp.mode_text == call.mode_text) return &sp;
+  return nullptr;
+}
+
+// 4. Placement: with `model.placement: tmmu` every activation is a view at
+// its offset in one arena planned by the manifest's strategy.
+void place_activations(sdk::Context& c, Call& call) {
+  StepPlan derived;
+  if (!call.known) derived = derive_step(call);
+  StepPlan& sp = call.known ? *call.known : derived;
+  call.live = sp.live;
+  call.total_bytes = sp.total_bytes;
+  call.peak = sp.total_bytes;
+  call.placement = c.config("model.placement", "temps");
+  const std::string& placement = call.placement;
+  if (placement != "temps" && placement != "tmmu") {
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config model.placement is '", placement, "', expected temps or tmmu");
+  }
+  if (placement == "tmmu") place_in_arena(c, call, sp);
+  if (!call.known && call.dyn.declared.empty()) prepared().steps.push_back(std::move(derived));
 }
 
 // 5. Dispatch, with node trace records; then, backward, the gradients
@@ -798,7 +850,11 @@ void run_graph(sdk::Context& c, const ConfigBytes& ir_cbor, const ir::Digest& ir
   bind_declared(c, call);
   resolve_envelope(c, call);
   // 3. BuildGradDependencyOrder_v1.
-  if (call.backward) call.order = ir::grad_dependency_order(call.at_call());
+  call.known = known_step(call);
+  if (call.known)
+    call.order = call.known->order;
+  else if (call.backward)
+    call.order = ir::grad_dependency_order(call.at_call());
   place_activations(c, call);
   dispatch_nodes(c, call);
   ir::CborWriter trace_cbor;
