@@ -572,6 +572,27 @@ TEST_CASE("An executor given another graph between calls runs the new graph, and
   CHECK(g.hex("model.exec.execution_fp") == first_fp);
 }
 
+TEST_CASE(
+    "An executor whose active driver changes between calls checks the graph against the new driver's primitives, "
+    "and against the first driver's again when it comes back",
+    "[executor][contract]") {
+  Graph g("backward", kTinyLinear);
+  g.host.load(module_path("test_partial_driver"), std::nullopt);
+  g.run();
+  const std::string first_fp = g.hex("model.exec.execution_fp");
+  g.host.activate_driver("partial_driver");
+  try {
+    g.run();
+    FAIL("the partial driver offers no matmul, and the graph has one");
+  } catch (const Failure& f) {
+    CHECK(f.code() == UMLOS_PRIMITIVE_UNSUPPORTED);
+    CHECK_THAT(f.what(), Catch::Contains("driver 'partial_driver' does not offer primitive 'matmul'"));
+  }
+  g.host.activate_driver("cpu_driver");
+  g.run();
+  CHECK(g.hex("model.exec.execution_fp") == first_fp);
+}
+
 // Config lines that hash execution_fp's leaves `where` ("driver": the
 // driver's leaf_digests primitive on its pool; "host": the executor's own
 // threads) with `threads` hashing threads.

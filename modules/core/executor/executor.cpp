@@ -79,8 +79,8 @@ ConfigBytes config_bytes(sdk::Context& c, const char* key) {
 // length has the same IR: its ir_hash and graph are taken from here instead
 // of being hashed, decoded and checked again (for a 512-node chain that was
 // more time than dispatching it). Validation is remembered for the options
-// it passed with (mode, the driver's list, wrt); anything else is checked
-// on every call.
+// it passed with (mode and the driver's list; wrt is the graph's
+// parameters); anything else is checked on every call.
 //
 // So is what steps 3 and 4 derive from the graph alone, for a graph without
 // dynamic inputs (StepPlan, one per mode): the gradient order, the live
@@ -102,12 +102,24 @@ struct StepPlan {
   std::optional<ir::Digest> plan_hash;
 };
 
+// The primitive list a graph is validated against (driver_list()).
+struct DriverList {
+  sdk::Context::DriverPrimitives kernel;  // as the kernel reported it
+  bool from_kernel = false;
+  std::vector<std::string> offered;   // empty: contract 1.0
+  std::string driver = "the driver";  // for messages
+  bool leaf_digests = false;          // offers execution_fp's leaf_digests
+  uint64_t generation = 0;            // which list of this Prepared (a new one each time it is read anew)
+};
+
 struct Prepared {
   ConfigBytes ir;
   ir::Digest ir_hash{};
   std::shared_ptr<const ir::Graph> graph;
-  std::vector<std::tuple<std::string, std::vector<std::string>, std::string, std::vector<std::string>>> validated;
+  std::vector<std::pair<std::string, uint64_t>> validated;  // (mode, the generation of the list it passed with)
   std::vector<StepPlan> steps;
+  std::optional<DriverList> driver;  // as the last call read it (driver_list)
+  uint64_t lists = 0;                // generations handed out
 };
 Prepared& prepared() {
   thread_local Prepared p;
@@ -307,6 +319,7 @@ struct Call {
   bool backward = false;
   // Step 1: validation, and the graph's dynamic inputs.
   ir::ValidateOptions vo;
+  bool driver_leaf_digests = false;  // the driver offers leaf_digests
   std::vector<std::string> params;
   Dynamic dyn;
   // The bound values: declared tensors, dynamic inputs' shapes in this call.
@@ -340,34 +353,60 @@ struct Call {
   std::vector<std::pair<std::string, umlos_tensor*>> critical;  // StateFingerprint_v1 order
 };
 
+// The primitive list Contract.Validate_v1 checks against: the active
+// driver's own (ABI 1.4); from an older kernel, config
+// model.driver_primitives when given; else none (contract 1.0). The
+// kernel's list is kept in Prepared while the kernel still reports it:
+// copying and comparing a hundred names took more than a microsecond a call.
+const DriverList& driver_list(sdk::Context& c) {
+  std::optional<DriverList>& known = prepared().driver;
+  try {
+    if (known && known->from_kernel && c.driver_primitives_are(known->kernel)) return *known;
+    DriverList l;
+    l.kernel = c.driver_primitives();
+    l.from_kernel = true;
+    l.offered = l.kernel.primitives;
+    l.driver = "driver '" + l.kernel.driver + "'";
+    known = std::move(l);
+  } catch (const sdk::Error& e) {
+    if (e.code() != UMLOS_UNIMPLEMENTED && e.code() != UMLOS_FAILED_PRECONDITION) throw;
+    DriverList l;
+    if (std::optional<Value> offered = sdk::cbor::config_tree(c, "model.driver_primitives")) {
+      for (const Value& v : offered->items()) l.offered.push_back(v.as_text());
+      l.driver = "driver '" + c.config("model.driver_name", "?") + "'";
+    }
+    known = std::move(l);
+  }
+  known->generation = ++prepared().lists;
+  known->leaf_digests = std::find(known->offered.begin(), known->offered.end(), "leaf_digests") != known->offered.end();
+  return *known;
+}
+
 // 1. Contract.Validate_v1 against the driver's primitive list when known.
 void validate_call(sdk::Context& c, Call& call) {
   ir::ValidateOptions& vo = call.vo;
   vo.mode = call.mode.run;
-  // The active driver's own list (ABI 1.4); from an older kernel, config
-  // model.driver_primitives when given; else contract 1.0.
-  try {
-    const sdk::Context::DriverPrimitives dp = c.driver_primitives();
-    vo.offered = dp.primitives;
-    vo.driver = "driver '" + dp.driver + "'";
-  } catch (const sdk::Error& e) {
-    if (e.code() != UMLOS_UNIMPLEMENTED && e.code() != UMLOS_FAILED_PRECONDITION) throw;
-    if (std::optional<Value> offered = sdk::cbor::config_tree(c, "model.driver_primitives")) {
-      for (const Value& v : offered->items()) vo.offered.push_back(v.as_text());
-      vo.driver = "driver '" + c.config("model.driver_name", "?") + "'";
-    }
-  }
+  const DriverList& list = driver_list(c);
+  call.driver_leaf_digests = list.leaf_digests;
   std::vector<std::string>& params = call.params;
   for (const ir::TensorDecl& d : call.g().declared)
     if (d.role == "parameter") params.push_back(d.id);
-  vo.wrt = params;
-  auto key = std::make_tuple(vo.mode, vo.offered, vo.driver, vo.wrt);
-  std::vector<decltype(key)>& validated = prepared().validated;
-  if (std::find(validated.begin(), validated.end(), key) == validated.end()) {
-    ir::validate(call.g(), vo);
-    validated.push_back(std::move(key));
-  }
   call.dyn = read_dynamic(c, call.g());
+  // The list is copied into the options only where a graph is checked
+  // against it: the first call of a mode with this list, and every call of
+  // a graph with dynamic inputs (resolve_envelope checks it at the call's
+  // shapes).
+  std::vector<std::pair<std::string, uint64_t>>& validated = prepared().validated;
+  const bool known =
+      std::find(validated.begin(), validated.end(), std::make_pair(vo.mode, list.generation)) != validated.end();
+  if (known && call.dyn.declared.empty()) return;
+  vo.offered = list.offered;
+  vo.driver = list.driver;
+  vo.wrt = params;
+  if (!known) {
+    ir::validate(call.g(), vo);
+    validated.push_back({vo.mode, list.generation});
+  }
 }
 
 // Bind declared tensors, checking shapes and dtypes (a dynamic input: its
@@ -751,9 +790,7 @@ ir::Digest execution_fingerprint(sdk::Context& c, const Call& call, const ir::Cb
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'model.fingerprint_hashing' is '", where,
                      "', expected 'driver' or 'host'");
   }
-  const std::vector<std::string>& offered = call.vo.offered;
-  const bool on_driver =
-      where == "driver" && std::find(offered.begin(), offered.end(), "leaf_digests") != offered.end();
+  const bool on_driver = where == "driver" && call.driver_leaf_digests;
   const std::vector<std::vector<ir::Digest>> leaves =
       on_driver ? ir::driver_leaf_digests(c, call.critical)
                 : ir::binary64_leaf_digests(c, call.critical, static_cast<unsigned>(threads));

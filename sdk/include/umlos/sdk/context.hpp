@@ -364,6 +364,26 @@ class Context {
       if (names && names[i]) d.primitives.emplace_back(names[i]);
     return d;
   }
+  // Whether driver_primitives() would return `known` now, compared where the
+  // kernel holds the names instead of copied: a module that keeps the list
+  // between calls checks it in well under a microsecond. Throws as
+  // driver_primitives() does.
+  bool driver_primitives_are(const DriverPrimitives& known) const {
+    const char* name = nullptr;
+    const char* const* names = nullptr;
+    uint32_t n = 0;
+    check(svc(&umlos_services::driver_primitives, UMLOS_STRUCT_SIZE(umlos_services, driver_primitives),
+              "driver_primitives")(ctx_, &name, &names, &n),
+          "driver_primitives");
+    if (known.driver != (name ? name : "")) return false;
+    size_t k = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!names || !names[i]) continue;
+      if (k == known.primitives.size() || known.primitives[k] != names[i]) return false;
+      ++k;
+    }
+    return k == known.primitives.size();
+  }
 
   // ABI 1.7: this process's rank and the job's world size (spec 004 0.R);
   // rank 0 of 1 against an older kernel, which runs single processes only.
