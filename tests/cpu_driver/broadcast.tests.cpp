@@ -96,7 +96,7 @@ bool same_bits(const std::vector<double>& x, const std::vector<double>& y) {
 
 TEST_CASE(
     "add, sub, mul, div and their gradients give each element's one operation and canonical sums over every broadcast "
-    "pattern, at 1, 2 and 3 threads",
+    "pattern, on every instruction-set path at 1, 2 and 3 threads",
     "[cpu_driver][determinism]") {
   // Outputs of 36,565 elements (several ranges of the pool, cut inside rows
   // of 103), operands broadcast along the last, a middle, the first and
@@ -106,6 +106,10 @@ TEST_CASE(
       {{5, 71, 103}, {}},           {{5, 71, 103}, {5, 1, 103}}, {{1, 71, 1}, {5, 71, 103}},
       {{103}, {5, 71, 1}},          {{5, 1, 103}, {1, 71, 1}},   {{1}, {5, 71, 103}},
   };
+  // The column sums of the gradients (a broadcast along leading axes) run
+  // on the instruction set's vectors: each path this CPU has, at each
+  // thread count, must give the canonical sums.
+  auto hosts = hosts_on_every_path();
   for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
     for (size_t pi = 0; pi < patterns.size(); ++pi) {
       const Pattern& p = patterns[pi];
@@ -130,10 +134,8 @@ TEST_CASE(
           return out;
         };
         const std::vector<double> da = reduce(va, w.ia, numel(p.a)), db = reduce(vb, w.ib, numel(p.b));
-        for (int threads : {1, 2, 3}) {
-          INFO(kind << " " << (dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << " pattern " << pi << ", " << threads
-                    << " thread(s)");
-          auto host = make_host(threads);
+        for (auto& [path, host] : hosts) {
+          INFO(kind << " " << (dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << " pattern " << pi << ", " << path);
           auto ta = upload(*host, dtype, p.a, a), tb = upload(*host, dtype, p.b, b),
                tg = upload(*host, dtype, w.out, g);
           auto ty = empty(*host, dtype, w.out);
@@ -147,6 +149,39 @@ TEST_CASE(
             if (wanted & 2) CHECK(same_bits(download(*host, *tdb), db));
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "bias_add_grad passes dy through and gives each bias element its column's canonical sum, on every "
+    "instruction-set path at 1, 2 and 3 threads",
+    "[cpu_driver][determinism]") {
+  // Columns summed in place from dy's dtype: rows across a 256-row chunk,
+  // widths that leave a tail after the vectors (37, 103, 10) or none (64).
+  const std::vector<std::vector<int64_t>> shapes = {{300, 37}, {5, 71, 103}, {64, 10}, {2, 3, 64}};
+  auto hosts = hosts_on_every_path();
+  for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+    for (size_t si = 0; si < shapes.size(); ++si) {
+      const std::vector<int64_t>& shape = shapes[si];
+      const std::vector<int64_t> bias = {shape.back()};
+      const int64_t n = numel(shape), cols = shape.back();
+      std::vector<double> x = mixed_inputs(dtype, static_cast<size_t>(n), 100 + si, -3, 3);
+      std::vector<double> b = mixed_inputs(dtype, static_cast<size_t>(cols), 120 + si, -1, 1);
+      std::vector<double> g = mixed_inputs(dtype, static_cast<size_t>(n), 140 + si, -2, 2);
+      std::vector<umlos_canonical_sum> s(static_cast<size_t>(cols), umlos_canonical_sum{0.0, 0.0, 0});
+      for (int64_t k = 0; k < n; ++k) umlos_canonical_sum_add(&s[k % cols], g[k]);
+      std::vector<double> db;
+      for (auto& e : s) db.push_back(in_dtype(dtype, umlos_canonical_sum_result(&e)));
+      for (auto& [path, host] : hosts) {
+        INFO((dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << " shape " << si << ", " << path);
+        auto tx = upload(*host, dtype, shape, x), tb = upload(*host, dtype, bias, b),
+             tg = upload(*host, dtype, shape, g);
+        auto tdx = empty(*host, dtype, shape), tdb = empty(*host, dtype, bias);
+        host->dispatch("bias_add_grad", {tx.get(), tb.get(), tg.get()}, {tdx.get(), tdb.get()});
+        CHECK(same_bits(download(*host, *tdx), g));
+        CHECK(same_bits(download(*host, *tdb), db));
       }
     }
   }

@@ -279,8 +279,9 @@ inline int64_t dims_product(const std::vector<int64_t>& dims, size_t begin, size
 // Sums `full` (laid out with shape full_dims) down to target_dims, which
 // broadcast to full_dims under numpy rules; every target element is the
 // canonical sum of its contributions in ascending flat index of `full`.
-// Writes target_numel values through write(j, sum).
-void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, const double* full,
+// Writes target_numel values through write(j, sum). `isa`: the vector path
+// of the additions (the same bits on every one).
+void reduce_to_shape(ThreadPool& pool, GemmIsa isa, const std::vector<int64_t>& full_dims, const double* full,
                      const std::vector<int64_t>& target_dims, const std::function<void(int64_t, double)>& write);
 
 // matmul's operand shapes (trans_a/trans_b, batch dimensions, b shared

@@ -12,6 +12,7 @@
 #include "cpu_reference.hpp"
 #include "gelu.hpp"
 #include "transcendentals.hpp"
+#include "widen_add.hpp"
 
 namespace cpu_driver {
 
@@ -180,7 +181,9 @@ void binary_forward(Call& c, BinaryKind kind) {
 // row (vectorised across columns), each column still the fold umlos_sum.h
 // defines, in row order. `write(j, sum)` receives each column's sum.
 template <class S, class Write>
-void sum_leading_rows(ThreadPool& pool, int64_t rows, int64_t cols, const S* src, const Write& write) {
+void sum_leading_rows(ThreadPool& pool, GemmIsa isa, int64_t rows, int64_t cols, const S* src, const Write& write) {
+  const auto add_row = add_widened_path(isa, src);
+  const auto add_chunk = add_widened_path(isa, static_cast<const double*>(nullptr));
   // A column sums `rows` values: at least 64 columns, and about 16K
   // values, per thread (row_grain); a split of a small sum cost more in
   // waking the pool than it saved.
@@ -191,13 +194,10 @@ void sum_leading_rows(ThreadPool& pool, int64_t rows, int64_t cols, const S* src
     double* pc = chunk.data();
     int64_t count = 0;
     for (int64_t r = 0; r < rows; ++r) {
-      const S* row = src + r * cols + c0;
-      for (int64_t j = 0; j < w; ++j) pc[j] += static_cast<double>(row[j]);
+      add_row(src + r * cols + c0, pc, w);
       if (++count == UMLOS_SUM_CHUNK) {
-        for (int64_t j = 0; j < w; ++j) {
-          pt[j] += pc[j];
-          pc[j] = 0.0;
-        }
+        add_chunk(pc, pt, w);
+        std::fill(pc, pc + w, 0.0);
         count = 0;
       }
     }
@@ -211,7 +211,7 @@ template <class T>
 void store_reduced(Call& c, const std::vector<int64_t>& out_dims, const std::vector<double>& full,
                    const Operand& target) {
   T* dst = target.as<T>();
-  reduce_to_shape(*c.pool, out_dims, full.data(), target.dims,
+  reduce_to_shape(*c.pool, c.isa, out_dims, full.data(), target.dims,
                   [&](int64_t j, double v) { dst[j] = static_cast<T>(v); });
 }
 
@@ -385,7 +385,7 @@ void bias_add_grad(Call& c) {
   const int64_t n = c.in[1].numel;
   T* pdb = c.out[1].as<T>();
   if (n == 0) return;
-  sum_leading_rows(*c.pool, dy.numel / n, n, pg, [&](int64_t j, double v) { pdb[j] = static_cast<T>(v); });
+  sum_leading_rows(*c.pool, c.isa, dy.numel / n, n, pg, [&](int64_t j, double v) { pdb[j] = static_cast<T>(v); });
 }
 
 void bias_add_fwd_entry(Call& c) {
@@ -660,7 +660,7 @@ void accumulate_entry(Call& c) {
 
 // ---------------------------------------------------------------- reduce_to_shape
 
-void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, const double* full,
+void reduce_to_shape(ThreadPool& pool, GemmIsa isa, const std::vector<int64_t>& full_dims, const double* full,
                      const std::vector<int64_t>& target_dims, const std::function<void(int64_t, double)>& write) {
   size_t rank = full_dims.size();
   if (target_dims.size() > rank) fail(UMLOS_INTERNAL, "reduce_to_shape: target has a higher rank than the source");
@@ -678,7 +678,7 @@ void reduce_to_shape(ThreadPool& pool, const std::vector<int64_t>& full_dims, co
     if (t[k] != full_dims[k]) prefix_form = false;
   if (prefix_form) {
     int64_t rows = dims_product(full_dims, 0, prefix), cols = dims_product(full_dims, prefix, rank);
-    sum_leading_rows(pool, rows, cols, full, write);
+    sum_leading_rows(pool, isa, rows, cols, full, write);
     return;
   }
   std::vector<int64_t> full_stride(rank, 1);

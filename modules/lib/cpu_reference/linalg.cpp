@@ -461,7 +461,7 @@ Centered centered(Call& c) {
   r.denom = static_cast<double>(r.n - corr);
   r.Xc = widen<T>(*c.pool, x);
   std::vector<double> mean(static_cast<size_t>(r.d));
-  reduce_to_shape(*c.pool, x.dims, r.Xc.data(), {r.d},
+  reduce_to_shape(*c.pool, c.isa, x.dims, r.Xc.data(), {r.d},
                   [&](int64_t j, double s) { mean[j] = s / static_cast<double>(r.n); });
   for (int64_t i = 0; i < r.n; ++i)
     for (int64_t j = 0; j < r.d; ++j) r.Xc[i * r.d + j] -= mean[j];
@@ -594,8 +594,9 @@ void layer_norm_grad(Call& c) {
   T* pdgamma = c.out[1].as<T>();
   T* pdbeta = c.out[2].as<T>();
   std::vector<int64_t> flat{rows, d};
-  reduce_to_shape(*c.pool, flat, g_xhat.data(), {d}, [&](int64_t j, double v) { pdgamma[j] = static_cast<T>(v); });
-  reduce_to_shape(*c.pool, flat, G.data(), {d}, [&](int64_t j, double v) { pdbeta[j] = static_cast<T>(v); });
+  reduce_to_shape(*c.pool, c.isa, flat, g_xhat.data(), {d},
+                  [&](int64_t j, double v) { pdgamma[j] = static_cast<T>(v); });
+  reduce_to_shape(*c.pool, c.isa, flat, G.data(), {d}, [&](int64_t j, double v) { pdbeta[j] = static_cast<T>(v); });
 }
 
 // ---------------------------------------------------------------- entries
