@@ -651,8 +651,7 @@ std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const 
     for (const auto& [id, has] : memo.asked) same = same && is_float(c.dtype(bound(id))) == has;
     for (const GradBuffer& gb : memo.buffers) {
       if (!same) break;
-      const umlos_tensor* x = bound(gb.of);
-      same = c.dtype(x) == gb.dtype && c.shape(x) == gb.shape;
+      same = c.has_type(bound(gb.of), gb.dtype, gb.shape);
     }
     if (same) return memo.buffers;
   }
@@ -744,7 +743,7 @@ std::vector<umlos_tensor*> owned_buffers(sdk::Context& c, const std::vector<Grad
   if (!own) return owned;
   for (size_t i = 0; i < buffers.size(); ++i) {
     umlos_tensor* t = own(buffers[i]);
-    if (t != nullptr && (c.dtype(t) != buffers[i].dtype || c.shape(t) != buffers[i].shape))
+    if (t != nullptr && !c.has_type(t, buffers[i].dtype, buffers[i].shape))
       throw sdk::Error(UMLOS_INTERNAL, "the tensor provided for the gradient buffer of '", buffers[i].of,
                        "' does not have its dtype and shape");
     owned[i] = t;

@@ -112,6 +112,17 @@ class Context {
     return from_abi_shape(s);
   }
   uint64_t elements(const umlos_tensor* t) const { return element_count(shape(t)); }
+  // Whether t has this dtype and shape: one service call, nothing copied
+  // (a check made for every tensor of a step).
+  bool has_type(const umlos_tensor* t, int32_t dtype, const Shape& shape) const {
+    int32_t d = 0;
+    umlos_shape s{};
+    tensor_info(t, &d, &s);
+    if (d != dtype || s.rank != shape.size()) return false;
+    for (uint32_t k = 0; k < s.rank; ++k)
+      if (s.dims[k] != shape[k]) return false;
+    return true;
+  }
 
   // ---- bytes in and out (through the active driver)
 
