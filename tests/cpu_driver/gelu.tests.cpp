@@ -206,3 +206,81 @@ TEST_CASE("GELU's binary32 erf is erf correctly rounded to within 2^-16 ulp, wit
     CHECK(std::isnan(out[3]));
   }
 }
+
+namespace {
+
+// The binary64 ulp of a value of magnitude m (below 1; erf's range), the
+// subnormal spacing below the smallest normal.
+long double ulp_f64(long double m) {
+  if (m < std::numeric_limits<double>::min()) return std::ldexp(1.0L, -1074);
+  int e = 0;
+  std::frexp(m, &e);
+  return std::ldexp(1.0L, e - 53);
+}
+
+}  // namespace
+
+TEST_CASE("GELU's binary64 erf is within 1 ulp of erf, odd, and gives the same bits on every path",
+          "[cpu_driver][numerics][determinism]") {
+  // 2 million arguments: uniform on [0, 6.5) (every piece and the
+  // saturation), dense around the pieces' seams (0.625, 0.9, 1.25, 2.25,
+  // 3.5, 5.92) and down to the subnormals, each also negated; the
+  // reference is long double erfl (64-bit significand).
+  std::vector<cpu_driver::GemmIsa> paths;
+  for (cpu_driver::GemmIsa isa : {cpu_driver::GemmIsa::avx2, cpu_driver::GemmIsa::avx512}) {
+    if (cpu_driver::gemm_isa_supported(isa))
+      paths.push_back(isa);
+    else
+      WARN("this CPU has no " << cpu_driver::gemm_isa_name(isa) << " path: not compared");
+  }
+  Rand rng(2026);
+  std::vector<double> pos;
+  for (int i = 0; i < 1500000; ++i) pos.push_back(rng.uniform(0, 6.5));
+  for (double seam : {0.625, 0.9, 1.25, 2.25, 3.5, 5.92})
+    for (int k = -2000; k <= 2000; ++k) pos.push_back(std::nextafter(seam, k < 0 ? 0.0 : 10.0) + k * 0x1p-40);
+  for (int e = -1074; e < 0; ++e) pos.push_back(std::ldexp(1.0 + rng.uniform(0, 1), e));
+  for (double v : {0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308}) pos.push_back(v);
+  std::vector<double> x = pos;
+  for (double v : pos) x.push_back(-v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<double> want(x.size()), got(x.size());
+  cpu_driver::erf_f64_values(cpu_driver::GemmIsa::scalar, x.data(), want.data(), n);
+  for (cpu_driver::GemmIsa isa : paths) {
+    cpu_driver::erf_f64_values(isa, x.data(), got.data(), n);
+    INFO(cpu_driver::gemm_isa_name(isa));
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+  }
+  double worst = 0, worst_x = 0;
+  uint64_t misrounded = 0;
+  for (size_t i = 0; i < pos.size(); ++i) {
+    const long double exact = erfl(static_cast<long double>(x[i]));
+    const double err = static_cast<double>(std::fabs(want[i] - exact) / ulp_f64(std::fabs(exact)));
+    if (err > worst) {
+      worst = err;
+      worst_x = x[i];
+    }
+    if (want[i] != static_cast<double>(exact)) ++misrounded;
+    const double neg = want[i + pos.size()];
+    if (!(neg == -want[i] && std::signbit(neg) != std::signbit(want[i]))) FAIL_CHECK("erf(-" << x[i] << ") = " << neg);
+  }
+  INFO(pos.size() << " arguments: worst " << worst << " ulp at " << worst_x << ", " << misrounded
+                  << " not correctly rounded");
+  CHECK(worst <= 1.0);
+  CHECK(misrounded * 20 <= pos.size());
+  WARN("binary64 erf: worst " << worst << " ulp at " << std::hexfloat << worst_x << std::defaultfloat << ", "
+                              << misrounded << " of " << pos.size() << " not correctly rounded; " << paths.size()
+                              << " vector paths compared");
+  const double special[4] = {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN()};
+  for (cpu_driver::GemmIsa isa :
+       {cpu_driver::GemmIsa::scalar, cpu_driver::GemmIsa::avx2, cpu_driver::GemmIsa::avx512}) {
+    if (!cpu_driver::gemm_isa_supported(isa)) continue;
+    double out[4];
+    cpu_driver::erf_f64_values(isa, special, out, 4);
+    INFO(cpu_driver::gemm_isa_name(isa));
+    CHECK(out[0] == 1.0);
+    CHECK(out[1] == -1.0);
+    CHECK(std::isnan(out[2]));
+    CHECK(std::isnan(out[3]));
+  }
+}

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "erf32.hpp"
+#include "erf64.hpp"
 
 namespace cpu_driver {
 
@@ -46,25 +47,28 @@ struct ScalarBinary64 {
   static M lt(V a, V b) { return a < b; }
   static V select(M m, V a, V b) { return m ? a : b; }
   static bool all(M m) { return m; }
+  static bool any(M m) { return m; }
   static M not_nan(V a) { return !std::isnan(a); }
   static V exp(V a) { return Sleef_cinz_expd1_u10purec(a); }
   static V copysign(V a, V b) { return std::copysign(a, b); }
 };
 
 float erf_f32(float x) { return static_cast<float>(erf32::erf_binary64<ScalarBinary64>(x)); }
+double erf_f64(double x) { return erf64::erf_binary64<ScalarBinary64>(x); }
 
 UMLOS_GELU_OPS(F32, float, float, 1, load_one<float>, store_one<float>, same<float>, add_one<float>, mul_one<float>,
                erf_f32, Sleef_cinz_expf1_u10purec)
 UMLOS_GELU_OPS(F64, double, double, 1, load_one<double>, store_one<double>, same<double>, add_one<double>,
-               mul_one<double>, Sleef_cinz_erfd1_u10purec, Sleef_cinz_expd1_u10purec)
+               mul_one<double>, erf_f64, Sleef_cinz_expd1_u10purec)
 
 namespace f32 {
 UMLOS_GELU_LOOPS(F32, float)
-UMLOS_ERF32_LOOP(F32)
+UMLOS_ERF_LOOP(F32, float)
 }  // namespace f32
 namespace f64 {
 UMLOS_GELU_LOOPS(F64, double)
-}
+UMLOS_ERF_LOOP(F64, double)
+}  // namespace f64
 
 void scalar_values(const float* x, float* y, int64_t n) { f32::gelu_values_loop(x, y, n); }
 void scalar_values(const double* x, double* y, int64_t n) { f64::gelu_values_loop(x, y, n); }
@@ -93,6 +97,12 @@ void erf_f32_values(GemmIsa isa, const float* x, float* y, int64_t n) {
   if (isa == GemmIsa::avx512 && gemm_isa_supported(isa)) return erf_f32_values_avx512(x, y, n);
   if (isa != GemmIsa::scalar && gemm_isa_supported(GemmIsa::avx2)) return erf_f32_values_avx2(x, y, n);
   f32::erf_values_loop(x, y, n);
+}
+
+void erf_f64_values(GemmIsa isa, const double* x, double* y, int64_t n) {
+  if (isa == GemmIsa::avx512 && gemm_isa_supported(isa)) return erf_f64_values_avx512(x, y, n);
+  if (isa != GemmIsa::scalar && gemm_isa_supported(GemmIsa::avx2)) return erf_f64_values_avx2(x, y, n);
+  f64::erf_values_loop(x, y, n);
 }
 
 template void gelu_values<float>(GemmIsa, const float*, float*, int64_t);

@@ -6,6 +6,7 @@
 #include <sleef.h>
 
 #include "erf32.hpp"
+#include "erf64.hpp"
 #include "gelu.hpp"
 
 namespace cpu_driver {
@@ -25,6 +26,7 @@ struct Avx2Binary64 {
   static M lt(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
   static V select(M m, V a, V b) { return _mm256_blendv_pd(b, a, m); }
   static bool all(M m) { return _mm256_movemask_pd(m) == 0xF; }
+  static bool any(M m) { return _mm256_movemask_pd(m) != 0; }
   static M not_nan(V a) { return _mm256_cmp_pd(a, a, _CMP_ORD_Q); }
   static V exp(V a) { return Sleef_cinz_expd4_u10avx(a); }
   static V copysign(V a, V b) { return _mm256_or_pd(_mm256_andnot_pd(sign(), a), _mm256_and_pd(sign(), b)); }
@@ -39,22 +41,26 @@ __m256 erf_f32(__m256 x) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(rlo), rhi, 1);
 }
 
+__m256d erf_f64(__m256d x) { return erf64::erf_binary64<Avx2Binary64>(x); }
+
 UMLOS_GELU_OPS(F32, float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_add_ps, _mm256_mul_ps,
                erf_f32, Sleef_cinz_expf8_u10avx)
 UMLOS_GELU_OPS(F64, double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_add_pd, _mm256_mul_pd,
-               Sleef_cinz_erfd4_u10avx, Sleef_cinz_expd4_u10avx)
+               erf_f64, Sleef_cinz_expd4_u10avx)
 
 namespace f32 {
 UMLOS_GELU_LOOPS(F32, float)
-UMLOS_ERF32_LOOP(F32)
+UMLOS_ERF_LOOP(F32, float)
 }  // namespace f32
 namespace f64 {
 UMLOS_GELU_LOOPS(F64, double)
-}
+UMLOS_ERF_LOOP(F64, double)
+}  // namespace f64
 
 }  // namespace
 
 void erf_f32_values_avx2(const float* x, float* y, int64_t n) { f32::erf_values_loop(x, y, n); }
+void erf_f64_values_avx2(const double* x, double* y, int64_t n) { f64::erf_values_loop(x, y, n); }
 void gelu_values_avx2(const float* x, float* y, int64_t n) { f32::gelu_values_loop(x, y, n); }
 void gelu_values_avx2(const double* x, double* y, int64_t n) { f64::gelu_values_loop(x, y, n); }
 void gelu_derivative_times_avx2(const float* x, const float* g, float* dx, int64_t n) {

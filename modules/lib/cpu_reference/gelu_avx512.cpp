@@ -15,6 +15,7 @@
 #endif
 
 #include "erf32.hpp"
+#include "erf64.hpp"
 #include "gelu.hpp"
 
 namespace cpu_driver {
@@ -34,6 +35,7 @@ struct Avx512Binary64 {
   static M lt(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
   static V select(M m, V a, V b) { return _mm512_mask_blend_pd(m, b, a); }
   static bool all(M m) { return m == 0xFF; }
+  static bool any(M m) { return m != 0; }
   static M not_nan(V a) { return _mm512_cmp_pd_mask(a, a, _CMP_ORD_Q); }
   static V exp(V a) { return Sleef_cinz_expd8_u10avx512fnofma(a); }
   static V copysign(V a, V b) {
@@ -51,22 +53,26 @@ __m512 erf_f32(__m512 x) {
   return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(rlo)), _mm256_castps_pd(rhi), 1));
 }
 
+__m512d erf_f64(__m512d x) { return erf64::erf_binary64<Avx512Binary64>(x); }
+
 UMLOS_GELU_OPS(F32, float, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_add_ps, _mm512_mul_ps,
                erf_f32, Sleef_cinz_expf16_u10avx512fnofma)
 UMLOS_GELU_OPS(F64, double, __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_add_pd, _mm512_mul_pd,
-               Sleef_cinz_erfd8_u10avx512fnofma, Sleef_cinz_expd8_u10avx512fnofma)
+               erf_f64, Sleef_cinz_expd8_u10avx512fnofma)
 
 namespace f32 {
 UMLOS_GELU_LOOPS(F32, float)
-UMLOS_ERF32_LOOP(F32)
+UMLOS_ERF_LOOP(F32, float)
 }  // namespace f32
 namespace f64 {
 UMLOS_GELU_LOOPS(F64, double)
-}
+UMLOS_ERF_LOOP(F64, double)
+}  // namespace f64
 
 }  // namespace
 
 void erf_f32_values_avx512(const float* x, float* y, int64_t n) { f32::erf_values_loop(x, y, n); }
+void erf_f64_values_avx512(const double* x, double* y, int64_t n) { f64::erf_values_loop(x, y, n); }
 void gelu_values_avx512(const float* x, float* y, int64_t n) { f32::gelu_values_loop(x, y, n); }
 void gelu_values_avx512(const double* x, double* y, int64_t n) { f64::gelu_values_loop(x, y, n); }
 void gelu_derivative_times_avx512(const float* x, const float* g, float* dx, int64_t n) {

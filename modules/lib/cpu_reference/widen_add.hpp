@@ -31,14 +31,14 @@ void add_widened_avx2(const double* x, double* acc, int64_t n);
 // The loops of one vector path: LOADW(p) loads W floats widened to
 // binary64, LOADD(p) W doubles, ADD and STORE on W doubles; the tail one
 // element at a time (the same operation).
-#define UMLOS_WIDEN_ADD_LOOPS(SUFFIX, W, LOADW, LOADD, ADD, STORE)                         \
-  void add_widened_##SUFFIX(const float* x, double* acc, int64_t n) {                      \
-    int64_t j = 0;                                                                         \
-    for (; j + (W) <= n; j += (W)) STORE(acc + j, ADD(LOADD(acc + j), LOADW(x + j)));      \
-    for (; j < n; ++j) acc[j] += static_cast<double>(x[j]);                                \
-  }                                                                                        \
-  void add_widened_##SUFFIX(const double* x, double* acc, int64_t n) {                     \
-    int64_t j = 0;                                                                         \
-    for (; j + (W) <= n; j += (W)) STORE(acc + j, ADD(LOADD(acc + j), LOADD(x + j)));      \
-    for (; j < n; ++j) acc[j] += x[j];                                                     \
+#define UMLOS_WIDEN_ADD_LOOPS(SUFFIX, W, LOADW, LOADD, ADD, STORE)                    \
+  void add_widened_##SUFFIX(const float* x, double* acc, int64_t n) {                 \
+    int64_t j = 0;                                                                    \
+    for (; j + (W) <= n; j += (W)) STORE(acc + j, ADD(LOADD(acc + j), LOADW(x + j))); \
+    for (; j < n; ++j) acc[j] += static_cast<double>(x[j]);                           \
+  }                                                                                   \
+  void add_widened_##SUFFIX(const double* x, double* acc, int64_t n) {                \
+    int64_t j = 0;                                                                    \
+    for (; j + (W) <= n; j += (W)) STORE(acc + j, ADD(LOADD(acc + j), LOADD(x + j))); \
+    for (; j < n; ++j) acc[j] += x[j];                                                \
   }
