@@ -118,6 +118,55 @@ long double ulp_f32(long double m) {
   return std::ldexp(1.0L, e - 24);
 }
 
+// The vector paths this CPU has (a warning for each it lacks).
+std::vector<cpu_driver::GemmIsa> vector_paths() {
+  std::vector<cpu_driver::GemmIsa> paths;
+  for (cpu_driver::GemmIsa isa : {cpu_driver::GemmIsa::avx2, cpu_driver::GemmIsa::avx512}) {
+    if (cpu_driver::gemm_isa_supported(isa))
+      paths.push_back(isa);
+    else
+      WARN("this CPU has no " << cpu_driver::gemm_isa_name(isa) << " path: not compared");
+  }
+  return paths;
+}
+
+// erf of `pos` and then of each negated (*x, in that order) on the scalar
+// path, returned; each vector path's results compared with it byte for
+// byte, *mismatches counting the paths that differ.
+template <class T>
+std::vector<T> erf_on_every_path(void (*erf_values)(cpu_driver::GemmIsa, const T*, T*, int64_t),
+                                 const std::vector<cpu_driver::GemmIsa>& paths, const std::vector<T>& pos,
+                                 std::vector<T>* x, uint64_t* mismatches) {
+  *x = pos;
+  for (T v : pos) x->push_back(-v);
+  const int64_t n = static_cast<int64_t>(x->size());
+  std::vector<T> want(x->size()), got(x->size());
+  erf_values(cpu_driver::GemmIsa::scalar, x->data(), want.data(), n);
+  for (cpu_driver::GemmIsa isa : paths) {
+    erf_values(isa, x->data(), got.data(), n);
+    if (std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) != 0) ++*mismatches;
+  }
+  return want;
+}
+
+// erf of the infinities and NaN on every path this CPU has: +-1 and NaN.
+template <class T>
+void check_erf_specials(void (*erf_values)(cpu_driver::GemmIsa, const T*, T*, int64_t)) {
+  const T special[4] = {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+                        std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN()};
+  for (cpu_driver::GemmIsa isa :
+       {cpu_driver::GemmIsa::scalar, cpu_driver::GemmIsa::avx2, cpu_driver::GemmIsa::avx512}) {
+    if (!cpu_driver::gemm_isa_supported(isa)) continue;
+    T out[4];
+    erf_values(isa, special, out, 4);
+    INFO(cpu_driver::gemm_isa_name(isa));
+    CHECK(out[0] == T(1));
+    CHECK(out[1] == T(-1));
+    CHECK(std::isnan(out[2]));
+    CHECK(std::isnan(out[3]));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("GELU's binary32 erf is erf correctly rounded to within 2^-16 ulp, with the same bits on every path",
@@ -129,28 +178,15 @@ TEST_CASE("GELU's binary32 erf is erf correctly rounded to within 2^-16 ulp, wit
   // instead (about 1.1e9 values, in blocks: a few minutes).
   const bool exhaustive = std::getenv("UMLOS_ERF32_EXHAUSTIVE") != nullptr;
   const uint32_t top = 0x40900000u;  // 4.5f
-  std::vector<cpu_driver::GemmIsa> paths;
-  for (cpu_driver::GemmIsa isa : {cpu_driver::GemmIsa::avx2, cpu_driver::GemmIsa::avx512}) {
-    if (cpu_driver::gemm_isa_supported(isa))
-      paths.push_back(isa);
-    else
-      WARN("this CPU has no " << cpu_driver::gemm_isa_name(isa) << " path: not compared");
-  }
+  const std::vector<cpu_driver::GemmIsa> paths = vector_paths();
   double worst = 0;
   float worst_x = 0;
   uint64_t misrounded = 0, checked = 0, path_mismatches = 0;
   // One block of positive arguments: the scalar path's values against
   // long double, the others' against the scalar path's, and erf(-x).
   auto check_block = [&](const std::vector<float>& pos) {
-    std::vector<float> x = pos;
-    for (float v : pos) x.push_back(-v);
-    const int64_t n = static_cast<int64_t>(x.size());
-    std::vector<float> want(x.size()), got(x.size());
-    cpu_driver::erf_f32_values(cpu_driver::GemmIsa::scalar, x.data(), want.data(), n);
-    for (cpu_driver::GemmIsa isa : paths) {
-      cpu_driver::erf_f32_values(isa, x.data(), got.data(), n);
-      if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) ++path_mismatches;
-    }
+    std::vector<float> x;
+    const std::vector<float> want = erf_on_every_path(cpu_driver::erf_f32_values, paths, pos, &x, &path_mismatches);
     for (size_t i = 0; i < pos.size(); ++i) {
       const long double exact = std::erf(static_cast<long double>(x[i]));
       const double err = static_cast<double>(std::fabs(want[i] - exact) / ulp_f32(std::fabs(exact)));
@@ -191,20 +227,7 @@ TEST_CASE("GELU's binary32 erf is erf correctly rounded to within 2^-16 ulp, wit
   WARN("binary32 erf: worst " << worst << " ulp at " << worst_x << ", " << misrounded << " of " << checked
                               << " not correctly rounded; " << paths.size() << " vector paths compared");
 
-  // Infinities and NaN.
-  const float special[4] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()};
-  for (cpu_driver::GemmIsa isa :
-       {cpu_driver::GemmIsa::scalar, cpu_driver::GemmIsa::avx2, cpu_driver::GemmIsa::avx512}) {
-    if (!cpu_driver::gemm_isa_supported(isa)) continue;
-    float out[4];
-    cpu_driver::erf_f32_values(isa, special, out, 4);
-    INFO(cpu_driver::gemm_isa_name(isa));
-    CHECK(out[0] == 1.0f);
-    CHECK(out[1] == -1.0f);
-    CHECK(std::isnan(out[2]));
-    CHECK(std::isnan(out[3]));
-  }
+  check_erf_specials<float>(cpu_driver::erf_f32_values);
 }
 
 namespace {
@@ -226,13 +249,7 @@ TEST_CASE("GELU's binary64 erf is within 1 ulp of erf, odd, and gives the same b
   // saturation), dense around the pieces' seams (0.625, 0.9, 1.25, 2.25,
   // 3.5, 5.92) and down to the subnormals, each also negated; the
   // reference is long double erfl (64-bit significand).
-  std::vector<cpu_driver::GemmIsa> paths;
-  for (cpu_driver::GemmIsa isa : {cpu_driver::GemmIsa::avx2, cpu_driver::GemmIsa::avx512}) {
-    if (cpu_driver::gemm_isa_supported(isa))
-      paths.push_back(isa);
-    else
-      WARN("this CPU has no " << cpu_driver::gemm_isa_name(isa) << " path: not compared");
-  }
+  const std::vector<cpu_driver::GemmIsa> paths = vector_paths();
   Rand rng(2026);
   std::vector<double> pos;
   for (int i = 0; i < 1500000; ++i) pos.push_back(rng.uniform(0, 6.5));
@@ -240,16 +257,10 @@ TEST_CASE("GELU's binary64 erf is within 1 ulp of erf, odd, and gives the same b
     for (int k = -2000; k <= 2000; ++k) pos.push_back(std::nextafter(seam, k < 0 ? 0.0 : 10.0) + k * 0x1p-40);
   for (int e = -1074; e < 0; ++e) pos.push_back(std::ldexp(1.0 + rng.uniform(0, 1), e));
   for (double v : {0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308}) pos.push_back(v);
-  std::vector<double> x = pos;
-  for (double v : pos) x.push_back(-v);
-  const int64_t n = static_cast<int64_t>(x.size());
-  std::vector<double> want(x.size()), got(x.size());
-  cpu_driver::erf_f64_values(cpu_driver::GemmIsa::scalar, x.data(), want.data(), n);
-  for (cpu_driver::GemmIsa isa : paths) {
-    cpu_driver::erf_f64_values(isa, x.data(), got.data(), n);
-    INFO(cpu_driver::gemm_isa_name(isa));
-    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
-  }
+  std::vector<double> x;
+  uint64_t path_mismatches = 0;
+  const std::vector<double> want = erf_on_every_path(cpu_driver::erf_f64_values, paths, pos, &x, &path_mismatches);
+  CHECK(path_mismatches == 0);
   double worst = 0, worst_x = 0;
   uint64_t misrounded = 0;
   for (size_t i = 0; i < pos.size(); ++i) {
@@ -270,17 +281,5 @@ TEST_CASE("GELU's binary64 erf is within 1 ulp of erf, odd, and gives the same b
   WARN("binary64 erf: worst " << worst << " ulp at " << std::hexfloat << worst_x << std::defaultfloat << ", "
                               << misrounded << " of " << pos.size() << " not correctly rounded; " << paths.size()
                               << " vector paths compared");
-  const double special[4] = {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
-                             std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN()};
-  for (cpu_driver::GemmIsa isa :
-       {cpu_driver::GemmIsa::scalar, cpu_driver::GemmIsa::avx2, cpu_driver::GemmIsa::avx512}) {
-    if (!cpu_driver::gemm_isa_supported(isa)) continue;
-    double out[4];
-    cpu_driver::erf_f64_values(isa, special, out, 4);
-    INFO(cpu_driver::gemm_isa_name(isa));
-    CHECK(out[0] == 1.0);
-    CHECK(out[1] == -1.0);
-    CHECK(std::isnan(out[2]));
-    CHECK(std::isnan(out[3]));
-  }
+  check_erf_specials<double>(cpu_driver::erf_f64_values);
 }

@@ -2,18 +2,9 @@
 // called only where the CPU has it): binary32 erf on erf32.hpp in two
 // halves of eight binary64 lanes, the rest on SLEEF's deterministic 16- and
 // 8-lane erf and exp.
-#include <immintrin.h>
 #include <sleef.h>
 
-// GCC 12 warns, once these intrinsics are inlined, that the undefined
-// pass-through operand of their unmasked forms (_mm512_cvtps_pd,
-// _mm512_extractf64x4_pd, ...) "may be used uninitialized": it never is
-// (all lanes are written), and clang does not warn.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
+#include "avx512_intrinsics.hpp"
 #include "erf32.hpp"
 #include "erf64.hpp"
 #include "gelu.hpp"

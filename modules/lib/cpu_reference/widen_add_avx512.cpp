@@ -1,15 +1,6 @@
 // widen_add_avx512.cpp — widen_add.hpp's AVX-512 path (compiled with
 // -mavx512f; called only where the CPU has it): eight values an instruction.
-#include <immintrin.h>
-
-// GCC 12 warns, once _mm512_cvtps_pd is inlined, that its undefined
-// pass-through operand "may be used uninitialized": it never is (all lanes
-// are written), and clang does not warn.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
+#include "avx512_intrinsics.hpp"
 #include "widen_add.hpp"
 
 namespace cpu_driver {

@@ -366,9 +366,7 @@ class Context {
     const char* name = nullptr;
     const char* const* names = nullptr;
     uint32_t n = 0;
-    check(svc(&umlos_services::driver_primitives, UMLOS_STRUCT_SIZE(umlos_services, driver_primitives),
-              "driver_primitives")(ctx_, &name, &names, &n),
-          "driver_primitives");
+    driver_primitive_names(&name, &names, &n);
     DriverPrimitives d;
     d.driver = name ? name : "";
     for (uint32_t i = 0; i < n; ++i)
@@ -376,16 +374,13 @@ class Context {
     return d;
   }
   // Whether driver_primitives() would return `known` now, compared where the
-  // kernel holds the names instead of copied: a module that keeps the list
-  // between calls checks it in well under a microsecond. Throws as
-  // driver_primitives() does.
+  // kernel holds the names, none copied: for a module that keeps the list
+  // between calls. Throws as driver_primitives() does.
   bool driver_primitives_are(const DriverPrimitives& known) const {
     const char* name = nullptr;
     const char* const* names = nullptr;
     uint32_t n = 0;
-    check(svc(&umlos_services::driver_primitives, UMLOS_STRUCT_SIZE(umlos_services, driver_primitives),
-              "driver_primitives")(ctx_, &name, &names, &n),
-          "driver_primitives");
+    driver_primitive_names(&name, &names, &n);
     if (known.driver != (name ? name : "")) return false;
     size_t k = 0;
     for (uint32_t i = 0; i < n; ++i) {
@@ -499,6 +494,13 @@ class Context {
     if (st == UMLOS_OK) return;
     const char* n = status_name(st);
     throw Error(st, "kernel service ", what..., " failed: ", n ? n : "status ", n ? "" : std::to_string(st));
+  }
+  // The driver_primitives service: the kernel's own name and names, valid
+  // for this call.
+  void driver_primitive_names(const char** name, const char* const** names, uint32_t* n) const {
+    check(svc(&umlos_services::driver_primitives, UMLOS_STRUCT_SIZE(umlos_services, driver_primitives),
+              "driver_primitives")(ctx_, name, names, n),
+          "driver_primitives");
   }
   void tensor_info(const umlos_tensor* t, int32_t* d, umlos_shape* s) const {
     check(
