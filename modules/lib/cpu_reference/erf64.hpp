@@ -6,9 +6,10 @@
 // a Zen 4 core at eight lanes (AVX-512), against 1.2 ns for its exp; a
 // GPT-2-small block's float64 GELU and its gradient took 8 ms of a 145 ms
 // step in it. Here a vector costs the pieces its lanes fall in: 4.6 ns an
-// element on x / sqrt 2, x from N(0, 1) (four pieces), about 1.5 where
-// every lane is in the first. Here the range is cut where a plain binary64 evaluation stays
-// within 1 ulp, and only erfc's tail needs an exp:
+// element on x / sqrt 2, x from N(0, 1) (four pieces), about 1 where every
+// lane is in the first (x from N(0, 0.2)). The range is cut where a plain
+// binary64 evaluation stays within 1 ulp, and only erfc's tail needs an
+// exp:
 //   |x| < 0.625:          erf = |x| + |x| A(x^2)
 //   0.625 <= |x| < 0.9:   erf = c0 + B0(|x| - 0.75)       c0 = erf(0.75) to 24 bits
 //   0.9 <= |x| < 1.25:    erf = c1 + B1(|x| - 1.0625)     c1 = erf(1.0625) to 24 bits
