@@ -169,6 +169,9 @@ void pack_b(GemmMatrix<const T> B, int64_t N, int64_t k0, int64_t kc, int64_t j0
       pack_b_panel_transposed(B, k0, kc, j0 + q, cols, nr, panel);
       continue;
     }
+    // A partial panel (a classifier's 10 columns of 16) is zeroed whole
+    // once: zeroing each row's few padding elements called memset per row.
+    if (cols < nr) std::memset(panel, 0, sizeof(T) * static_cast<size_t>(kc * nr));
     for (int64_t k = 0; k < kc; ++k) {
       const T* src = B.p + (k0 + k) * B.rs + (j0 + q) * B.cs;
       T* dst = panel + k * nr;
@@ -183,7 +186,6 @@ void pack_b(GemmMatrix<const T> B, int64_t N, int64_t k0, int64_t kc, int64_t j0
       } else {
         for (int64_t c = 0; c < cols; ++c) dst[c] = src[c * B.cs];
       }
-      for (int64_t c = cols; c < nr; ++c) dst[c] = T(0);
     }
   }
 }
