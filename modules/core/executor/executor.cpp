@@ -104,12 +104,13 @@ struct StepPlan {
 
 // The primitive list a graph is validated against (driver_list()).
 struct DriverList {
-  sdk::Context::DriverPrimitives kernel;  // as the kernel reported it
+  // The names (empty: contract 1.0) and the driver's name, as the kernel
+  // reported them or as config gave them.
+  sdk::Context::DriverPrimitives names;
   bool from_kernel = false;
-  std::vector<std::string> offered;   // empty: contract 1.0
-  std::string driver = "the driver";  // for messages
-  bool leaf_digests = false;          // offers execution_fp's leaf_digests
-  uint64_t generation = 0;            // which list of this Prepared (a new one each time it is read anew)
+  bool leaf_digests = false;  // offers execution_fp's leaf_digests
+  uint64_t generation = 0;    // which list of this Prepared (a new one each time it is read anew)
+  std::string label() const { return names.driver.empty() ? "the driver" : "driver '" + names.driver + "'"; }
 };
 
 struct Prepared {
@@ -361,24 +362,23 @@ struct Call {
 const DriverList& driver_list(sdk::Context& c) {
   std::optional<DriverList>& known = prepared().driver;
   try {
-    if (known && known->from_kernel && c.driver_primitives_are(known->kernel)) return *known;
+    if (known && known->from_kernel && c.driver_primitives_are(known->names)) return *known;
     DriverList l;
-    l.kernel = c.driver_primitives();
+    l.names = c.driver_primitives();
     l.from_kernel = true;
-    l.offered = l.kernel.primitives;
-    l.driver = "driver '" + l.kernel.driver + "'";
     known = std::move(l);
   } catch (const sdk::Error& e) {
     if (e.code() != UMLOS_UNIMPLEMENTED && e.code() != UMLOS_FAILED_PRECONDITION) throw;
     DriverList l;
     if (std::optional<Value> offered = sdk::cbor::config_tree(c, "model.driver_primitives")) {
-      for (const Value& v : offered->items()) l.offered.push_back(v.as_text());
-      l.driver = "driver '" + c.config("model.driver_name", "?") + "'";
+      for (const Value& v : offered->items()) l.names.primitives.push_back(v.as_text());
+      l.names.driver = c.config("model.driver_name", "?");
     }
     known = std::move(l);
   }
   known->generation = ++prepared().lists;
-  known->leaf_digests = std::find(known->offered.begin(), known->offered.end(), "leaf_digests") != known->offered.end();
+  const std::vector<std::string>& offered = known->names.primitives;
+  known->leaf_digests = std::find(offered.begin(), offered.end(), "leaf_digests") != offered.end();
   return *known;
 }
 
@@ -400,8 +400,8 @@ void validate_call(sdk::Context& c, Call& call) {
   const bool known =
       std::find(validated.begin(), validated.end(), std::make_pair(vo.mode, list.generation)) != validated.end();
   if (known && call.dyn.declared.empty()) return;
-  vo.offered = list.offered;
-  vo.driver = list.driver;
+  vo.offered = list.names.primitives;
+  vo.driver = list.label();
   vo.wrt = params;
   if (!known) {
     ir::validate(call.g(), vo);
