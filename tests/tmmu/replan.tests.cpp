@@ -214,14 +214,21 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Later calls of a graph, on the step plan derived at its first call, give a fresh executor's plan hash, values and "
-    "fingerprint, also after the strategy changes",
+    "Later calls of a graph, on the step plan derived at its first call (its gradient walk, buffers and trace records "
+    "replayed), give a fresh executor's plan hash, trace, gradients and fingerprint, also after the strategy changes",
     "[tmmu][executor]") {
   const std::string placement = "    placement: tmmu\n";
+  // y feeds both inputs of mul: its gradient is two contributions summed,
+  // a step of the walk that a replay must keep.
   auto fresh = [&](const char* strategy, int64_t t) {
     Exec f(placement, 4, strategy);
     f.call(t, 4);
-    return std::make_tuple(f.plan_hash(), f.bytes("model.exec.execution_fp"), f.f64("model.grad.W"));
+    return std::make_tuple(f.plan_hash(), f.bytes("model.exec.execution_fp"), f.f64("model.grad.W"),
+                           f.f64("model.grad.b"), f.bytes("model.exec.trace"));
+  };
+  auto now = [](Exec& e) {
+    return std::make_tuple(e.plan_hash(), e.bytes("model.exec.execution_fp"), e.f64("model.grad.W"),
+                           e.f64("model.grad.b"), e.bytes("model.exec.trace"));
   };
   const auto byte_planner = fresh("UML_OS.TMMU.BytePlanner_v1", 1);
   const auto greedy = fresh("UML_OS.TMMU.PlanMemory_v2", 1);
@@ -229,16 +236,18 @@ TEST_CASE(
   // the first plan would be caught below.
   REQUIRE(std::get<0>(byte_planner) != std::get<0>(greedy));
   Exec e(placement, 4, "UML_OS.TMMU.BytePlanner_v1");
+  // The first call derives the step, the second records the walk and the
+  // trace, the third on replay them.
   for (int64_t t = 1; t <= 3; ++t) {
     e.call(t, 4);
-    CHECK(std::make_tuple(e.plan_hash(), e.bytes("model.exec.execution_fp"), e.f64("model.grad.W")) == byte_planner);
+    CHECK(now(e) == byte_planner);
   }
   e.host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
   e.call(4, 4);
-  CHECK(std::make_tuple(e.plan_hash(), e.bytes("model.exec.execution_fp"), e.f64("model.grad.W")) == greedy);
+  CHECK(now(e) == greedy);
   e.host.set_active_strategy("UML_OS.TMMU.BytePlanner_v1");
   e.call(5, 4);
-  CHECK(std::make_tuple(e.plan_hash(), e.bytes("model.exec.execution_fp"), e.f64("model.grad.W")) == byte_planner);
+  CHECK(now(e) == byte_planner);
 }
 
 TEST_CASE("A checkpoint stores the updated plan hash, and a run restored from it continues on the same plan",

@@ -100,6 +100,14 @@ struct StepPlan {
   // computed again only when the plan it returns differs.
   std::vector<uint64_t> offsets, slots;
   std::optional<ir::Digest> plan_hash;
+  // Backward's walk, gradient buffers and gradient attributes (engine.hpp),
+  // recorded on the first backward call of this step.
+  ir::BackwardScript backward;
+  // The node trace records (step 5) as one CBOR array: the graph, its
+  // shapes and the mode fix every field, so the first call that makes them
+  // keeps them and later calls dispatch without the trace hook.
+  std::optional<ir::CborWriter> trace;
+  uint64_t n_records = 0;
 };
 
 // The primitive list a graph is validated against (driver_list()).
@@ -351,6 +359,7 @@ struct Call {
   // Step 5.
   ir::CborWriter trace_items;
   uint64_t n_records = 0;
+  ir::CborWriter trace;  // the records as one array, when the step plan has none yet
   std::vector<std::pair<std::string, umlos_tensor*>> critical;  // StateFingerprint_v1 order
 };
 
@@ -686,25 +695,28 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
   const std::string& placement = call.placement;
   const bool backward = call.backward;
   const ir::GradOrder& order = call.order;
-  ir::TraceHook trace = [&](const ir::TraceRecord& r) {
-    // {pass, dtype, instr, shape, node_id, dispatch_success}: keys in
-    // canonical (bytewise encoded) order.
-    trace_items.map(6);
-    trace_items.text("pass");
-    trace_items.text(r.pass);
-    trace_items.text("dtype");
-    trace_items.text(dtype_text(r.dtype));
-    trace_items.text("instr");
-    trace_items.text(r.instr);
-    trace_items.text("shape");
-    trace_items.array(r.shape.size());
-    for (int64_t e : r.shape) trace_items.integer(e);
-    trace_items.text("node_id");
-    trace_items.integer(r.node_id);
-    trace_items.text("dispatch_success");
-    trace_items.boolean(true);
-    ++n_records;
-  };
+  const bool traced_before = call.known && call.known->trace;
+  ir::TraceHook trace;
+  if (!traced_before)
+    trace = [&](const ir::TraceRecord& r) {
+      // {pass, dtype, instr, shape, node_id, dispatch_success}: keys in
+      // canonical (bytewise encoded) order.
+      trace_items.map(6);
+      trace_items.text("pass");
+      trace_items.text(r.pass);
+      trace_items.text("dtype");
+      trace_items.text(dtype_text(r.dtype));
+      trace_items.text("instr");
+      trace_items.text(r.instr);
+      trace_items.text("shape");
+      trace_items.array(r.shape.size());
+      for (int64_t e : r.shape) trace_items.integer(e);
+      trace_items.text("node_id");
+      trace_items.integer(r.node_id);
+      trace_items.text("dispatch_success");
+      trace_items.boolean(true);
+      ++n_records;
+    };
   ir::forward(
       c, G, tensor,
       [&](const ir::Node& n) -> umlos_tensor* {
@@ -715,6 +727,7 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
         return it != placed.end() ? it->second : c.temp(n.dtype, n.output_shape);
       },
       {}, trace);
+
   if (mode.save) {
     for (const ir::Interval& iv : live) {
       if (!iv.saved_for_backward) continue;
@@ -750,11 +763,15 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
       if (it == param_decl.end() || it->second->dtype != gb.dtype || it->second->shape != gb.shape) return nullptr;
       return grad_output(gb.result_of);
     };
+    // The step plan's script: the walk and its buffers as the first call
+    // of this graph and mode made them (the graph's dtypes and the declared
+    // tensors', checked by bind_declared, do not change between calls).
+    ir::BackwardScript* script = call.known ? &call.known->backward : nullptr;
     const ir::GradAllocator grad_alloc =
-        placement == "tmmu" ? ir::place_gradient_buffers(c, G, tensor, seeds, params, order.order, own).alloc
-                            : ir::temp_gradient_buffers(c, G, tensor, seeds, params, order.order, own);
+        placement == "tmmu" ? ir::place_gradient_buffers(c, G, tensor, seeds, params, order.order, own, script).alloc
+                            : ir::temp_gradient_buffers(c, G, tensor, seeds, params, order.order, own, script);
     std::map<std::string, umlos_tensor*> grads =
-        ir::backward(c, G, tensor, seeds, params, order.order, trace, grad_alloc);
+        ir::backward(c, G, tensor, seeds, params, order.order, trace, grad_alloc, nullptr, script);
     // CollectGradients_v1: parameters in declaration (registration) order.
     for (const ir::TensorDecl& d : G.declared) {
       if (d.role != "parameter") continue;
@@ -874,6 +891,22 @@ void write_results(sdk::Context& c, const Call& call, const ir::CborWriter& trac
   }
 }
 
+// The node trace records as one CBOR array: the step plan's, or made from
+// this call's records (and kept in the step plan when there is one).
+const ir::CborWriter& trace_array(Call& call) {
+  StepPlan* sp = call.known;
+  if (sp && sp->trace) {
+    call.n_records = sp->n_records;
+    return *sp->trace;
+  }
+  call.trace.array(call.n_records);
+  call.trace.out.insert(call.trace.out.end(), call.trace_items.out.begin(), call.trace_items.out.end());
+  if (!sp) return call.trace;
+  sp->trace = call.trace;
+  sp->n_records = call.n_records;
+  return *sp->trace;
+}
+
 void run_graph(sdk::Context& c, const ConfigBytes& ir_cbor, const ir::Digest& ir_hash) {
   Call call(ir_hash);
   Prepared& prep = prepared();
@@ -894,9 +927,7 @@ void run_graph(sdk::Context& c, const ConfigBytes& ir_cbor, const ir::Digest& ir
     call.order = ir::grad_dependency_order(call.at_call());
   place_activations(c, call);
   dispatch_nodes(c, call);
-  ir::CborWriter trace_cbor;
-  trace_cbor.array(call.n_records);
-  trace_cbor.out.insert(trace_cbor.out.end(), call.trace_items.out.begin(), call.trace_items.out.end());
+  const ir::CborWriter& trace_cbor = trace_array(call);
   const ir::Digest execution_fp = execution_fingerprint(c, call, trace_cbor);
   write_results(c, call, trace_cbor, execution_fp);
 }

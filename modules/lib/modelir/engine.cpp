@@ -445,10 +445,93 @@ struct BackwardHooks {
   std::function<void()> finish;
 };
 
+std::map<std::string, size_t> walk(const Graph& g, const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                   const std::vector<size_t>& order,
+                                   const std::function<bool(const std::string&)>& has_gradient, const BackwardHooks& h);
+
+// The hooks of a recorded walk, called in the order the walk called them.
+std::map<std::string, size_t> replay(const BackwardScript& s, const BackwardHooks& h) {
+  using Op = BackwardScript::Op;
+  size_t made = 0;
+  for (const BackwardScript::Event& e : s.events) {
+    switch (e.op) {
+      case Op::make:
+        h.make(e.a, s.made_of[made++]);
+        break;
+      case Op::accumulate:
+        h.accumulate(e.a, e.b, e.step);
+        break;
+      case Op::run: {
+        const BackwardScript::Run& r = s.runs[e.a];
+        h.run(r.pos, r.dy, r.outs, r.slots, e.step);
+        break;
+      }
+      case Op::drop:
+        h.drop(e.a, e.step);
+        break;
+      case Op::finish:
+        if (h.finish) h.finish();
+        break;
+    }
+  }
+  return s.result;
+}
+
+// The walk, with every hook call recorded into `s` as it is made.
+std::map<std::string, size_t> record(BackwardScript& s, const Graph& g, const std::vector<Seed>& seeds,
+                                     const std::vector<std::string>& wrt, const std::vector<size_t>& order,
+                                     const std::function<bool(const std::string&)>& has_gradient,
+                                     const BackwardHooks& h) {
+  using Op = BackwardScript::Op;
+  s = BackwardScript{};
+  BackwardHooks rec;
+  rec.make = [&](size_t index, const std::string& of) {
+    s.events.push_back({Op::make, index, 0, 0});
+    s.made_of.push_back(of);
+    h.make(index, of);
+  };
+  rec.accumulate = [&](size_t from, size_t into, int64_t step) {
+    s.events.push_back({Op::accumulate, from, into, step});
+    h.accumulate(from, into, step);
+  };
+  rec.run = [&](size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>& slots,
+                int64_t step) {
+    s.events.push_back({Op::run, s.runs.size(), 0, step});
+    BackwardScript::Run r;
+    r.pos = pos;
+    r.dy = dy;
+    r.outs = outs;
+    r.slots = slots;
+    s.runs.push_back(std::move(r));
+    h.run(pos, dy, outs, slots, step);
+  };
+  rec.drop = [&](size_t index, int64_t step) {
+    s.events.push_back({Op::drop, index, 0, step});
+    h.drop(index, step);
+  };
+  rec.finish = [&] {
+    s.events.push_back({Op::finish, 0, 0, 0});
+    if (h.finish) h.finish();
+  };
+  s.result = walk(g, seeds, wrt, order, has_gradient, rec);
+  s.walked = true;
+  return s.result;
+}
+
+// The walk, or with a script its replay (recorded on the first call).
 std::map<std::string, size_t> walk_backward(const Graph& g, const std::vector<Seed>& seeds,
                                             const std::vector<std::string>& wrt, const std::vector<size_t>& order,
                                             const std::function<bool(const std::string&)>& has_gradient,
-                                            const BackwardHooks& h) {
+                                            const BackwardHooks& h, BackwardScript* script) {
+  if (!script) return walk(g, seeds, wrt, order, has_gradient, h);
+  if (script->walked) return replay(*script, h);
+  return record(*script, g, seeds, wrt, order, has_gradient, h);
+}
+
+std::map<std::string, size_t> walk(const Graph& g, const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
+                                   const std::vector<size_t>& order,
+                                   const std::function<bool(const std::string&)>& has_gradient,
+                                   const BackwardHooks& h) {
   // Which tensors depend on a `wrt` tensor (only their gradients matter).
   std::set<std::string> depends(wrt.begin(), wrt.end());
   for (const Node& n : g.nodes) {
@@ -528,19 +611,31 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
                                               const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace,
-                                              const GradAllocator& alloc, Sharder* shard) {
+                                              const GradAllocator& alloc, Sharder* shard, BackwardScript* script) {
   if (shard && !shard->active()) shard = nullptr;
   // Which tensors' gradients flow on (walk_backward's `depends`): a sharded
   // node skips work for the others, and a driver may skip the others'
-  // gradients (`wanted`).
-  std::set<std::string> depends(wrt.begin(), wrt.end());
-  for (const Node& n : g.nodes)
-    for (const std::string& in : n.inputs)
-      if (depends.count(in)) {
-        depends.insert(n.output);
-        break;
-      }
+  // gradients (`wanted`). A script that has them per run needs none.
+  std::set<std::string> depends;
+  if (!script || !script->attributed) {
+    depends.insert(wrt.begin(), wrt.end());
+    for (const Node& n : g.nodes)
+      for (const std::string& in : n.inputs)
+        if (depends.count(in)) {
+          depends.insert(n.output);
+          break;
+        }
+  }
   const auto depends_on_wrt = [&](const std::string& id) { return depends.count(id) != 0; };
+  // A node's gradient primitive, attributes and which slots' gradients
+  // flow on: kept in the script's run, or made here.
+  auto attributed = [&](BackwardScript::Run& r, const Node& n) {
+    r.instr = n.instr + "_grad";
+    r.attrs = grad_attrs(n, r.slots, depends_on_wrt);
+    r.needed.clear();
+    for (size_t slot : r.slots) r.needed.push_back(depends.count(n.inputs[slot]) != 0);
+  };
+  size_t runs = 0;
   auto bound = [&](const std::string& id) -> umlos_tensor* {
     auto it = b.find(id);
     if (it == b.end())
@@ -567,38 +662,45 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
   h.drop = [](size_t, int64_t) {};
   h.run = [&](size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>& slots, int64_t) {
     const Node& n = g.nodes[pos];
+    BackwardScript::Run here;
+    BackwardScript::Run& r = script ? script->runs.at(runs) : here;
+    ++runs;
+    if (!script || !script->attributed) {
+      r.slots = slots;
+      attributed(r, n);
+    }
     std::vector<const umlos_tensor*> ins;
+    ins.reserve(n.inputs.size() + 1);
     for (const std::string& in : n.inputs) ins.push_back(bound(in));
     ins.push_back(buffer[dy]);
     std::vector<umlos_tensor*> grads;
+    grads.reserve(outs.size());
     for (size_t o : outs) grads.push_back(buffer[o]);
-    const std::string grad_instr = n.instr + "_grad";
     try {
       if (shard) {
-        std::vector<bool> needed;
-        for (size_t slot : slots) needed.push_back(depends.count(n.inputs[slot]) != 0);
         ins.pop_back();
-        shard->backward_node(n, pos, ins, buffer[dy], grads, slots, needed);
+        shard->backward_node(n, pos, ins, buffer[dy], grads, slots, r.needed);
       } else {
-        c.dispatch(grad_instr.c_str(), ins, grads, grad_attrs(n, slots, depends_on_wrt));
+        c.dispatch(r.instr.c_str(), ins, grads, r.attrs);
       }
     } catch (const sdk::Error& e) {
-      throw sdk::Error(e.code(), "node ", n.node_id, " (", grad_instr, "): ", e.what());
+      throw sdk::Error(e.code(), "node ", n.node_id, " (", r.instr, "): ", e.what());
     }
     if (trace) {
-      TraceRecord r;
-      r.pass = "backward";
-      r.node_id = n.node_id;
-      r.instr = grad_instr;
+      TraceRecord t;
+      t.pass = "backward";
+      t.node_id = n.node_id;
+      t.instr = r.instr;
       if (!grads.empty()) {
-        r.shape = c.shape(grads[0]);
-        r.dtype = c.dtype(grads[0]);
+        t.shape = c.shape(grads[0]);
+        t.dtype = c.dtype(grads[0]);
       }
-      trace(r);
+      trace(t);
     }
   };
   const std::map<std::string, size_t> result = walk_backward(
-      g, seeds, wrt, order, [&](const std::string& id) { return is_float(c.dtype(bound(id))); }, h);
+      g, seeds, wrt, order, [&](const std::string& id) { return is_float(c.dtype(bound(id))); }, h, script);
+  if (script) script->attributed = true;
   std::map<std::string, umlos_tensor*> out;
   for (const auto& [id, index] : result) out[id] = buffer[index];
   return out;
@@ -636,17 +738,18 @@ bool same_walk(const GradBufferMemo& m, const Graph& g, const std::vector<Seed>&
 
 std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                          const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
-                                         const std::vector<size_t>& order) {
+                                         const std::vector<size_t>& order, BackwardScript* script) {
   auto bound = [&](const std::string& id) -> const umlos_tensor* {
     auto it = b.find(id);
     if (it == b.end())
       throw sdk::Error(UMLOS_INVALID_IR, "backward: tensor '", id, "' is not bound (run forward first)");
     return it->second;
   };
+  if (script && script->planned) return script->buffers;
   // A training loop asks for the same graph's buffers every step: the walk
   // is repeated only when something it read differs.
   thread_local GradBufferMemo memo;
-  if (same_walk(memo, g, seeds, wrt, order)) {
+  if (!script && same_walk(memo, g, seeds, wrt, order)) {
     bool same = true;
     for (const auto& [id, has] : memo.asked) same = same && is_float(c.dtype(bound(id))) == has;
     for (const GradBuffer& gb : memo.buffers) {
@@ -684,10 +787,15 @@ std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const 
         memo.asked.emplace_back(id, has);
         return has;
       },
-      h);
+      h, script);
   for (const auto& [id, index] : result) {
     out[index].end = last;
     out[index].result_of = id;
+  }
+  if (script) {
+    script->buffers = out;
+    script->planned = true;
+    return out;
   }
   memo.edges.clear();
   for (const Node& n : g.nodes) memo.edges.emplace_back(n.inputs, n.output);
@@ -755,8 +863,9 @@ std::vector<umlos_tensor*> owned_buffers(sdk::Context& c, const std::vector<Grad
 
 PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                        const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
-                                       const std::vector<size_t>& order, const OwnGradBuffer& own) {
-  const std::vector<GradBuffer> buffers = gradient_buffers(c, g, b, seeds, wrt, order);
+                                       const std::vector<size_t>& order, const OwnGradBuffer& own,
+                                       BackwardScript* script) {
+  const std::vector<GradBuffer> buffers = gradient_buffers(c, g, b, seeds, wrt, order, script);
   const std::vector<umlos_tensor*> owned = owned_buffers(c, buffers, own);
   std::vector<umlos_plan_tensor> tensors;
   std::vector<size_t> item(buffers.size(), 0);  // buffer -> its entry in `tensors`
@@ -787,8 +896,8 @@ PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Bi
 
 GradAllocator temp_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b, const std::vector<Seed>& seeds,
                                     const std::vector<std::string>& wrt, const std::vector<size_t>& order,
-                                    const OwnGradBuffer& own) {
-  const std::vector<umlos_tensor*> owned = owned_buffers(c, gradient_buffers(c, g, b, seeds, wrt, order), own);
+                                    const OwnGradBuffer& own, BackwardScript* script) {
+  const std::vector<umlos_tensor*> owned = owned_buffers(c, gradient_buffers(c, g, b, seeds, wrt, order, script), own);
   return [&c, owned](size_t i, int32_t dtype, const sdk::Shape& shape) {
     if (i >= owned.size()) throw sdk::Error(UMLOS_INTERNAL, "gradient buffer ", i, " was not planned");
     return owned[i] != nullptr ? owned[i] : c.temp(dtype, shape);

@@ -183,6 +183,40 @@ struct GradBuffer {
   int64_t begin = 0;  // inclusive
   int64_t end = 0;    // inclusive
 };
+// What backward() and gradient_buffers() derive from the graph, the seeds,
+// wrt, the order and which tensors are floats, recorded the first time
+// and replayed after: the walk's steps (buffers made, summed, handed to a
+// node's gradient, dropped), each node's gradient primitive and
+// attributes, and the gradient buffers. For a caller that runs the same
+// graph with the same arguments again, on tensors of the same dtypes (the
+// executor's step plan: it checks every declared tensor against the IR
+// each call, and node outputs take the graph's dtypes); the graph must
+// outlive the script (the attributes borrow its strings). A training loop
+// spent a tenth of its executor's own time on a small model redoing them.
+struct BackwardScript {
+  enum class Op : uint8_t { make, accumulate, run, drop, finish };
+  struct Event {
+    Op op;
+    size_t a = 0, b = 0;  // make: index; accumulate: from, into; run: the run's entry; drop: index
+    int64_t step = 0;
+  };
+  struct Run {
+    size_t pos = 0, dy = 0;
+    std::vector<size_t> outs, slots;
+    std::string instr;             // the node's "<instr>_grad"
+    std::vector<sdk::Attr> attrs;  // grad_attrs()
+    std::vector<bool> needed;      // per slot: whether its gradient flows on
+  };
+  std::vector<Event> events;
+  std::vector<std::string> made_of;  // per make event, in order: the tensor
+  std::vector<Run> runs;
+  std::map<std::string, size_t> result;
+  std::vector<GradBuffer> buffers;  // gradient_buffers()'s answer
+  bool walked = false;              // events, made_of, runs' steps and result recorded
+  bool attributed = false;          // runs' instr, attrs and needed filled in (backward())
+  bool planned = false;             // buffers filled in
+};
+
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
                                               const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace,
@@ -190,10 +224,11 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
 std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, const Binding& b,
                                               const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                               const std::vector<size_t>& order, const TraceHook& trace,
-                                              const GradAllocator& alloc, Sharder* shard);
+                                              const GradAllocator& alloc, Sharder* shard,
+                                              BackwardScript* script = nullptr);
 std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                          const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
-                                         const std::vector<size_t>& order);
+                                         const std::vector<size_t>& order, BackwardScript* script = nullptr);
 
 // One arena planned by the manifest's TMMU strategy (services->plan_memory,
 // checked by the kernel) and allocated as one temp of its footprint (at
@@ -232,11 +267,12 @@ using OwnGradBuffer = std::function<umlos_tensor*(const GradBuffer&)>;
 // plan (alloc() hands those out instead).
 PlacedGradients place_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b,
                                        const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
-                                       const std::vector<size_t>& order, const OwnGradBuffer& own);
+                                       const std::vector<size_t>& order, const OwnGradBuffer& own,
+                                       BackwardScript* script = nullptr);
 // Temps for every buffer but those `own` provides (placement temps).
 GradAllocator temp_gradient_buffers(sdk::Context& c, const Graph& g, const Binding& b, const std::vector<Seed>& seeds,
                                     const std::vector<std::string>& wrt, const std::vector<size_t>& order,
-                                    const OwnGradBuffer& own);
+                                    const OwnGradBuffer& own, BackwardScript* script = nullptr);
 
 // The node outputs of one forward() call (no backward) placed by the
 // manifest's TMMU strategy: liveness() in inference mode, so an output dies

@@ -49,9 +49,11 @@ class Context {
   umlos_tensor* output(const char* name, int32_t dtype, const Shape& shape) const {
     const umlos_shape s = to_abi_shape(shape);
     umlos_tensor* t = nullptr;
-    check(svc(&umlos_services::value_create, UMLOS_STRUCT_SIZE(umlos_services, value_create), "value_create")(
-              ctx_, name, dtype, &s, &t),
-          "value_create(\"", name, "\", ", dtype_name(dtype), shape_string(shape), ")");
+    const umlos_status st = svc(&umlos_services::value_create, UMLOS_STRUCT_SIZE(umlos_services, value_create),
+                                "value_create")(ctx_, name, dtype, &s, &t);
+    // The message only when it is needed: formatting the shape cost more
+    // than the call.
+    if (st != UMLOS_OK) check(st, "value_create(\"", name, "\", ", dtype_name(dtype), shape_string(shape), ")");
     return t;
   }
   // Creates an output and writes `data` into it (shape must match its size).
@@ -65,9 +67,9 @@ class Context {
   umlos_tensor* temp(int32_t dtype, const Shape& shape) const {
     const umlos_shape s = to_abi_shape(shape);
     umlos_tensor* t = nullptr;
-    check(svc(&umlos_services::tensor_temp, UMLOS_STRUCT_SIZE(umlos_services, tensor_temp), "tensor_temp")(ctx_, dtype,
-                                                                                                           &s, &t),
-          "tensor_temp(", dtype_name(dtype), shape_string(shape), ")");
+    const umlos_status st = svc(&umlos_services::tensor_temp, UMLOS_STRUCT_SIZE(umlos_services, tensor_temp),
+                                "tensor_temp")(ctx_, dtype, &s, &t);
+    if (st != UMLOS_OK) check(st, "tensor_temp(", dtype_name(dtype), shape_string(shape), ")");
     return t;
   }
   // ABI 1.10: a scratch tensor whose bytes are unspecified, for a caller
@@ -78,8 +80,8 @@ class Context {
       return temp(dtype, shape);
     const umlos_shape s = to_abi_shape(shape);
     umlos_tensor* t = nullptr;
-    check(svc_->tensor_temp_uninit(ctx_, dtype, &s, &t), "tensor_temp_uninit(", dtype_name(dtype), shape_string(shape),
-          ")");
+    const umlos_status st = svc_->tensor_temp_uninit(ctx_, dtype, &s, &t);
+    if (st != UMLOS_OK) check(st, "tensor_temp_uninit(", dtype_name(dtype), shape_string(shape), ")");
     return t;
   }
 
