@@ -625,6 +625,38 @@ std::vector<Case> all_cases(int64_t R, int64_t D) {
        {{{2, R, N}}},
        {int_attr("trans_a", 1), int_attr("trans_b", 1)},
        [=](const Values& in) { return matmul_ref(in, 2, R, N, D, true, true, true); }});
+  // matmul_bias_act: the product, plus the bias along its last axis, and
+  // relu of that (an executor's epilogue fusion); forward only.
+  auto bias_act_ref = [=](const Values& in, int64_t batch, bool tb, bool relu) {
+    const std::vector<double> z0 = matmul_ref(in, batch, R, N, D, false, tb, false)[0];
+    std::vector<double> z(z0.size()), y(z0.size());
+    for (size_t i = 0; i < z0.size(); ++i) {
+      z[i] = z0[i] + in[2][i % N];
+      y[i] = z[i] > 0 ? z[i] : 0.0;
+    }
+    return relu ? Values{z, y} : Values{z};
+  };
+  add({"matmul_bias_act",
+       "matmul_bias_act",
+       {{{R, D}}, {{D, N}}, {{N}}},
+       {{{R, N}}},
+       {},
+       [=](const Values& in) { return bias_act_ref(in, 1, false, false); },
+       false});
+  add({"matmul_bias_act relu",
+       "matmul_bias_act",
+       {{{R, D}}, {{D, N}}, {{N}}},
+       {{{R, N}}, {{R, N}}},
+       {string_attr("act", "relu")},
+       [=](const Values& in) { return bias_act_ref(in, 1, false, true); },
+       false});
+  add({"matmul_bias_act relu batched trans_b",
+       "matmul_bias_act",
+       {{{2, R, D}}, {{2, N, D}}, {{N}}},
+       {{{2, R, N}}, {{2, R, N}}},
+       {string_attr("act", "relu"), int_attr("trans_b", 1)},
+       [=](const Values& in) { return bias_act_ref(in, 2, true, true); },
+       false});
   add({"cosine_similarity", "cosine_similarity", {{{R, D}}, {{R + 1, D}}}, {{{R, R + 1}}}, {}, [=](const Values& in) {
          std::vector<double> s;
          auto norm = [&](const std::vector<double>& v, int64_t row) {
@@ -765,7 +797,7 @@ const std::set<std::string>& required_by_shipped_operators() {
 }
 
 const std::set<std::string>& used_when_offered_by_shipped_operators() {
-  static const std::set<std::string> s = {"adam", "sum_squares", "leaf_digests"};
+  static const std::set<std::string> s = {"adam", "sum_squares", "leaf_digests", "matmul_bias_act"};
   return s;
 }
 

@@ -1,5 +1,5 @@
 // driver_fallback.tests.cpp — driver.fallback: a driver that offers a few
-// primitives (the SDK's template driver: 8 of 77) trains the shipped digits
+// primitives (the SDK's template driver: 8 of 78) trains the shipped digits
 // manifest with cpu_driver running, with explicit transfers, every primitive
 // it lacks or refuses; the results are cpu_driver's, bit for bit, and the
 // run_header says which primitives the fallback ran.
@@ -50,7 +50,7 @@ TEST_CASE("a driver with eight primitives trains digits through its cpu_driver f
   CHECK(header["driver"] == "template_driver");
   CHECK(header["driver_fallback"] == "cpu_driver");
   const auto routed = header["fallback_primitives"].get<std::vector<std::string>>();
-  CHECK(routed.size() == 69);  // the catalogue's 77 less the template's 8
+  CHECK(routed.size() == 70);  // the catalogue's 78 less the template's 8
   CHECK(std::find(routed.begin(), routed.end(), "matmul_grad") != routed.end());
   CHECK(std::find(routed.begin(), routed.end(), "relu") == routed.end());  // the template runs relu itself
   CHECK_FALSE(records(ref.trace()).front().contains("driver_fallback"));

@@ -593,6 +593,77 @@ TEST_CASE(
   CHECK(g.hex("model.exec.execution_fp") == first_fp);
 }
 
+namespace {
+
+// Two layers, relu between: the first matmul's bias_add and relu, and the
+// second's bias_add, are epilogues the executor may fuse (docs/modelir.md,
+// step 5).
+const char* kTwoLayers = R"(dtype: f32
+tensors:
+  - {id: x, role: input, shape: [37, 40]}
+  - {id: W1, role: parameter, shape: [40, 48]}
+  - {id: b1, role: parameter, shape: [48]}
+  - {id: W2, role: parameter, shape: [48, 12]}
+  - {id: b2, role: parameter, shape: [12]}
+nodes:
+  - {node_id: 0, instr: matmul, inputs: [x, W1], output: {id: h1, shape: [37, 48]}}
+  - {node_id: 1, instr: bias_add, inputs: [h1, b1], output: {id: z1, shape: [37, 48]}}
+  - {node_id: 2, instr: relu, inputs: [z1], output: {id: a1, shape: [37, 48]}}
+  - {node_id: 3, instr: matmul, inputs: [a1, W2], output: {id: h2, shape: [37, 12]}}
+  - {node_id: 4, instr: bias_add, inputs: [h2, b2], output: {id: y, shape: [37, 12]}}
+  - {node_id: 5, instr: sum, inputs: [y], output: {id: loss, shape: []}}
+outputs: [y, loss]
+loss: loss
+)";
+
+uint64_t primitive_calls(Graph& g, const char* name) {
+  const auto& p = g.host.profile().primitives;
+  auto it = p.find(name);
+  return it == p.end() ? 0 : it->second.calls;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "The executor dispatches a matmul with its bias_add and relu as one matmul_bias_act, with the trace, outputs, "
+    "gradients and execution_fp of the nodes dispatched one by one",
+    "[executor][determinism][epilogue]") {
+  auto run = [](const std::string& mode, const std::string& extra, bool tmmu) {
+    auto g = std::make_unique<Graph>(mode, kTwoLayers, extra, 2, tmmu);
+    g->run();
+    g->run();  // the second call records the step's trace and walk, the third replays them
+    g->run();
+    return g;
+  };
+  for (bool tmmu : {false, true}) {
+    INFO((tmmu ? "placement tmmu" : "placement temps"));
+    auto fused = run("backward", "", tmmu);
+    auto separate = run("backward", "    epilogues: separate\n", tmmu);
+    CHECK(primitive_calls(*fused, "matmul_bias_act") == 6);  // two a call
+    CHECK(primitive_calls(*fused, "relu") == 0);
+    CHECK(primitive_calls(*fused, "bias_add") == 0);
+    CHECK(primitive_calls(*separate, "matmul_bias_act") == 0);
+    CHECK(primitive_calls(*separate, "relu") == 3);
+    for (const char* v : {"model.exec.execution_fp", "model.exec.trace", "model.out.y", "model.out.loss",
+                          "model.grad.W1", "model.grad.b1", "model.grad.W2", "model.grad.b2"}) {
+      INFO(v);
+      CHECK(fused->hex(v) == separate->hex(v));
+    }
+  }
+  // forward_train saves the product before the bias (bias_add_grad is on the
+  // gradient path), so nothing is fused there: the saved product is the
+  // product.
+  auto saved = run("forward_train", "", false);
+  auto saved_separate = run("forward_train", "    epilogues: separate\n", false);
+  CHECK(primitive_calls(*saved, "matmul_bias_act") == 0);
+  CHECK(saved->hex("model.saved.h1") == saved_separate->hex("model.saved.h1"));
+  // Anything but fused or separate is refused, naming the key.
+  Graph bad("backward", kTwoLayers, "    epilogues: sometimes\n");
+  std::string msg;
+  CHECK(bad.failure(&msg) == UMLOS_INVALID_ARGUMENT);
+  CHECK_THAT(msg, Catch::Contains("config key 'model.epilogues' is 'sometimes', expected fused or separate"));
+}
+
 // Config lines that hash execution_fp's leaves `where` ("driver": the
 // driver's leaf_digests primitive on its pool; "host": the executor's own
 // threads) with `threads` hashing threads.

@@ -681,6 +681,18 @@ void place_activations(sdk::Context& c, Call& call) {
   if (!call.known && call.dyn.declared.empty()) prepared().steps.push_back(std::move(derived));
 }
 
+// Whether forward dispatches a matmul with its bias_add (and relu) as one
+// matmul_bias_act where the driver offers it (docs/modelir.md, step 5):
+// config model.epilogues, `fused` (default) or `separate`; never in
+// forward_train, whose saved activations include the product the fused
+// primitive does not write.
+bool fuse_epilogues(sdk::Context& c, const Mode& mode) {
+  const std::string how = c.config("model.epilogues", "fused");
+  if (how != "fused" && how != "separate")
+    throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'model.epilogues' is '", how, "', expected fused or separate");
+  return how == "fused" && !mode.save;
+}
+
 // 5. Dispatch, with node trace records; then, backward, the gradients
 // (CollectGradients_v1) and loss_total.
 void dispatch_nodes(sdk::Context& c, Call& call) {
@@ -726,7 +738,7 @@ void dispatch_nodes(sdk::Context& c, Call& call) {
         auto it = placed.find(n.output);
         return it != placed.end() ? it->second : c.temp(n.dtype, n.output_shape);
       },
-      {}, trace);
+      {}, trace, nullptr, fuse_epilogues(c, mode));
 
   if (mode.save) {
     for (const ir::Interval& iv : live) {

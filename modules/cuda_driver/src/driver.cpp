@@ -745,6 +745,43 @@ static void native_matmul_grad(Instance* inst, Call& c) {
   run_gemm(inst, f32, dptr(c.in[0]), dptr(c.in[2]), dptr(c.out[1]), gemm_grad_b_desc(dims_of(s)));
 }
 
+// matmul_bias_act (docs/primitives.md, "Epilogues"): the native matmul,
+// bias_add and relu kernels one after another on the device, so the bits
+// are those of the three primitives (the bias added in place: each element
+// reads only itself and its column's bias).
+static void native_matmul_bias_act(Instance* inst, Call& c) {
+  const std::string act = c.attr_string("act", "none");
+  if (act != "none" && act != "relu")
+    fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'act' is '" + act + "', expected none or relu");
+  const bool relu = act == "relu";
+  c.expect_counts(3, relu ? 2 : 1);
+  int32_t dt = c.float_dtype();
+  c.expect_in_dtype(1, dt);
+  c.expect_in_dtype(2, dt);
+  for (size_t i = 0; i < (relu ? 2u : 1u); ++i) c.expect_out_dtype(i, dt);
+  MatmulShape s = matmul_shape(c);
+  c.expect_in_shape(2, {s.N});
+  c.expect_out_shape(0, s.out_dims);
+  if (relu) c.expect_out_shape(1, s.out_dims);
+  run_gemm(inst, dt == UMLOS_DTYPE_F32, dptr(c.in[0]), dptr(c.in[1]), dptr(c.out[0]), gemm_forward_desc(dims_of(s)));
+  int64_t n = c.out[0].numel, cols = s.N;
+  if (n == 0) return;
+  CUdeviceptr pz = dptr(c.out[0]), pb = dptr(c.in[2]);
+  launch(inst, dt == UMLOS_DTYPE_F32 ? inst->k.bias_add_f32 : inst->k.bias_add_f64, launch_1d(n),
+         {&pz, &pb, &pz, &n, &cols}, "umlos_bias_add");
+  if (!relu) return;
+  int op = U_RELU;
+  CUdeviceptr py = dptr(c.out[1]);
+  launch_unary<U_RELU>(
+      c, dt,
+      [&](float lo, float hi) {
+        launch(inst, inst->k.unary_f32, launch_1d(n), {&op, &pz, &py, &n, &lo, &hi}, "umlos_unary_f32");
+      },
+      [&](double lo, double hi) {
+        launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &pz, &py, &n, &lo, &hi}, "umlos_unary_f64");
+      });
+}
+
 static const std::map<std::string, NativeFn>& native_table() {
   static const std::map<std::string, NativeFn> t = {
       {"relu", native_unary<U_RELU>},
@@ -784,6 +821,7 @@ static const std::map<std::string, NativeFn>& native_table() {
       {"softmax", native_softmax<0>},
       {"log_softmax", native_softmax<1>},
       {"matmul", native_matmul},
+      {"matmul_bias_act", native_matmul_bias_act},
       {"matmul_grad", native_matmul_grad},
   };
   return t;

@@ -41,6 +41,7 @@ struct ScalarOps {
   static V fma(V a, V b, V c) { return std::fma(a, b, c); }
   static V add(V a, V b) { return a + b; }
   static void store(T* p, V v) { *p = v; }
+  static V relu(V v) { return v > T(0) ? v : T(0); }
 };
 
 template <class T>
@@ -282,13 +283,37 @@ void store_tile(const T* tile, int64_t rows, int64_t cols, int nr, int64_t i, in
   }
 }
 
+// The epilogue over C's rows [i, i+rows) and columns [j, j+cols).
+template <class T>
+void apply_epilogue(const GemmEpilogue<T>& e, GemmMatrix<T> C, int64_t i, int64_t j, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* c = C.p + (i + r) * C.rs + j * C.cs;
+    const T* bias = e.bias + j;
+    T* y = e.y ? e.y + (i + r) * e.ldy + j : nullptr;
+    if (C.cs != 1) {
+      for (int64_t k = 0; k < cols; ++k) {
+        const T v = c[k * C.cs] + bias[k];
+        c[k * C.cs] = v;
+        if (y) y[k] = v > T(0) ? v : T(0);
+      }
+      continue;
+    }
+    // A contiguous row: loops the compiler vectorises.
+    for (int64_t k = 0; k < cols; ++k) c[k] = c[k] + bias[k];
+    if (y)
+      for (int64_t k = 0; k < cols; ++k) y[k] = c[k] > T(0) ? c[k] : T(0);
+  }
+}
+
 // One block: every tile of rows [i0, i0+mc) x columns [j0, j0+nc). With
 // `next` (only for a block one panel wide), its tiles also pack the next
 // panel; returns how many of its kc rows they copied.
+// `epi`: the epilogue, given on the last k chunk only, applied to each tile
+// as soon as it is written.
 template <class T>
 int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
-                    int64_t kc, bool first, const APanels<T>& a, const T* b, GemmMatrix<T> C,
-                    const NextPanel<T>& next) {
+                    int64_t kc, bool first, const APanels<T>& a, const T* b, GemmMatrix<T> C, const NextPanel<T>& next,
+                    const GemmEpilogue<T>* epi) {
   const int mr = kr.mr, nr = kr.nr;
   T tile[kGemmMaxMr * 64];  // mr * nr <= 12 * 32
   const int64_t tiles = block_tiles(M, i0, mc, mr);
@@ -310,7 +335,15 @@ int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, i
         // (C is swept once per k chunk) behind the multiply-adds.
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = 0; c < nr; c += 64 / int64_t(sizeof(T))) __builtin_prefetch(ct + r * C.rs + c, 1, 3);
-        ukr(kc, a.at(p), a.lda, bp, ct, C.rs, first, job);
+        // The epilogue in the kernel's registers: applied after the store,
+        // it reread each line the kernel had just written in wide stores.
+        GemmEpilogue<T> tile_epi;
+        if (epi) tile_epi = {epi->bias + j, epi->y ? epi->y + i * epi->ldy + j : nullptr, epi->ldy};
+        if (epi && epi->y)  // y's lines too, as C's above
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < nr; c += 64 / int64_t(sizeof(T)))
+              __builtin_prefetch(tile_epi.y + r * epi->ldy + c, 1, 3);
+        ukr(kc, a.at(p), a.lda, bp, ct, C.rs, first, job, epi ? &tile_epi : nullptr);
         continue;
       }
       // A tile narrower than the kernel (the 10 classes of a classifier)
@@ -320,8 +353,9 @@ int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, i
       // a plain run the compiler vectorises (an element-wise loop with the
       // stride took as long as the tile's multiply-adds on [256,64]x[64,10]).
       if (!first) fill_tile(C, i, j, rows, cols, nr, tile);
-      ukr(kc, a.at(p), a.lda, bp, tile, nr, first, job);
+      ukr(kc, a.at(p), a.lda, bp, tile, nr, first, job, nullptr);
       store_tile(tile, rows, cols, nr, i, j, C);
+      if (epi) apply_epilogue(*epi, C, i, j, rows, cols);
     }
   }
   return copied;
@@ -335,7 +369,7 @@ int64_t macro_block(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t i0, i
 template <class T>
 void short_product_chunk(const GemmKernel<T>& kr, int64_t Mp, int64_t Np, GemmMatrix<const T> B, int64_t r0, int64_t mc,
                          int64_t jc, int64_t nc, int64_t pc, int64_t kc, bool first, const APanels<T>& a, T* buffers,
-                         GemmMatrix<T> C) {
+                         GemmMatrix<T> C, const GemmEpilogue<T>* epi) {
   const int nr = kr.nr;
   T* cur = buffers;
   T* other = buffers + nr * kKc;
@@ -359,7 +393,7 @@ void short_product_chunk(const GemmKernel<T>& kr, int64_t Mp, int64_t Np, GemmMa
       next.transposed = 1;
       if (q + 3 * nr < nc && jc + q + 4 * nr <= Np) next.prefetch = next.src + 2 * nr * B.cs;
     }
-    const int64_t copied = macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, a, cur, C, next);
+    const int64_t copied = macro_block(kr, Mp, Np, r0, mc, jc + q, int64_t(nr), kc, first, a, cur, C, next, epi);
     // Every row or none: a panel the tiles did not fill whole is packed again.
     packed = next.src != nullptr && copied == kc;
     std::swap(cur, other);
@@ -373,7 +407,7 @@ void short_product_chunk(const GemmKernel<T>& kr, int64_t Mp, int64_t Np, GemmMa
 // is packed once and reused by every block of rows.
 template <class T>
 void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A, GemmMatrix<const T> B,
-               GemmMatrix<T> C, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+               GemmMatrix<T> C, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const GemmEpilogue<T>* epi) {
   const int64_t MC = block_rows<T>(kr.mr), NC = block_cols<T>(kr.nr);
   const int mr = kr.mr, nr = kr.nr;
   const bool one_row_block = r1 - r0 <= MC;
@@ -396,11 +430,12 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
     for (int64_t pc = 0; pc < K; pc += kKc) {
       const int64_t kc = std::min(kKc, K - pc);
       const bool first = pc == 0;
+      const GemmEpilogue<T>* last = pc + kc == K ? epi : nullptr;
       if (one_row_block) {
         const int64_t mc = round_up(r1 - r0, mr);
         if (!direct_a) pack_a(A, M, r0, mc, pc, kc, mr, apack.data());
         const APanels<T> a = direct_a ? direct_panels(A, r0, pc) : packed_panels(apack.data(), kc, mr);
-        short_product_chunk(kr, Mp, Np, B, r0, mc, jc, nc, pc, kc, first, a, bpack.data(), C);
+        short_product_chunk(kr, Mp, Np, B, r0, mc, jc, nc, pc, kc, first, a, bpack.data(), C, last);
         continue;
       }
       pack_b(B, N, pc, kc, jc, nc, nr, bpack.data());
@@ -408,7 +443,7 @@ void gemm_part(const GemmKernel<T>& kr, int64_t M, int64_t N, int64_t K, GemmMat
         const int64_t mc = round_up(std::min(MC, r1 - ic), mr);
         if (!direct_a) pack_a(A, M, ic, mc, pc, kc, mr, apack.data());
         const APanels<T> a = direct_a ? direct_panels(A, ic, pc) : packed_panels(apack.data(), kc, mr);
-        macro_block(kr, Mp, Np, ic, mc, jc, nc, kc, first, a, bpack.data(), C, NextPanel<T>{});
+        macro_block(kr, Mp, Np, ic, mc, jc, nc, kc, first, a, bpack.data(), C, NextPanel<T>{}, last);
       }
     }
   }
@@ -449,12 +484,13 @@ GemmIsa gemm_isa_best() {
 
 template <class T>
 void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A, GemmMatrix<const T> B,
-          GemmMatrix<T> C) {
+          GemmMatrix<T> C, const GemmEpilogue<T>* epi) {
   if (M <= 0 || N <= 0) return;
   if (!gemm_isa_supported(isa)) isa = GemmIsa::scalar;  // callers check; never run an instruction the CPU lacks
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C.p[i * C.rs + j * C.cs] = T(0);
+    if (epi) apply_epilogue(*epi, C, 0, 0, M, N);
     return;
   }
   const GemmKernel<T> kr = kernel_for_columns<T>(isa, N);
@@ -466,19 +502,19 @@ void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMa
   if (col_panels >= row_panels) {
     const int64_t per_panel = std::max<int64_t>(1, M * K * kr.nr);
     pool.parallel_for(col_panels, std::max<int64_t>(1, min_fmas / per_panel), [&](int64_t q0, int64_t q1) {
-      gemm_part(kr, M, N, K, A, B, C, 0, M, q0 * kr.nr, std::min(N, q1 * kr.nr));
+      gemm_part(kr, M, N, K, A, B, C, 0, M, q0 * kr.nr, std::min(N, q1 * kr.nr), epi);
     });
   } else {
     const int64_t per_panel = std::max<int64_t>(1, N * K * kr.mr);
     pool.parallel_for(row_panels, std::max<int64_t>(1, min_fmas / per_panel), [&](int64_t p0, int64_t p1) {
-      gemm_part(kr, M, N, K, A, B, C, p0 * kr.mr, std::min(M, p1 * kr.mr), 0, N);
+      gemm_part(kr, M, N, K, A, B, C, p0 * kr.mr, std::min(M, p1 * kr.mr), 0, N, epi);
     });
   }
 }
 
 template void gemm<float>(ThreadPool&, GemmIsa, int64_t, int64_t, int64_t, GemmMatrix<const float>,
-                          GemmMatrix<const float>, GemmMatrix<float>);
+                          GemmMatrix<const float>, GemmMatrix<float>, const GemmEpilogue<float>*);
 template void gemm<double>(ThreadPool&, GemmIsa, int64_t, int64_t, int64_t, GemmMatrix<const double>,
-                           GemmMatrix<const double>, GemmMatrix<double>);
+                           GemmMatrix<const double>, GemmMatrix<double>, const GemmEpilogue<double>*);
 
 }  // namespace cpu_driver

@@ -38,11 +38,23 @@ struct GemmMatrix {
   int64_t rs, cs;
 };
 
+// What gemm() does to each tile of C after its last k chunk, while the
+// tile is in L1 (the matmul_bias_act primitive): c = c + bias[j] in the
+// dtype, and with `y` also y[i * ldy + j] = c > 0 ? c : 0 (relu). The same
+// bits as a bias_add and a relu over the finished product.
+template <class T>
+struct GemmEpilogue {
+  const T* bias = nullptr;
+  T* y = nullptr;
+  int64_t ldy = 0;
+};
+
 // C[M,N] = A[M,K] * B[K,N] as described above; C may be strided (a
-// transposed output) and is written exactly once per element.
+// transposed output) and is written exactly once per element; `epi`
+// (optional) is applied to every element once its sum is complete.
 template <class T>
 void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A, GemmMatrix<const T> B,
-          GemmMatrix<T> C);
+          GemmMatrix<T> C, const GemmEpilogue<T>* epi = nullptr);
 
 // ---------------------------------------------------------------- kernels
 // Micro-kernels, one per (path, dtype), each in a file compiled for its
@@ -58,6 +70,11 @@ void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMa
 // layout, R or tile. A non-null `copy` gives the kernel a side job.
 inline constexpr int kGemmMaxMr = 16;
 
+// A kernel's epilogue (`epi`, or null): GemmEpilogue for the tile, its
+// bias pointer at the tile's first column and y at its first element
+// (row stride ldy), applied to the sums in registers as they are stored;
+// given on the last k chunk of a tile whose columns are all C's.
+//
 // A kernel's side job: packing part of the next B panel while its
 // multiply-adds run, so that the copy's cache misses overlap arithmetic
 // instead of stalling between tiles (B's rows are a whole row apart, which
@@ -79,7 +96,7 @@ struct GemmPanelCopy {
 template <class T>
 struct GemmKernel {
   using Ukr = void (*)(int64_t kc, const T* a, int64_t lda, const T* b, T* c, int64_t ldc, int first,
-                       const GemmPanelCopy<T>* copy);
+                       const GemmPanelCopy<T>* copy, const GemmEpilogue<T>* epi);
   int mr, nr;
   Ukr rows[3][kGemmMaxMr];
 };

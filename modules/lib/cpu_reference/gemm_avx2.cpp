@@ -12,9 +12,9 @@ namespace cpu_driver {
 namespace {
 
 UMLOS_GEMM_OPS(Avx2F32, float, __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps,
-               _mm256_add_ps, _mm256_storeu_ps)
+               _mm256_add_ps, _mm256_storeu_ps, _mm256_max_ps)
 UMLOS_GEMM_OPS(Avx2F64, double, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_set1_pd, _mm256_fmadd_pd,
-               _mm256_add_pd, _mm256_storeu_pd)
+               _mm256_add_pd, _mm256_storeu_pd, _mm256_max_pd)
 
 }  // namespace
 

@@ -3,8 +3,7 @@
 // vectors of columns, 24 accumulators in registers; for narrow products
 // (at most one vector of columns), 12 rows by one vector (a row-major A is
 // read in place, 12 rows at once: no more than L1 has ways).
-#include <immintrin.h>
-
+#include "avx512_intrinsics.hpp"
 #include "gemm.hpp"
 #include "gemm_ukr.hpp"
 
@@ -12,9 +11,9 @@ namespace cpu_driver {
 namespace {
 
 UMLOS_GEMM_OPS(Avx512F32, float, __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps,
-               _mm512_add_ps, _mm512_storeu_ps)
+               _mm512_add_ps, _mm512_storeu_ps, _mm512_max_ps)
 UMLOS_GEMM_OPS(Avx512F64, double, __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd, _mm512_set1_pd, _mm512_fmadd_pd,
-               _mm512_add_pd, _mm512_storeu_pd)
+               _mm512_add_pd, _mm512_storeu_pd, _mm512_max_pd)
 
 }  // namespace
 

@@ -25,19 +25,23 @@ namespace {
 #endif
 
 // Ops: T (element), V (vector register), W (elements per vector), zero(),
-// load(p), set1(x), fma(a, b, c) = a*b+c rounded once, add(a, b), store(p, v).
-// UMLOS_GEMM_OPS writes one from the intrinsics of an instruction set.
-#define UMLOS_GEMM_OPS(Name, Elem, Vec, Width, setzero, loadu, set1_, fmadd, add_, storeu) \
-  struct Name {                                                                            \
-    using T = Elem;                                                                        \
-    using V = Vec;                                                                         \
-    static constexpr int W = Width;                                                        \
-    static V zero() { return setzero(); }                                                  \
-    static V load(const T* p) { return loadu(p); }                                         \
-    static V set1(T x) { return set1_(x); }                                                \
-    static V fma(V a, V b, V c) { return fmadd(a, b, c); }                                 \
-    static V add(V a, V b) { return add_(a, b); }                                          \
-    static void store(T* p, V v) { storeu(p, v); }                                         \
+// load(p), set1(x), fma(a, b, c) = a*b+c rounded once, add(a, b), store(p, v),
+// relu(v) = v > 0 ? v : 0 per element. UMLOS_GEMM_OPS writes one from the
+// intrinsics of an instruction set; its max(v, 0) is x86's MAXPS/MAXPD,
+// which returns the second operand (+0) where v is NaN or a zero of either
+// sign: the same values as the comparison.
+#define UMLOS_GEMM_OPS(Name, Elem, Vec, Width, setzero, loadu, set1_, fmadd, add_, storeu, max_) \
+  struct Name {                                                                                  \
+    using T = Elem;                                                                              \
+    using V = Vec;                                                                               \
+    static constexpr int W = Width;                                                              \
+    static V zero() { return setzero(); }                                                        \
+    static V load(const T* p) { return loadu(p); }                                               \
+    static V set1(T x) { return set1_(x); }                                                      \
+    static V fma(V a, V b, V c) { return fmadd(a, b, c); }                                       \
+    static V add(V a, V b) { return add_(a, b); }                                                \
+    static void store(T* p, V v) { storeu(p, v); }                                               \
+    static V relu(V v) { return max_(v, setzero()); }                                            \
   };
 // One k of the tile: acc[r][v] = fma(A(r, k), B(k, v), acc[r][v]).
 template <class Ops, int MR, int NV, int Layout, int AS>
@@ -107,10 +111,13 @@ __attribute__((always_inline)) inline int64_t gemm_ukr_with_copy(int64_t kc, con
 // offsets are constants); 1, a[k * lda + r] (a column-major A read in
 // place); 2, a[r * lda + k] (a row-major A read in place). Either way each
 // output is the same fma chain over k in ascending order.
-// With `copy`, the tile also does GemmPanelCopy's side job.
+// With `copy`, the tile also does GemmPanelCopy's side job; with `epi`
+// (the tile's own: bias at its first column, y at its first element), the
+// sums get their epilogue in registers before they are stored.
 template <class Ops, int MR, int NV, int Layout, int AS>
 void gemm_ukr(int64_t kc, const typename Ops::T* a, int64_t lda, const typename Ops::T* b, typename Ops::T* c,
-              int64_t ldc, int first, const GemmPanelCopy<typename Ops::T>* copy) {
+              int64_t ldc, int first, const GemmPanelCopy<typename Ops::T>* copy,
+              const GemmEpilogue<typename Ops::T>* epi) {
   using V = typename Ops::V;
   constexpr int W = Ops::W;
   V acc[MR][NV];
@@ -121,6 +128,22 @@ void gemm_ukr(int64_t kc, const typename Ops::T* a, int64_t lda, const typename 
   int64_t k = copy != nullptr ? gemm_ukr_with_copy<Ops, MR, NV, Layout, AS>(kc, a, lda, b, *copy, acc) : 0;
   UMLOS_GEMM_UNROLL_K(4)
   for (; k < kc; ++k) gemm_ukr_step<Ops, MR, NV, Layout, AS>(k, a, lda, b, acc);
+  if (epi != nullptr) {
+    V bias[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bias[v] = Ops::load(epi->bias + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        typename Ops::T* p = c + r * ldc + v * W;
+        const V old = first ? Ops::zero() : Ops::load(p);
+        const V z = Ops::add(Ops::add(old, acc[r][v]), bias[v]);
+        Ops::store(p, z);
+        if (epi->y != nullptr) Ops::store(epi->y + r * epi->ldy + v * W, Ops::relu(z));
+      }
+    return;
+  }
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4

@@ -199,8 +199,10 @@ GemmMatrix<const T> transposed(GemmMatrix<const T> m) {
   return {m.p, m.cs, m.rs};
 }
 
+// With `bias` (matmul_bias_act), the product's epilogue: the bias added
+// along its last axis, and with `y` the relu of that into y.
 template <class T>
-void matmul_forward(Call& c) {
+void matmul_forward(Call& c, const T* bias = nullptr, T* y = nullptr) {
   MatmulShape s = matmul_shape(c);
   c.expect_out_shape(0, s.out_dims);
   const T* pa = c.in[0].as<T>();
@@ -214,8 +216,9 @@ void matmul_forward(Call& c) {
   }
   for (int64_t bi = 0; bi < batches; ++bi) {
     const T* b = pb + (s.shared_b ? 0 : bi * s.K * s.N);
+    const GemmEpilogue<T> epi{bias, y ? y + bi * M * s.N : nullptr, s.N};
     gemm<T>(*c.pool, c.isa, M, s.N, s.K, op_matrix(pa + bi * M * s.K, s.ta, M, s.K), op_matrix(b, s.tb, s.K, s.N),
-            GemmMatrix<T>{pc + bi * M * s.N, s.N, 1});
+            GemmMatrix<T>{pc + bi * M * s.N, s.N, 1}, bias ? &epi : nullptr);
   }
 }
 
@@ -265,6 +268,32 @@ void matmul_grad(Call& c) {
 void matmul_fwd_entry(Call& c) {
   c.expect_counts(2, 1);
   with_float_dtype(c, {1}, {0}, [&](auto t) { matmul_forward<decltype(t)>(c); });
+}
+
+// matmul_bias_act (docs/primitives.md, "Epilogues"): z = matmul(a, b) +
+// bias along z's last axis, and with act "relu" also y = relu(z): each
+// element of the product rounded to the dtype, then the bias added, then
+// relu, as the three primitives dispatched one after another give, in one
+// dispatch, the epilogue applied to each tile of the product as the GEMM
+// finishes it (GemmEpilogue).
+template <class T>
+void matmul_bias_act(Call& c, bool relu) {
+  const MatmulShape s = matmul_shape(c);
+  c.expect_in_shape(2, {s.N});
+  if (relu) c.expect_out_shape(1, s.out_dims);
+  matmul_forward<T>(c, c.in[2].as<T>(), relu ? c.out[1].as<T>() : nullptr);
+}
+
+void matmul_bias_act_entry(Call& c) {
+  const std::string act = c.attr_string("act", "none");
+  if (act != "none" && act != "relu")
+    fail(UMLOS_INVALID_ARGUMENT, c.primitive + ": attribute 'act' is '" + act + "', expected none or relu");
+  const bool relu = act == "relu";
+  c.expect_counts(3, relu ? 2 : 1);
+  if (relu)
+    with_float_dtype(c, {1, 2}, {0, 1}, [&](auto t) { matmul_bias_act<decltype(t)>(c, true); });
+  else
+    with_float_dtype(c, {1, 2}, {0}, [&](auto t) { matmul_bias_act<decltype(t)>(c, false); });
 }
 
 void matmul_grad_entry(Call& c) {
@@ -639,6 +668,7 @@ void ln_grad_entry(Call& c) {
 void register_linalg(std::vector<PrimitiveInfo>& out) {
   out.push_back({"matmul", "a,b", "c", matmul_fwd_entry});
   out.push_back({"matmul_grad", "a,b,dc", "da,db", matmul_grad_entry});
+  out.push_back({"matmul_bias_act", "a,b,bias", "z,y", matmul_bias_act_entry});
   out.push_back({"cosine_similarity", "a,b", "s", cosine_fwd_entry});
   out.push_back({"cosine_similarity_grad", "a,b,ds", "da,db", cosine_grad_entry});
   out.push_back({"row_normalize", "x", "y", rownorm_fwd_entry});

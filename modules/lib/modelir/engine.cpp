@@ -124,6 +124,45 @@ uint64_t checked_bytes(const sdk::Shape& shape, int32_t dtype, const std::string
   return bytes;
 }
 
+namespace {
+
+// The epilogue of the matmul at `pos`: the bias_add right after it in
+// execution order is the only reader of its product, which is neither a
+// graph output nor the loss (so nothing else ever reads the product: the
+// bias_add's gradient needs its shape only), and a relu right after that
+// reading the sum joins it. The bias_add's sum is still written (relu's
+// gradient reads it).
+Epilogue epilogue_at(const Graph& g, size_t pos, const std::map<std::string, int>& readers) {
+  const std::vector<Node>& nodes = g.nodes;
+  const Node& m = nodes[pos];
+  if (m.instr != "matmul" || pos + 1 >= nodes.size()) return Epilogue::none;
+  const Node& add = nodes[pos + 1];
+  if (add.instr != "bias_add" || add.inputs.size() != 2 || add.inputs[0] != m.output || add.inputs[1] == m.output ||
+      !add.attrs.empty())
+    return Epilogue::none;
+  if (readers.at(m.output) != 1 || m.output == g.loss ||
+      std::find(g.outputs.begin(), g.outputs.end(), m.output) != g.outputs.end() || add.dtype != m.dtype)
+    return Epilogue::none;
+  if (pos + 2 < nodes.size()) {
+    const Node& act = nodes[pos + 2];
+    if (act.instr == "relu" && act.inputs.size() == 1 && act.inputs[0] == add.output && act.attrs.empty() &&
+        act.dtype == m.dtype)
+      return Epilogue::bias_relu;
+  }
+  return Epilogue::bias;
+}
+
+void find_epilogues(Graph& g) {
+  std::map<std::string, int> readers;
+  for (const Node& n : g.nodes) readers[n.output];
+  for (const Node& n : g.nodes)
+    for (const std::string& in : n.inputs) ++readers[in];
+  g.epilogue.assign(g.nodes.size(), Epilogue::none);
+  for (size_t pos = 0; pos < g.nodes.size(); ++pos) g.epilogue[pos] = epilogue_at(g, pos, readers);
+}
+
+}  // namespace
+
 void finalize(Graph& g) {
   std::set<std::string> declared;
   for (const TensorDecl& d : g.declared) {
@@ -203,6 +242,7 @@ void finalize(Graph& g) {
   }
   if (!g.loss.empty() && !producer.count(g.loss))
     throw sdk::Error(UMLOS_INVALID_IR, "loss '", g.loss, "' is not a node output");
+  find_epilogues(g);
 }
 
 Graph load_graph(const Value& ir, const Extents& bound) {
@@ -338,6 +378,74 @@ std::vector<sdk::Attr> grad_attrs(const Node& n, const std::vector<size_t>& slot
   return out;
 }
 
+namespace {
+
+const umlos_tensor* bound_input(const Binding& b, const Node& n, const std::string& in) {
+  auto it = b.find(in);
+  if (it == b.end())
+    throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, " (", n.instr, "): input '", in, "' is not bound");
+  return it->second;
+}
+
+umlos_tensor* allocate(const Allocator& alloc, const Node& n) {
+  try {
+    return alloc(n);
+  } catch (const sdk::Error& e) {  // e.g. RESOURCE_EXHAUSTED: name the tensor that did not fit
+    throw sdk::Error(e.code(), "node ", n.node_id, " (", n.instr, "): output '", n.output, "' ",
+                     sdk::shape_string(n.output_shape), ": ", e.what());
+  }
+}
+
+void record_forward(const TraceHook& trace, const Node& n) {
+  if (!trace) return;
+  TraceRecord r;
+  r.pass = "forward";
+  r.node_id = n.node_id;
+  r.instr = n.instr;
+  r.shape = n.output_shape;
+  r.dtype = n.dtype;
+  trace(r);
+}
+
+bool has_epilogues(const Graph& g) {
+  return std::any_of(g.epilogue.begin(), g.epilogue.end(), [](Epilogue e) { return e != Epilogue::none; });
+}
+
+// The matmul at `pos` and its epilogue's nodes as one `matmul_bias_act`:
+// every node's output bound (the product's too, allocated as planned and
+// never written: nothing reads its values) and every node's trace record
+// given in order, as the nodes dispatched one by one give. False, with
+// nothing done, where a node of the chain is not selected.
+bool run_fused(sdk::Context& c, const Graph& g, size_t pos, Binding& b, const Allocator& alloc,
+               const NodeFilter& select, const TraceHook& trace) {
+  const bool relu = g.epilogue[pos] == Epilogue::bias_relu;
+  const size_t len = relu ? 3 : 2;
+  for (size_t i = 1; i < len; ++i)
+    if (select && !select(g.nodes[pos + i])) return false;
+  const Node& m = g.nodes[pos];
+  const Node& add = g.nodes[pos + 1];
+  const std::vector<const umlos_tensor*> ins = {bound_input(b, m, m.inputs[0]), bound_input(b, m, m.inputs[1]),
+                                                bound_input(b, add, add.inputs[1])};
+  std::vector<umlos_tensor*> outs;
+  for (size_t i = 0; i < len; ++i) outs.push_back(allocate(alloc, g.nodes[pos + i]));
+  std::vector<sdk::Attr> attrs = attrs_of(m);
+  attrs.push_back(sdk::Attr::string("act", relu ? "relu" : "none"));
+  try {
+    c.dispatch("matmul_bias_act", ins, std::vector<umlos_tensor*>(outs.begin() + 1, outs.end()), attrs);
+  } catch (const sdk::Error& e) {
+    throw sdk::Error(e.code(), "node ", m.node_id, " (matmul, with node ", add.node_id, " (bias_add)",
+                     relu ? " and node " + std::to_string(g.nodes[pos + 2].node_id) + " (relu)" : std::string(),
+                     " as matmul_bias_act): ", e.what());
+  }
+  for (size_t i = 0; i < len; ++i) {
+    b[g.nodes[pos + i].output] = outs[i];
+    record_forward(trace, g.nodes[pos + i]);
+  }
+  return true;
+}
+
+}  // namespace
+
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select) {
   forward(c, g, b, alloc, select, TraceHook{});
 }
@@ -348,7 +456,7 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
 }
 
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
-             const TraceHook& trace, Sharder* shard) {
+             const TraceHook& trace, Sharder* shard, bool fuse_epilogues) {
   if (shard && !shard->active()) shard = nullptr;
   // Sharded: the nodes that read nothing of the whole batch first, then one
   // collective for every gathering node's sharded inputs, then the rest in
@@ -362,31 +470,26 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
   if (shard)
     for (size_t pos = 0; pos < g.nodes.size(); ++pos)
       if (!shard->early(pos)) order.push_back(pos);
+  const bool fuse = !shard && fuse_epilogues && has_epilogues(g) && c.driver_offers("matmul_bias_act");
   for (size_t k = 0; k < order.size(); ++k) {
     if (shard && k == prefetch_at) shard->prefetch(g, b, select);
     const size_t pos = order[k];
     const Node& n = g.nodes[pos];
     if (select && !select(n)) continue;
+    if (fuse && g.epilogue[pos] != Epilogue::none && run_fused(c, g, pos, b, alloc, select, trace)) {
+      k += g.epilogue[pos] == Epilogue::bias_relu ? 2 : 1;
+      continue;
+    }
     std::vector<const umlos_tensor*> ins;
     ins.reserve(n.inputs.size());
-    for (const std::string& in : n.inputs) {
-      auto it = b.find(in);
-      if (it == b.end())
-        throw sdk::Error(UMLOS_INVALID_IR, "node ", n.node_id, " (", n.instr, "): input '", in, "' is not bound");
-      ins.push_back(it->second);
-    }
+    for (const std::string& in : n.inputs) ins.push_back(bound_input(b, n, in));
     umlos_tensor* out = nullptr;
-    try {
-      if (shard && shard->kind(pos) == Sharder::Kind::RowLocal) {
-        Node rows = n;
-        rows.output_shape = shard->local_shape(n.output_shape);
-        out = alloc(rows);
-      } else {
-        out = alloc(n);
-      }
-    } catch (const sdk::Error& e) {  // e.g. RESOURCE_EXHAUSTED: name the tensor that did not fit
-      throw sdk::Error(e.code(), "node ", n.node_id, " (", n.instr, "): output '", n.output, "' ",
-                       sdk::shape_string(n.output_shape), ": ", e.what());
+    if (shard && shard->kind(pos) == Sharder::Kind::RowLocal) {
+      Node rows = n;
+      rows.output_shape = shard->local_shape(n.output_shape);
+      out = allocate(alloc, rows);
+    } else {
+      out = allocate(alloc, n);
     }
     try {
       if (shard)
@@ -397,15 +500,7 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
       throw sdk::Error(e.code(), "node ", n.node_id, " (", n.instr, "): ", e.what());
     }
     b[n.output] = out;
-    if (trace) {
-      TraceRecord r;
-      r.pass = "forward";
-      r.node_id = n.node_id;
-      r.instr = n.instr;
-      r.shape = n.output_shape;
-      r.dtype = n.dtype;
-      trace(r);
-    }
+    record_forward(trace, n);
   }
 }
 

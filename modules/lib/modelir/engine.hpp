@@ -74,6 +74,11 @@ struct GradEdge {
   int64_t to = 0;
 };
 
+// Epilogue fusion (docs/modelir.md, "Epilogues"): a matmul whose product
+// only the next node reads, a bias_add, dispatched with it (and with a relu
+// right after) as one `matmul_bias_act` where the driver offers it.
+enum class Epilogue : uint8_t { none = 0, bias = 1, bias_relu = 2 };
+
 struct Graph {
   int32_t dtype = UMLOS_DTYPE_F64;   // compute dtype of node outputs
   std::vector<TensorDecl> declared;  // in declaration (registration) order
@@ -82,6 +87,9 @@ struct Graph {
   std::string loss;                  // "" when absent
   std::vector<GradEdge> grad_edges;  // explicit (IR `grad_edges`); empty: derived from data edges
   std::string schema_hash;           // IR `ir_schema_hash` as written ("" when absent)
+  // Per node in execution order (finalize()): the epilogue a matmul there
+  // may be dispatched with; none for every other node.
+  std::vector<Epilogue> epilogue;
 
   const TensorDecl* decl(const std::string& id) const;
   const Node* producer(const std::string& id) const;
@@ -161,8 +169,15 @@ void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc
 // nodes get `alloc` called with a copy of the node whose output_shape holds
 // this rank's rows.
 class Sharder;
+// `fuse_epilogues`: a matmul and its epilogue (Graph::epilogue) dispatched
+// as one matmul_bias_act where the driver offers it and no shard is
+// active; the product before the bias is then bound but never written, so
+// only a caller that reads no node output but the graph's own outputs,
+// the bias_add's and the relu's asks for it (the executor, outside
+// forward_train's saved activations; not the model operators, whose
+// activations are run values).
 void forward(sdk::Context& c, const Graph& g, Binding& b, const Allocator& alloc, const NodeFilter& select,
-             const TraceHook& trace, Sharder* shard);
+             const TraceHook& trace, Sharder* shard, bool fuse_epilogues = false);
 
 // Gradient buffers: backward() with `alloc(index, dtype, shape)` making
 // each gradient buffer (index in allocation order: the seeds, then each

@@ -4,6 +4,7 @@
 #define UMLOS_SDK_CONTEXT_HPP_
 
 #include <algorithm>
+#include <cstring>
 
 #include "umlos/sdk/basics.hpp"
 
@@ -391,6 +392,22 @@ class Context {
       ++k;
     }
     return k == known.primitives.size();
+  }
+
+  // Whether the active driver offers `primitive`, looked up where the
+  // kernel holds the names, none copied: for a choice made on every call
+  // (a fused dispatch where the driver has one). False against a kernel
+  // older than ABI 1.4.
+  bool driver_offers(const char* primitive) const {
+    const char* name = nullptr;
+    const char* const* names = nullptr;
+    uint32_t n = 0;
+    if (!svc_ || svc_->struct_size < UMLOS_STRUCT_SIZE(umlos_services, driver_primitives) || !svc_->driver_primitives)
+      return false;
+    driver_primitive_names(&name, &names, &n);
+    for (uint32_t i = 0; i < n; ++i)
+      if (names && names[i] && std::strcmp(names[i], primitive) == 0) return true;
+    return false;
   }
 
   // ABI 1.7: this process's rank and the job's world size (spec 004 0.R);
