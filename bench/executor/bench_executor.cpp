@@ -93,12 +93,16 @@ struct Exec {
       host.set_active_strategy("UML_OS.TMMU.PlanMemory_v2");
     }
     const cbor::Value ir = umlos::parse_yaml_value(ir_yaml, "bench ir");
+    // UMLOS_BENCH_EPILOGUES=separate: config model.epilogues (an A/B of the
+    // matmul_bias_act fusion; default fused).
+    const char* epilogues = std::getenv("UMLOS_BENCH_EPILOGUES");
     host.set_operator_config(cbor::Value::map(
         {{cbor::Value::text("model"),
           cbor::Value::map(
               {{cbor::Value::text("ir"), ir},
                {cbor::Value::text("mode"), cbor::Value::text(mode)},
                {cbor::Value::text("placement"), cbor::Value::text(tmmu ? "tmmu" : "temps")},
+               {cbor::Value::text("epilogues"), cbor::Value::text(epilogues ? epilogues : "fused")},
                {cbor::Value::text("fingerprint_hashing"), cbor::Value::text(fp_threads > 0 ? "host" : "driver")},
                {cbor::Value::text("fingerprint_threads"),
                 cbor::Value::integer(fp_threads > 0 ? fp_threads : threads)}})}}));
