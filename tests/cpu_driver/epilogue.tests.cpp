@@ -5,8 +5,8 @@
 // bias_add and relu dispatched one after another give, on every
 // instruction-set path and thread count, with signed zeros, infinities and
 // NaN among the inputs (relu's max must treat them as the comparison does).
-#include <catch2/catch.hpp>
 #include <array>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
@@ -77,7 +77,7 @@ TEST_CASE(
   // narrow enough for the tile buffer (10 and 5 columns), the MLP's shapes,
   // a batch with a transposed b, and one wide enough to split over threads.
   const std::vector<Shape> shapes = {{1, 37, 515, 301, false}, {1, 64, 256, 10, false}, {1, 23, 300, 64, false},
-                                     {1, 64, 64, 256, false},  {1, 50, 600, 5, false},   {2, 13, 40, 24, true},
+                                     {1, 64, 64, 256, false},  {1, 50, 600, 5, false},  {2, 13, 40, 24, true},
                                      {1, 128, 96, 768, false}};
   auto others = hosts_on_every_path();
   CHECK(others.size() >= 3);

@@ -72,6 +72,7 @@ const std::vector<GradCall>& calls() {
       {"div by a row", "div", {{40, 50}, {50}}, {40, 50}, {}},
       {"sub", "sub", {{40, 50}, {40, 50}}, {40, 50}, {}},
       {"add of a column", "add", {{40, 1}, {40, 50}}, {40, 50}, {}},
+      {"bias_add", "bias_add", {{40, 50}, {50}}, {40, 50}, {}},
   };
   return c;
 }
@@ -128,5 +129,31 @@ TEST_CASE("A `wanted` mask that names no output or a missing one is refused, nam
   } catch (const umlos::Failure& f) {
     CHECK(f.code() == UMLOS_INVALID_ARGUMENT);
     CHECK_THAT(std::string(f.what()), Catch::Contains("attribute 'wanted' = 0, expected 1 to 3"));
+  }
+}
+
+TEST_CASE(
+    "bias_add_grad given dy's own tensor as dx (the executor's gradient passed through) leaves it as it was and "
+    "sums the bias gradient, with or without `wanted`",
+    "[cpu_driver][gradients]") {
+  auto host = make_host(2);
+  for (int32_t dtype : {UMLOS_DTYPE_F32, UMLOS_DTYPE_F64}) {
+    const std::vector<double> xv = values(40 * 50, 1, dtype), bv = values(50, 2, dtype), gv = values(40 * 50, 3, dtype);
+    auto x = upload(*host, dtype, {40, 50}, xv);
+    auto b = upload(*host, dtype, {50}, bv);
+    auto g = upload(*host, dtype, {40, 50}, gv);
+    auto dx = empty(*host, dtype, {40, 50}), db = empty(*host, dtype, {50});
+    host->dispatch("bias_add_grad", {x.get(), b.get(), g.get()}, {dx.get(), db.get()}, {});
+    const std::vector<uint8_t> dy_bytes = raw_bytes(*host, *g), db_bytes = raw_bytes(*host, *db);
+    CHECK(raw_bytes(*host, *dx) == dy_bytes);
+    for (int64_t wanted : {int64_t(0), int64_t(2)}) {
+      INFO((dtype == UMLOS_DTYPE_F32 ? "f32" : "f64") << ", wanted " << wanted);
+      auto db2 = empty(*host, dtype, {50});
+      std::vector<umlos_attr> attrs;
+      if (wanted != 0) attrs.push_back(int_attr("wanted", wanted));
+      host->dispatch("bias_add_grad", {x.get(), b.get(), g.get()}, {g.get(), db2.get()}, attrs);
+      CHECK(raw_bytes(*host, *g) == dy_bytes);
+      CHECK(raw_bytes(*host, *db2) == db_bytes);
+    }
   }
 }

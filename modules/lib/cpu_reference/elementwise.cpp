@@ -377,14 +377,17 @@ void bias_add_grad(Call& c) {
   c.expect_out_shape(1, c.in[1].dims);
   const T* pg = dy.as<T>();
   T* pdx = c.out[0].as<T>();
-  c.pool->parallel_for(dy.numel, kElementGrain, [&](int64_t s, int64_t e) {
-    std::memcpy(pdx + s, pg + s, sizeof(T) * static_cast<size_t>(e - s));
-  });
+  // dx = dy: nothing to copy where dx is not wanted or is dy's own memory
+  // (the ModelIR executor hands dy's buffer on as dx, docs/modelir.md).
+  if (c.wants(0) && pdx != pg)
+    c.pool->parallel_for(dy.numel, kElementGrain, [&](int64_t s, int64_t e) {
+      std::memcpy(pdx + s, pg + s, sizeof(T) * static_cast<size_t>(e - s));
+    });
   // dbias: the column sums of dy (the bias is its last axis), read in place
   // rather than through a binary64 copy of dy.
   const int64_t n = c.in[1].numel;
   T* pdb = c.out[1].as<T>();
-  if (n == 0) return;
+  if (n == 0 || !c.wants(1)) return;
   sum_leading_rows(*c.pool, c.isa, dy.numel / n, n, pg, [&](int64_t j, double v) { pdb[j] = static_cast<T>(v); });
 }
 

@@ -623,6 +623,13 @@ std::map<std::string, size_t> walk_backward(const Graph& g, const std::vector<Se
   return record(*script, g, seeds, wrt, order, has_gradient, h);
 }
 
+// Whether input `slot` of node `n` takes its output's gradient unchanged,
+// so that the walk hands on the output gradient's own buffer as that
+// input's contribution instead of a copy (docs/modelir.md, step 5):
+// bias_add's x (d x = d y, same shape and dtype). One slot per node at
+// most, so no two contributions share a buffer.
+bool passes_through(const Node& n, size_t slot) { return slot == 0 && n.instr == "bias_add"; }
+
 std::map<std::string, size_t> walk(const Graph& g, const std::vector<Seed>& seeds, const std::vector<std::string>& wrt,
                                    const std::vector<size_t>& order,
                                    const std::function<bool(const std::string&)>& has_gradient,
@@ -667,9 +674,13 @@ std::map<std::string, size_t> walk(const Graph& g, const std::vector<Seed>& seed
     std::vector<size_t> outs, slots;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       if (!has_gradient(n.inputs[k])) continue;  // index inputs have no gradient
+      slots.push_back(k);
+      if (passes_through(n, k)) {
+        outs.push_back(*dy);
+        continue;
+      }
       h.make(next, n.inputs[k]);
       outs.push_back(next++);
-      slots.push_back(k);
     }
     h.run(pos, *dy, outs, slots, step);
     for (size_t k = 0; k < outs.size(); ++k) {
@@ -726,7 +737,16 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
   // flow on: kept in the script's run, or made here.
   auto attributed = [&](BackwardScript::Run& r, const Node& n) {
     r.instr = n.instr + "_grad";
-    r.attrs = grad_attrs(n, r.slots, depends_on_wrt);
+    // A gradient passed through is the output gradient's own buffer: not
+    // wanted from the primitive (a driver that writes it anyway writes the
+    // same values onto themselves).
+    std::vector<bool> through(n.inputs.size(), false);
+    for (size_t k = 0; k < r.slots.size(); ++k) through[r.slots[k]] = r.outs[k] == r.dy;
+    r.attrs = grad_attrs(n, r.slots, [&](const std::string& id) {
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (n.inputs[k] == id && !through[k]) return depends_on_wrt(id);
+      return false;
+    });
     r.needed.clear();
     for (size_t slot : r.slots) r.needed.push_back(depends.count(n.inputs[slot]) != 0);
   };
@@ -761,6 +781,9 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
     BackwardScript::Run& r = script ? script->runs.at(runs) : here;
     ++runs;
     if (!script || !script->attributed) {
+      r.pos = pos;
+      r.dy = dy;
+      r.outs = outs;
       r.slots = slots;
       attributed(r, n);
     }
@@ -873,7 +896,8 @@ std::vector<GradBuffer> gradient_buffers(sdk::Context& c, const Graph& g, const 
   h.drop = [&](size_t index, int64_t step) { out[index].end = step; };
   h.run = [&](size_t, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>&, int64_t step) {
     out[dy].end = step;
-    for (size_t o : outs) out[o].begin = step;
+    for (size_t o : outs)
+      if (o != dy) out[o].begin = step;  // a gradient passed through lives on from its birth
   };
   const std::map<std::string, size_t> result = walk_backward(
       g, seeds, wrt, order,

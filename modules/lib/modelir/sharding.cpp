@@ -550,7 +550,7 @@ void Sharder::backward_node(const Node& n, size_t pos, const std::vector<const u
     // element; bias_add_grad's dx is dy); the weight's batch sum waits.
     if (needed[0] && n.instr == "matmul")
       c_.dispatch("matmul", {dy, ins[1]}, {grads[0]}, {sdk::Attr::integer("trans_b", 1)});
-    if (needed[0] && n.instr == "bias_add") c_.dispatch("copy", {dy}, {grads[0]});
+    if (needed[0] && n.instr == "bias_add" && grads[0] != dy) c_.dispatch("copy", {dy}, {grads[0]});
     Deferred d;
     d.node = &n;
     if (n.instr == "matmul") {
