@@ -29,18 +29,27 @@ std::vector<int64_t> dims(int64_t batch, int64_t rows, int64_t cols) {
   return batch > 1 ? std::vector<int64_t>{batch, rows, cols} : std::vector<int64_t>{rows, cols};
 }
 
+// The operands a, b and bias on the host's driver.
+struct Operands {
+  umlos::TensorPtr a, b, bias;
+  Operands(umlos::Host& host, int32_t dtype, const Shape& s, const std::vector<double>& av,
+           const std::vector<double>& bv, const std::vector<double>& biasv)
+      : a(upload(host, dtype, dims(s.batch, s.m, s.k), av)),
+        b(upload(host, dtype, s.trans_b ? dims(s.batch, s.n, s.k) : dims(s.batch, s.k, s.n), bv)),
+        bias(upload(host, dtype, {s.n}, biasv)) {}
+};
+
 // The three primitives one after another (relu only with `relu`).
 Outputs unfused(umlos::Host& host, int32_t dtype, const Shape& s, const std::vector<double>& a,
                 const std::vector<double>& b, const std::vector<double>& bias, bool relu) {
-  auto ta = upload(host, dtype, dims(s.batch, s.m, s.k), a);
-  auto tb = upload(host, dtype, s.trans_b ? dims(s.batch, s.n, s.k) : dims(s.batch, s.k, s.n), b);
-  auto tbias = upload(host, dtype, {s.n}, bias);
+  const Operands o(host, dtype, s, a, b, bias);
+  const umlos::Tensor *ta = o.a.get(), *tb = o.b.get(), *tbias = o.bias.get();
   auto h = empty(host, dtype, dims(s.batch, s.m, s.n));
   auto z = empty(host, dtype, dims(s.batch, s.m, s.n));
   std::vector<umlos_attr> attrs;
   if (s.trans_b) attrs.push_back({"trans_b", UMLOS_ATTR_INT, 0, 1, 0.0, nullptr});
-  host.dispatch("matmul", {ta.get(), tb.get()}, {h.get()}, attrs);
-  host.dispatch("bias_add", {h.get(), tbias.get()}, {z.get()}, {});
+  host.dispatch("matmul", {ta, tb}, {h.get()}, attrs);
+  host.dispatch("bias_add", {h.get(), tbias}, {z.get()}, {});
   Outputs out{raw_bytes(host, *z), {}};
   if (relu) {
     auto y = empty(host, dtype, dims(s.batch, s.m, s.n));
@@ -52,17 +61,16 @@ Outputs unfused(umlos::Host& host, int32_t dtype, const Shape& s, const std::vec
 
 Outputs fused(umlos::Host& host, int32_t dtype, const Shape& s, const std::vector<double>& a,
               const std::vector<double>& b, const std::vector<double>& bias, bool relu) {
-  auto ta = upload(host, dtype, dims(s.batch, s.m, s.k), a);
-  auto tb = upload(host, dtype, s.trans_b ? dims(s.batch, s.n, s.k) : dims(s.batch, s.k, s.n), b);
-  auto tbias = upload(host, dtype, {s.n}, bias);
+  const Operands o(host, dtype, s, a, b, bias);
   auto z = empty(host, dtype, dims(s.batch, s.m, s.n));
   auto y = empty(host, dtype, dims(s.batch, s.m, s.n));
   std::vector<umlos_attr> attrs = {{"act", UMLOS_ATTR_STRING, 0, 0, 0.0, relu ? "relu" : "none"}};
   if (s.trans_b) attrs.push_back({"trans_b", UMLOS_ATTR_INT, 0, 1, 0.0, nullptr});
+  const std::vector<const umlos::Tensor*> in = {o.a.get(), o.b.get(), o.bias.get()};
   if (relu)
-    host.dispatch("matmul_bias_act", {ta.get(), tb.get(), tbias.get()}, {z.get(), y.get()}, attrs);
+    host.dispatch("matmul_bias_act", in, {z.get(), y.get()}, attrs);
   else
-    host.dispatch("matmul_bias_act", {ta.get(), tb.get(), tbias.get()}, {z.get()}, attrs);
+    host.dispatch("matmul_bias_act", in, {z.get()}, attrs);
   return Outputs{raw_bytes(host, *z), relu ? raw_bytes(host, *y) : std::vector<uint8_t>{}};
 }
 

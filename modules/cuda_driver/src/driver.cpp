@@ -477,15 +477,10 @@ static void launch_unary(const Call& c, int32_t dt, LaunchF32&& f32, LaunchF64&&
   }
 }
 
+// The unary kernel Op from n elements at x into y.
 template <int Op>
-static void native_unary(Instance* inst, Call& c) {
-  c.expect_counts(1, 1);
-  int32_t dt = c.float_dtype();
-  c.expect_out_dtype(0, dt);
-  c.expect_out_shape(0, c.in[0].dims);
+static void unary_kernel(Instance* inst, const Call& c, int32_t dt, CUdeviceptr x, CUdeviceptr y, int64_t n) {
   int op = Op;
-  CUdeviceptr x = dptr(c.in[0]), y = dptr(c.out[0]);
-  int64_t n = c.in[0].numel;
   launch_unary<Op>(
       c, dt,
       [&](float lo, float hi) {
@@ -494,6 +489,15 @@ static void native_unary(Instance* inst, Call& c) {
       [&](double lo, double hi) {
         launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &x, &y, &n, &lo, &hi}, "umlos_unary_f64");
       });
+}
+
+template <int Op>
+static void native_unary(Instance* inst, Call& c) {
+  c.expect_counts(1, 1);
+  int32_t dt = c.float_dtype();
+  c.expect_out_dtype(0, dt);
+  c.expect_out_shape(0, c.in[0].dims);
+  unary_kernel<Op>(inst, c, dt, dptr(c.in[0]), dptr(c.out[0]), c.in[0].numel);
 }
 
 template <int Op>
@@ -769,17 +773,7 @@ static void native_matmul_bias_act(Instance* inst, Call& c) {
   CUdeviceptr pz = dptr(c.out[0]), pb = dptr(c.in[2]);
   launch(inst, dt == UMLOS_DTYPE_F32 ? inst->k.bias_add_f32 : inst->k.bias_add_f64, launch_1d(n),
          {&pz, &pb, &pz, &n, &cols}, "umlos_bias_add");
-  if (!relu) return;
-  int op = U_RELU;
-  CUdeviceptr py = dptr(c.out[1]);
-  launch_unary<U_RELU>(
-      c, dt,
-      [&](float lo, float hi) {
-        launch(inst, inst->k.unary_f32, launch_1d(n), {&op, &pz, &py, &n, &lo, &hi}, "umlos_unary_f32");
-      },
-      [&](double lo, double hi) {
-        launch(inst, inst->k.unary_f64, launch_1d(n), {&op, &pz, &py, &n, &lo, &hi}, "umlos_unary_f64");
-      });
+  if (relu) unary_kernel<U_RELU>(inst, c, dt, pz, dptr(c.out[1]), n);
 }
 
 static const std::map<std::string, NativeFn>& native_table() {

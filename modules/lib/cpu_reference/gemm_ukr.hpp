@@ -128,6 +128,10 @@ void gemm_ukr(int64_t kc, const typename Ops::T* a, int64_t lda, const typename 
   int64_t k = copy != nullptr ? gemm_ukr_with_copy<Ops, MR, NV, Layout, AS>(kc, a, lda, b, *copy, acc) : 0;
   UMLOS_GEMM_UNROLL_K(4)
   for (; k < kc; ++k) gemm_ukr_step<Ops, MR, NV, Layout, AS>(k, a, lda, b, acc);
+  // Two store loops rather than one with the epilogue's steps behind
+  // tests: the merged loop's AVX2 float64 build gave other bits than the
+  // three primitives on a batched, transposed case of the epilogue test
+  // (not traced further), and this loop ends every product.
   if (epi != nullptr) {
     V bias[NV];
 #pragma GCC unroll 4
