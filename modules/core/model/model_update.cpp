@@ -99,6 +99,29 @@ std::vector<double> moment(const sdk::Context& c, const umlos_tensor* t, const s
   return c.read<double>(t);
 }
 
+// The backward walk of a graph as an earlier step recorded it (engine.hpp,
+// BackwardScript), for the same graph (held here, so its address stays
+// its own), seeds, wrt and order; a new one, recorded on its first use,
+// otherwise. Each step of a run asks for the same one, and walking the
+// graph again took part of every step's host time.
+ir::BackwardScript* backward_script(const std::shared_ptr<const ir::Graph>& g, const std::vector<ir::Seed>& seeds,
+                                    const std::vector<std::string>& wrt, const std::vector<size_t>& order) {
+  struct Kept {
+    std::shared_ptr<const ir::Graph> graph;
+    std::vector<std::string> seeds, wrt;
+    std::vector<size_t> order;
+    ir::BackwardScript script;
+  };
+  thread_local std::vector<std::unique_ptr<Kept>> kept;  // most recent last
+  std::vector<std::string> ids;
+  for (const ir::Seed& sd : seeds) ids.push_back(sd.id);
+  for (auto& k : kept)
+    if (k->graph == g && k->seeds == ids && k->wrt == wrt && k->order == order) return &k->script;
+  if (kept.size() == 4) kept.erase(kept.begin());
+  kept.push_back(std::make_unique<Kept>(Kept{g, ids, wrt, order, {}}));
+  return &kept.back()->script;
+}
+
 // Gradient of L_tot (backward seeded with the loss weights), global L2 norm
 // in binary64 (parameter registration order, 256-element chunks), clipping
 // to config clip_norm, then the optimiser (config optimizer.name: adam |
@@ -120,9 +143,10 @@ void update(sdk::Context& c) {
   std::vector<size_t> order(g.nodes.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = order.size() - 1 - k;
   const std::string placement = c.config("placement", "temps");
+  ir::BackwardScript* script = backward_script(bound.graph, seeds, wrt, order);
   ir::GradAllocator alloc;
   if (placement == "tmmu") {
-    alloc = ir::place_gradient_buffers(c, g, b, seeds, wrt, order).alloc;
+    alloc = ir::place_gradient_buffers(c, g, b, seeds, wrt, order, ir::OwnGradBuffer{}, script).alloc;
   } else if (placement != "temps") {
     throw sdk::Error(UMLOS_INVALID_ARGUMENT, "config key 'placement' is '", placement, "', expected temps or tmmu");
   }
@@ -132,7 +156,7 @@ void update(sdk::Context& c) {
         shard->preload(id, whole);
   }
   const std::map<std::string, umlos_tensor*> grads =
-      ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc, bound.sharder());
+      ir::backward(c, g, b, seeds, wrt, order, ir::TraceHook{}, alloc, bound.sharder(), script);
 
   const GradientNorm gn = gradient_norm(c, ps, grads, d.dtype);
   const double norm = gn.norm, scale = gn.scale, clipped = gn.clipped;
