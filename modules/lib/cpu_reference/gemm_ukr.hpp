@@ -129,9 +129,10 @@ void gemm_ukr(int64_t kc, const typename Ops::T* a, int64_t lda, const typename 
   UMLOS_GEMM_UNROLL_K(4)
   for (; k < kc; ++k) gemm_ukr_step<Ops, MR, NV, Layout, AS>(k, a, lda, b, acc);
   // Two store loops rather than one with the epilogue's steps behind
-  // tests: the merged loop's AVX2 float64 build gave other bits than the
-  // three primitives on a batched, transposed case of the epilogue test
-  // (not traced further), and this loop ends every product.
+  // tests: this loop ends every product, and in the merged one GCC
+  // commuted an addition on the AVX2 float64 kernel, which gave a NaN sum
+  // the other sign than the three primitives give (IEEE 754 leaves a NaN's
+  // sign open; the values are the same).
   if (epi != nullptr) {
     V bias[NV];
 #pragma GCC unroll 4
