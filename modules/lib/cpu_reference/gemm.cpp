@@ -283,25 +283,18 @@ void store_tile(const T* tile, int64_t rows, int64_t cols, int nr, int64_t i, in
   }
 }
 
-// The epilogue over C's rows [i, i+rows) and columns [j, j+cols).
+// The epilogue over C's rows [i, i+rows) and columns [j, j+cols) (C's rows
+// contiguous: gemm() takes an epilogue only then), in loops the compiler
+// vectorises.
 template <class T>
 void apply_epilogue(const GemmEpilogue<T>& e, GemmMatrix<T> C, int64_t i, int64_t j, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
-    T* c = C.p + (i + r) * C.rs + j * C.cs;
+    T* c = C.p + (i + r) * C.rs + j;
     const T* bias = e.bias + j;
-    T* y = e.y ? e.y + (i + r) * e.ldy + j : nullptr;
-    if (C.cs != 1) {
-      for (int64_t k = 0; k < cols; ++k) {
-        const T v = c[k * C.cs] + bias[k];
-        c[k * C.cs] = v;
-        if (y) y[k] = v > T(0) ? v : T(0);
-      }
-      continue;
-    }
-    // A contiguous row: loops the compiler vectorises.
     for (int64_t k = 0; k < cols; ++k) c[k] = c[k] + bias[k];
-    if (y)
-      for (int64_t k = 0; k < cols; ++k) y[k] = c[k] > T(0) ? c[k] : T(0);
+    if (e.y == nullptr) continue;
+    T* y = e.y + (i + r) * e.ldy + j;
+    for (int64_t k = 0; k < cols; ++k) y[k] = c[k] > T(0) ? c[k] : T(0);
   }
 }
 
@@ -486,6 +479,7 @@ template <class T>
 void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A, GemmMatrix<const T> B,
           GemmMatrix<T> C, const GemmEpilogue<T>* epi) {
   if (M <= 0 || N <= 0) return;
+  if (epi != nullptr && C.cs != 1) fail(UMLOS_INTERNAL, "gemm: an epilogue needs C's rows contiguous");
   if (!gemm_isa_supported(isa)) isa = GemmIsa::scalar;  // callers check; never run an instruction the CPU lacks
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)

@@ -51,7 +51,8 @@ struct GemmEpilogue {
 
 // C[M,N] = A[M,K] * B[K,N] as described above; C may be strided (a
 // transposed output) and is written exactly once per element; `epi`
-// (optional) is applied to every element once its sum is complete.
+// (optional; C's rows contiguous) is applied to every element once its sum
+// is complete.
 template <class T>
 void gemm(ThreadPool& pool, GemmIsa isa, int64_t M, int64_t N, int64_t K, GemmMatrix<const T> A, GemmMatrix<const T> B,
           GemmMatrix<T> C, const GemmEpilogue<T>* epi = nullptr);

@@ -777,16 +777,10 @@ std::map<std::string, umlos_tensor*> backward(sdk::Context& c, const Graph& g, c
   h.drop = [](size_t, int64_t) {};
   h.run = [&](size_t pos, size_t dy, const std::vector<size_t>& outs, const std::vector<size_t>& slots, int64_t) {
     const Node& n = g.nodes[pos];
-    BackwardScript::Run here;
+    BackwardScript::Run here{pos, dy, outs, slots, {}, {}, {}};  // without a script; a script's runs hold these
     BackwardScript::Run& r = script ? script->runs.at(runs) : here;
     ++runs;
-    if (!script || !script->attributed) {
-      r.pos = pos;
-      r.dy = dy;
-      r.outs = outs;
-      r.slots = slots;
-      attributed(r, n);
-    }
+    if (!script || !script->attributed) attributed(r, n);
     std::vector<const umlos_tensor*> ins;
     ins.reserve(n.inputs.size() + 1);
     for (const std::string& in : n.inputs) ins.push_back(bound(in));
