@@ -66,7 +66,9 @@ typedef struct umlos_comm_config {
   int32_t rank;       /* 0 .. world_size - 1 */
   int32_t world_size; /* >= 1 (a job of one rank joins too; a plain run never calls comm_init) */
   /* Where the ranks meet: "file:/DIR", a folder every rank can reach (a
-   * shared filesystem across hosts), empty or fresh for each job. */
+   * shared filesystem across hosts), empty or fresh for each job; or
+   * "tcp://HOST:PORT", where rank 0 listens and keeps the keys (torchrun's
+   * MASTER_ADDR and MASTER_PORT; an IPv6 HOST in brackets). */
   const char *rendezvous;
   /* Keys of this job in the rendezvous (several jobs may share a folder). */
   const char *prefix;

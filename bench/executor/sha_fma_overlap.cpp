@@ -64,7 +64,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // Runs `calls` iterations of: hash (one block of each lane) if `hash`, then
 // an FMA piece of `passes` if `fma`. Returns seconds.
 __attribute__((target("avx512f"))) double run(const std::vector<uint8_t>& data, size_t calls, bool hash, bool fma,
-                                               int passes, Fmas& f, Sha256State (&st)[4]) {
+                                              int passes, Fmas& f, Sha256State (&st)[4]) {
   Sha256State* sp[4] = {&st[0], &st[1], &st[2], &st[3]};
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t c = 0; c < calls; ++c) {
@@ -98,8 +98,9 @@ int main(int argc, char** argv) {
   // An FMA piece about as long as one call of four blocks: 24 FMAs take 12
   // cycles at two a cycle, a four-lane block about 250.
   const int passes = 20;
-  std::printf("| round | A: SHA-256, 4 lanes (s) | GB/s | B: FMAs (s) | GFLOP/s | C: both, alternating (s) | A + B | "
-              "max(A, B) | overlap: (A + B - C) / min(A, B) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "| round | A: SHA-256, 4 lanes (s) | GB/s | B: FMAs (s) | GFLOP/s | C: both, alternating (s) | A + B | "
+      "max(A, B) | overlap: (A + B - C) / min(A, B) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int r = 0; r < rounds; ++r) {
     const double a = run(data, calls, true, false, passes, f, st);
     const double b = run(data, calls, false, true, passes, f, st);

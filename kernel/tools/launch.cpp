@@ -43,6 +43,20 @@ std::string env_or(const char* name, const std::string& fallback = "") {
   return v ? std::string(v) : fallback;
 }
 
+// torchrun's and Slurm scripts' rendezvous, MASTER_ADDR and MASTER_PORT, as
+// tcp://HOST:PORT (an IPv6 address bracketed); "" when neither is set.
+std::string master_rendezvous() {
+  const std::string addr = env_or("MASTER_ADDR"), port = env_or("MASTER_PORT");
+  if (addr.empty() && port.empty()) return "";
+  if (addr.empty() || port.empty())
+    throw Failure(UMLOS_INVALID_ARGUMENT, std::string(addr.empty() ? "MASTER_PORT" : "MASTER_ADDR") + " is set but " +
+                                              (addr.empty() ? "MASTER_ADDR" : "MASTER_PORT") +
+                                              " is not: a TCP rendezvous needs both (rank 0's address and a port)");
+  parse_int(port, "MASTER_PORT", 1, 65535);
+  const bool v6 = addr.find(':') != std::string::npos && addr.front() != '[';
+  return "tcp://" + (v6 ? "[" + addr + "]" : addr) + ":" + port;
+}
+
 volatile sig_atomic_t g_stop_signal = 0;
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
@@ -110,6 +124,10 @@ WorldOptions resolve_world(int32_t rank, int32_t size, const std::string& rendez
                                               ": expected at most the world size (ranks on this machine)");
   }
   w.rendezvous = rendezvous.empty() ? env_or("UMLOS_RENDEZVOUS") : rendezvous;
+  // MASTER_ADDR/MASTER_PORT only for a process told its world (as
+  // torchrun reads them): a shell that exports them for another tool must
+  // not turn a plain run into a job listening on that port.
+  if (w.rendezvous.empty() && (size >= 1 || !env_size.empty())) w.rendezvous = master_rendezvous();
   w.prefix = env_or("UMLOS_RENDEZVOUS_PREFIX", "umlos");
   w.listen_host = env_or("UMLOS_LISTEN_HOST");
   w.timeout_ms = timeout_ms;
@@ -117,12 +135,15 @@ WorldOptions resolve_world(int32_t rank, int32_t size, const std::string& rendez
     if (w.rendezvous.empty()) {
       throw Failure(UMLOS_INVALID_ARGUMENT,
                     "world size " + std::to_string(w.size) +
-                        " needs a rendezvous: --rendezvous file:/DIR or UMLOS_RENDEZVOUS=file:/DIR, a folder every "
+                        " needs a rendezvous: MASTER_ADDR and MASTER_PORT (rank 0's address and a port free there), "
+                        "--rendezvous tcp://HOST:PORT or file:/DIR, or UMLOS_RENDEZVOUS=file:/DIR, a folder every "
                         "rank reaches, fresh for the job (or start the ranks with umlos run --nproc N)");
     }
+    // tcp://HOST:PORT is checked whole by the driver that joins the job.
+    if (w.rendezvous.rfind("tcp://", 0) == 0) return w;
     if (w.rendezvous.rfind("file:/", 0) != 0) {
-      throw Failure(UMLOS_INVALID_ARGUMENT,
-                    "rendezvous '" + w.rendezvous + "': expected file:/DIR (an absolute folder path)");
+      throw Failure(UMLOS_INVALID_ARGUMENT, "rendezvous '" + w.rendezvous +
+                                                "': expected file:/DIR (an absolute folder path) or tcp://HOST:PORT");
     }
     const std::string dir = w.rendezvous.substr(5);
     std::error_code ec;

@@ -188,7 +188,8 @@ int cmd_run(const std::vector<std::string>& args) {
       "rank", po::value<int32_t>(&rank), "this process's rank (default: $RANK, else 0)")(
       "world-size", po::value<int32_t>(&world_size), "ranks in the job (default: $WORLD_SIZE, else 1)")(
       "rendezvous", po::value<std::string>(&rendezvous),
-      "file:/DIR where the ranks meet, fresh for the job (default: $UMLOS_RENDEZVOUS)")(
+      "where the ranks meet: tcp://HOST:PORT (rank 0 listens there) or file:/DIR, fresh for the job (default: "
+      "$UMLOS_RENDEZVOUS, else tcp://$MASTER_ADDR:$MASTER_PORT)")(
       "comm-timeout", po::value<double>(&comm_timeout_s),
       "seconds a collective may wait for the other ranks before the job fails with COLLECTIVE_FAILURE (default 30)");
   po::positional_options_description pos;

@@ -6,10 +6,13 @@
 // result; ranks with different manifests and malformed worlds are refused.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "../skip.hpp"
 #include "error.hpp"
@@ -144,6 +148,55 @@ std::pair<int, int> two_ranks_by_hand(const std::string& root, const std::string
                           "/rank1.txt' 2>&1 & " + env + "RANK=0 '" + UMLOS_EXE + "' run -q " + args0 + " --run-dir '" +
                           root + "/run' '" + m0 + "' > '" + root + "/rank0.txt' 2>&1; echo $? > '" + root +
                           "/status0'; wait $!; echo $? > '" + root + "/status1'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return {std::stoi(read_text(root + "/status0")), std::stoi(read_text(root + "/status1"))};
+}
+
+// A TCP port that was free a moment ago on 127.0.0.1 (the kernel's pick).
+int free_port() {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(s >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+// Connects to 127.0.0.1:port (retrying for up to 30 s while rank 0 starts)
+// and sends `bytes`, then closes: a stray client of the rendezvous.
+bool send_stray(int port, const std::string& bytes) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+      const bool sent = ::send(s, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+      ::close(s);
+      return sent;
+    }
+    ::close(s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// Two ranks started as torchrun starts them: RANK, WORLD_SIZE, MASTER_ADDR
+// and MASTER_PORT in the environment, no folder shared. Rank 1 in the
+// background, rank 0 writing ROOT/run; their exit statuses.
+std::pair<int, int> two_ranks_over_tcp(const std::string& root, int port, const std::string& m) {
+  const std::string env =
+      "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+  const std::string cmd =
+      env + "RANK=1 '" + UMLOS_EXE + "' run -q --comm-timeout 60 '" + m + "' > '" + root + "/rank1.txt' 2>&1 & " + env +
+      "RANK=0 '" + UMLOS_EXE + "' run -q --comm-timeout 60 --run-dir '" + root + "/run' '" + m + "' > '" + root +
+      "/rank0.txt' 2>&1; echo $? > '" + root + "/status0'; wait $!; echo $? > '" + root + "/status1'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   return {std::stoi(read_text(root + "/status0")), std::stoi(read_text(root + "/status1"))};
 }
@@ -556,4 +609,66 @@ TEST_CASE("Malformed worlds and manifests that set the world are refused with th
   const Run refused = run(pinned, "world-in-config");
   CHECK(refused.result.exit_status == umlos::exit_code_for(UMLOS_MANIFEST_INVALID));
   CHECK(refused.result.output.find("config.world_size") != std::string::npos);
+}
+
+TEST_CASE(
+    "Ranks started with MASTER_ADDR and MASTER_PORT, as torchrun starts them, meet at rank 0's TCP rendezvous past "
+    "stray clients and give the single process's state_fp sequence",
+    "[distributed][gloo][rendezvous]") {
+  const std::string m = short_digits("tcp", 30);
+  const Run one = run_ok(m, "tcp-1");
+  const std::string root = temp_dir("dist-tcp");
+  const int port = free_port();
+  // Strays at rank 0's port while the ranks meet: garbage, a request with
+  // an oversized key, a value claimed 4 GiB long. Each is refused and
+  // closed; the ranks' own requests are answered.
+  std::vector<std::string> strays = {std::string("hello, rendezvous\n"), std::string("G\xff\xff\xff\xff", 5),
+                                     std::string("S\x00\x00\x00\x01k\xff\xff\xff\xff", 10)};
+  std::vector<bool> sent(strays.size(), false);
+  std::thread stray([&] {
+    for (size_t k = 0; k < strays.size(); ++k) sent[k] = send_stray(port, strays[k]);
+  });
+  const auto [status0, status1] = two_ranks_over_tcp(root, port, m);
+  stray.join();
+  INFO(read_text(root + "/rank0.txt") << read_text(root + "/rank1.txt"));
+  CHECK(status0 == 0);
+  CHECK(status1 == 0);
+  CHECK(sent == std::vector<bool>(strays.size(), true));
+  CHECK(state_fps(root + "/run/trace.jsonl") == state_fps(one.trace()));
+  CHECK(last_record(root + "/run/trace.jsonl").at("world_size") == 2);
+}
+
+TEST_CASE(
+    "A rank whose TCP rendezvous has no rank 0 stops within the timeout naming the address, half a "
+    "MASTER_ADDR/MASTER_PORT pair is refused, and without WORLD_SIZE they start no job",
+    "[distributed][gloo][rendezvous][cli]") {
+  const std::string m = short_digits("tcp-alone", 5);
+  const int port = free_port();
+  const auto t0 = std::chrono::steady_clock::now();
+  const CommandResult alone =
+      run_umlos_env("WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port),
+                    "run -q --comm-timeout 2 '" + m + "'");
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+  CHECK(alone.exit_status == umlos::exit_code_for(UMLOS_COLLECTIVE_FAILURE));
+  CHECK(alone.output.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  // Exported for another tool, without WORLD_SIZE: a plain run, no job
+  // (nothing listens, no collective runs).
+  const std::string plain = temp_dir("dist-tcp-plain");
+  const CommandResult solo =
+      run_umlos_env("UML_OS_ROOT='" + plain + "' MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port),
+                    "run -q --profile --run-dir '" + plain + "/run' '" + m + "'");
+  CHECK(solo.exit_status == 0);
+  const json solo_profile = json::parse(read_text(plain + "/run/profile.json"));
+  CHECK(solo_profile.at("collectives").value("calls", int64_t(0)) == 0);
+  const CommandResult half = run_umlos_env("WORLD_SIZE=2 RANK=0 MASTER_PORT=29500", "run -q '" + m + "'");
+  CHECK(half.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(half.output.find("MASTER_ADDR is not") != std::string::npos);
+  const CommandResult bad_port =
+      run_umlos_env("WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=70000", "run -q '" + m + "'");
+  CHECK(bad_port.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(bad_port.output.find("MASTER_PORT is '70000'") != std::string::npos);
+  const CommandResult bad_url =
+      run_umlos_env("WORLD_SIZE=2 RANK=0", "run -q --comm-timeout 2 --rendezvous tcp://127.0.0.1 '" + m + "'");
+  CHECK(bad_url.exit_status == umlos::exit_code_for(UMLOS_INVALID_ARGUMENT));
+  CHECK(bad_url.output.find("tcp://HOST:PORT") != std::string::npos);
 }

@@ -24,8 +24,10 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 
 #include "cpu_reference.hpp"
+#include "tcp_store.hpp"
 
 namespace cpu_driver {
 
@@ -33,9 +35,28 @@ struct Comm::Impl {
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::rendezvous::Context> context;
   std::chrono::milliseconds timeout{60000};
+  // Rank 0's TCP rendezvous store, serving the other ranks' reads until the
+  // job ends (they may read rank 0's addresses after its mesh is up).
+  std::unique_ptr<gloo::rendezvous::Store> store;
 };
 
 namespace {
+
+// Gloo's store interface over the TCP rendezvous (rank 0 serves the keys).
+class GlooTcpStore : public gloo::rendezvous::Store {
+ public:
+  GlooTcpStore(const std::string& host, const std::string& port, int rank, int world, std::chrono::milliseconds timeout)
+      : tcp_(host, port, rank, world, timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override { tcp_.set(key, data); }
+  std::vector<char> get(const std::string& key) override { return tcp_.get(key); }
+  void wait(const std::vector<std::string>& keys) override { tcp_.wait(keys, tcp_.timeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    tcp_.wait(keys, timeout);
+  }
+
+ private:
+  umlos::rendezvous::TcpStore tcp_;
+};
 
 // Gloo reports a dead peer, a timeout or a refused connection by throwing
 // (gloo::IoException, gloo::EnforceNotMet): all of them mean the job cannot
@@ -70,10 +91,23 @@ int partner(int rank, int round, int world) {
   return p < world ? p : -1;
 }
 
+void exchange_with(gloo::rendezvous::Context& ctx, int peer, int slot, const void* s, uint64_t sbytes, void* r,
+                   uint64_t rbytes);
+
 // Sends `sbytes` at `s` to `peer` and receives `rbytes` into `r` from it,
-// on message slot `slot`; the lower rank sends first.
+// on message slot `slot`; the lower rank sends first. A failure names the
+// peer: Gloo's own message names only its address.
 void exchange(gloo::rendezvous::Context& ctx, int peer, int slot, const void* s, uint64_t sbytes, void* r,
               uint64_t rbytes) {
+  try {
+    exchange_with(ctx, peer, slot, s, sbytes, r, rbytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("the exchange with rank " + std::to_string(peer) + ": " + e.what());
+  }
+}
+
+void exchange_with(gloo::rendezvous::Context& ctx, int peer, int slot, const void* s, uint64_t sbytes, void* r,
+                   uint64_t rbytes) {
   std::unique_ptr<gloo::transport::Pair>& pair = ctx.getPair(peer);
   // Gloo's send side takes a non-const pointer by type only; it reads it.
   std::unique_ptr<gloo::transport::Buffer> out =
@@ -105,9 +139,12 @@ Comm::Comm(const umlos_comm_config& config) : impl_(std::make_unique<Impl>()) {
     fail(UMLOS_INVALID_ARGUMENT,
          "comm_init: rank " + std::to_string(config.rank) + " of world size " + std::to_string(config.world_size));
   const std::string rv = config.rendezvous ? config.rendezvous : "";
-  if (rv.rfind("file:", 0) != 0 || rv.size() <= 5)
-    fail(UMLOS_INVALID_ARGUMENT,
-         "comm_init: rendezvous '" + rv + "', expected file:/DIR (a folder every rank reaches)");
+  std::string host, port;
+  const bool tcp = umlos::rendezvous::parse_tcp_rendezvous(rv, &host, &port);
+  if (!tcp && (rv.rfind("file:", 0) != 0 || rv.size() <= 5))
+    fail(UMLOS_INVALID_ARGUMENT, "comm_init: rendezvous '" + rv +
+                                     "', expected file:/DIR (a folder every rank reaches) or tcp://HOST:PORT (rank "
+                                     "0's address and a port free there, as MASTER_ADDR and MASTER_PORT give them)");
   rank_ = config.rank;
   world_ = config.world_size;
   if (config.timeout_ms > 0) impl_->timeout = std::chrono::milliseconds(config.timeout_ms);
@@ -115,11 +152,16 @@ Comm::Comm(const umlos_comm_config& config) : impl_(std::make_unique<Impl>()) {
     gloo::transport::tcp::attr attr;
     if (config.listen_host && *config.listen_host) attr.hostname = config.listen_host;
     impl_->device = gloo::transport::tcp::CreateDevice(attr);
-    gloo::rendezvous::FileStore files(rv.substr(5));
-    gloo::rendezvous::PrefixStore store(config.prefix ? config.prefix : "umlos", files);
+    std::unique_ptr<gloo::rendezvous::Store> base;
+    if (tcp)
+      base = std::make_unique<GlooTcpStore>(host, port, rank_, world_, impl_->timeout);
+    else
+      base = std::make_unique<gloo::rendezvous::FileStore>(rv.substr(5));
+    gloo::rendezvous::PrefixStore store(config.prefix ? config.prefix : "umlos", *base);
     impl_->context = std::make_shared<gloo::rendezvous::Context>(rank_, world_);
     impl_->context->setTimeout(impl_->timeout);
     impl_->context->connectFullMesh(store, impl_->device);
+    if (tcp && rank_ == 0) impl_->store = std::move(base);
     for (int p = 0; p < world_; ++p)
       if (p != rank_) impl_->context->getPair(p)->setSync(true, false);  // no busy polling: ranks may share cores
   });

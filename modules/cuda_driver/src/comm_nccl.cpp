@@ -11,8 +11,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cpu_reference.hpp"
+#include "tcp_store.hpp"
 
 namespace cuda_driver {
 
@@ -151,14 +153,40 @@ NcclComm::NcclComm(const CudaApi* cu, const umlos_comm_config& config) : impl_(s
   if (config.struct_size < UMLOS_COMM_CONFIG_SIZE_V1_7 || config.world_size < 1 || config.rank < 0 ||
       config.rank >= config.world_size)
     fail(UMLOS_INVALID_ARGUMENT, "comm_init: malformed umlos_comm_config");
-  if (!config.rendezvous || std::strncmp(config.rendezvous, "file:", 5) != 0 || !config.rendezvous[5])
-    fail(UMLOS_INVALID_ARGUMENT, "comm_init: rendezvous must be file:/DIR");
+  std::string host, port;
+  const bool tcp = config.rendezvous && umlos::rendezvous::parse_tcp_rendezvous(config.rendezvous, &host, &port);
+  if (!tcp && (!config.rendezvous || std::strncmp(config.rendezvous, "file:", 5) != 0 || !config.rendezvous[5]))
+    fail(UMLOS_INVALID_ARGUMENT, "comm_init: rendezvous must be file:/DIR or tcp://HOST:PORT");
   impl_->cu = cu;
   impl_->nccl = load_nccl();
   if (config.timeout_ms > 0) impl_->timeout = std::chrono::milliseconds(config.timeout_ms);
   rank_ = config.rank;
   world_ = config.world_size;
   NcclUniqueId id{};
+  // Through rank 0's TCP store: kept until ncclCommInitRank returns, which
+  // it does on rank 0 only once every rank has the id and has joined.
+  std::unique_ptr<umlos::rendezvous::TcpStore> store;
+  if (tcp) {
+    const std::string key = std::string(config.prefix ? config.prefix : "umlos") + ".nccl_id";
+    try {
+      store = std::make_unique<umlos::rendezvous::TcpStore>(host, port, rank_, world_, impl_->timeout);
+      if (rank_ == 0) {
+        impl_->check(impl_->nccl->GetUniqueId(&id), "ncclGetUniqueId");
+        store->set(key, std::vector<char>(id.internal, id.internal + sizeof id.internal));
+      } else {
+        const std::vector<char> got = store->get(key);
+        if (got.size() != sizeof id.internal)
+          fail(UMLOS_COLLECTIVE_FAILURE, "comm_init: rank 0's NCCL id is " + std::to_string(got.size()) +
+                                             " bytes at the rendezvous, expected " +
+                                             std::to_string(sizeof id.internal));
+        std::memcpy(id.internal, got.data(), got.size());
+      }
+    } catch (const std::runtime_error& e) {
+      fail(UMLOS_COLLECTIVE_FAILURE, std::string("comm_init: ") + e.what());
+    }
+    impl_->check(impl_->nccl->CommInitRank(&impl_->comm, world_, id, rank_), "ncclCommInitRank");
+    return;
+  }
   const std::string path = id_path(config);
   if (rank_ == 0) {
     impl_->check(impl_->nccl->GetUniqueId(&id), "ncclGetUniqueId");
