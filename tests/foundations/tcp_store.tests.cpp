@@ -14,25 +14,14 @@
 #include <thread>
 #include <vector>
 
+#include "../comm_support.hpp"
 #include "tcp_store.hpp"
 
 using umlos::rendezvous::parse_tcp_rendezvous;
 using umlos::rendezvous::TcpStore;
+using umlos_test::free_port;
 
 namespace {
-
-// A port that was free on 127.0.0.1 a moment ago.
-std::string free_port() {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(s);
-  return std::to_string(ntohs(a.sin_port));
-}
 
 std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
@@ -80,7 +69,7 @@ TEST_CASE("A tcp:// rendezvous is HOST:PORT with a port of 1..65535, an IPv6 hos
 
 TEST_CASE("The TCP rendezvous store serves rank 0's keys to the other ranks and refuses a key set twice",
           "[rendezvous]") {
-  const std::string port = free_port();
+  const std::string port = std::to_string(free_port());
   const std::chrono::milliseconds timeout(5000);
   TcpStore zero("127.0.0.1", port, 0, 3, timeout);
   std::vector<char> one_saw, two_saw;
@@ -114,12 +103,12 @@ TEST_CASE("The TCP rendezvous store serves rank 0's keys to the other ranks and 
 
 TEST_CASE("The TCP rendezvous store answers malformed and oversized requests with a refusal, never a value",
           "[rendezvous]") {
-  const std::string port = free_port();
+  const std::string port = std::to_string(free_port());
   TcpStore zero("127.0.0.1", port, 0, 2, std::chrono::milliseconds(1000));
   zero.set("k", bytes("v"));
   // An unknown request, a key over 4 KiB, a value claimed over 16 MiB.
-  for (const std::string& request :
-       {std::string("hello"), std::string("G\x00\x00\x20\x01", 5), std::string("S\x00\x00\x00\x01k\x01\x00\x00\x01", 10)}) {
+  for (const std::string& request : {std::string("hello"), std::string("G\x00\x00\x20\x01", 5),
+                                     std::string("S\x00\x00\x00\x01k\x01\x00\x00\x01", 10)}) {
     const std::string got = raw_exchange(port, request);
     REQUIRE_FALSE(got.empty());
     CHECK(got[0] == 'E');
@@ -133,7 +122,7 @@ TEST_CASE("The TCP rendezvous store answers malformed and oversized requests wit
 }
 
 TEST_CASE("A rank whose rank 0 never listens gives up after the timeout, naming the address", "[rendezvous]") {
-  const std::string port = free_port();
+  const std::string port = std::to_string(free_port());
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(TcpStore("127.0.0.1", port, 1, 2, std::chrono::milliseconds(600)),
                     Catch::Contains("could not reach rank 0's rendezvous at 127.0.0.1:" + port));

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "../comm_support.hpp"
 #include "../skip.hpp"
 #include "error.hpp"
 #include "run_support.hpp"
@@ -136,34 +137,21 @@ bool wait_unlocked(const std::string& dir) {
 namespace {
 
 // A job of two ranks started by hand, as a cluster launcher would (RANK,
-// WORLD_SIZE and a rendezvous folder in the environment): rank 1 in the
-// background (`args1`, manifest `m1`), rank 0 in the foreground writing its
-// run folder to ROOT/run (`args0`, `m0`). Waits for both and returns their
-// exit statuses; their output is in ROOT/rank0.txt and ROOT/rank1.txt.
+// WORLD_SIZE and a rendezvous in the environment: `meet`, or by default a
+// fresh folder): rank 1 in the background (`args1`, manifest `m1`), rank 0
+// in the foreground writing its run folder to ROOT/run (`args0`, `m0`).
+// Waits for both and returns their exit statuses; their output is in
+// ROOT/rank0.txt and ROOT/rank1.txt.
 std::pair<int, int> two_ranks_by_hand(const std::string& root, const std::string& args0, const std::string& m0,
-                                      const std::string& args1, const std::string& m1) {
-  const std::string rendezvous = temp_dir("dist-rv");
-  const std::string env = "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 UMLOS_RENDEZVOUS='file:" + rendezvous + "' ";
+                                      const std::string& args1, const std::string& m1, std::string meet = "") {
+  if (meet.empty()) meet = "UMLOS_RENDEZVOUS='file:" + temp_dir("dist-rv") + "'";
+  const std::string env = "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 " + meet + " ";
   const std::string cmd = env + "RANK=1 '" + UMLOS_EXE + "' run -q " + args1 + " '" + m1 + "' > '" + root +
                           "/rank1.txt' 2>&1 & " + env + "RANK=0 '" + UMLOS_EXE + "' run -q " + args0 + " --run-dir '" +
                           root + "/run' '" + m0 + "' > '" + root + "/rank0.txt' 2>&1; echo $? > '" + root +
                           "/status0'; wait $!; echo $? > '" + root + "/status1'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   return {std::stoi(read_text(root + "/status0")), std::stoi(read_text(root + "/status1"))};
-}
-
-// A TCP port that was free a moment ago on 127.0.0.1 (the kernel's pick).
-int free_port() {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(s >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(s);
-  return ntohs(a.sin_port);
 }
 
 // Connects to 127.0.0.1:port (retrying for up to 30 s while rank 0 starts)
@@ -185,20 +173,6 @@ bool send_stray(int port, const std::string& bytes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
-}
-
-// Two ranks started as torchrun starts them: RANK, WORLD_SIZE, MASTER_ADDR
-// and MASTER_PORT in the environment, no folder shared. Rank 1 in the
-// background, rank 0 writing ROOT/run; their exit statuses.
-std::pair<int, int> two_ranks_over_tcp(const std::string& root, int port, const std::string& m) {
-  const std::string env =
-      "UML_OS_ROOT='" + root + "' WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
-  const std::string cmd =
-      env + "RANK=1 '" + UMLOS_EXE + "' run -q --comm-timeout 60 '" + m + "' > '" + root + "/rank1.txt' 2>&1 & " + env +
-      "RANK=0 '" + UMLOS_EXE + "' run -q --comm-timeout 60 --run-dir '" + root + "/run' '" + m + "' > '" + root +
-      "/rank0.txt' 2>&1; echo $? > '" + root + "/status0'; wait $!; echo $? > '" + root + "/status1'";
-  REQUIRE(std::system(cmd.c_str()) == 0);
-  return {std::stoi(read_text(root + "/status0")), std::stoi(read_text(root + "/status1"))};
 }
 
 }  // namespace
@@ -617,6 +591,7 @@ TEST_CASE(
     "[distributed][gloo][rendezvous]") {
   const std::string m = short_digits("tcp", 30);
   const Run one = run_ok(m, "tcp-1");
+  REQUIRE(state_fps(one.trace()).size() == 30);
   const std::string root = temp_dir("dist-tcp");
   const int port = free_port();
   // Strays at rank 0's port while the ranks meet: garbage, a request with
@@ -628,7 +603,9 @@ TEST_CASE(
   std::thread stray([&] {
     for (size_t k = 0; k < strays.size(); ++k) sent[k] = send_stray(port, strays[k]);
   });
-  const auto [status0, status1] = two_ranks_over_tcp(root, port, m);
+  // As torchrun starts them: no folder shared, rank 0's address and port.
+  const std::string tcp = "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port);
+  const auto [status0, status1] = two_ranks_by_hand(root, "--comm-timeout 60", m, "--comm-timeout 60", m, tcp);
   stray.join();
   INFO(read_text(root + "/rank0.txt") << read_text(root + "/rank1.txt"));
   CHECK(status0 == 0);

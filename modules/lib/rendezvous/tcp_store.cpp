@@ -158,8 +158,7 @@ bool parse_tcp_rendezvous(const std::string& url, std::string* host, std::string
     if (host->find(':') != std::string::npos) return false;  // an IPv6 address needs its brackets
   }
   *port = rest.substr(colon + 1);
-  if (host->empty() || port->empty() || port->size() > 5 ||
-      port->find_first_not_of("0123456789") != std::string::npos)
+  if (host->empty() || port->empty() || port->size() > 5 || port->find_first_not_of("0123456789") != std::string::npos)
     return false;
   const int p = std::stoi(*port);
   return p >= 1 && p <= 65535;
@@ -333,7 +332,9 @@ void TcpStore::set(const std::string& key, const std::vector<char>& data) {
     ask('S', key, &data);
 }
 
-std::vector<char> TcpStore::get(const std::string& key) { return rank_ == 0 ? take(key, timeout_) : ask('G', key, nullptr); }
+std::vector<char> TcpStore::get(const std::string& key) {
+  return rank_ == 0 ? take(key, timeout_) : ask('G', key, nullptr);
+}
 
 void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   for (const std::string& key : keys) {
