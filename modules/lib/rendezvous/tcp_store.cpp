@@ -62,11 +62,12 @@ bool read_exact(int fd, void* to, size_t n, Clock::time_point until, const std::
   return true;
 }
 
-bool write_all(int fd, const std::vector<char>& bytes, Clock::time_point until) {
+bool write_all(int fd, const std::vector<char>& bytes, Clock::time_point until,
+               const std::atomic<bool>* stop = nullptr) {
   const char* p = bytes.data();
   size_t n = bytes.size();
   while (n > 0) {
-    if (!ready(fd, POLLOUT, until, nullptr)) return false;
+    if (!ready(fd, POLLOUT, until, stop)) return false;
     const ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
     if (r < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
@@ -267,7 +268,7 @@ void TcpStore::answer(int fd) {
     const auto until = Clock::now() + timeout_;
     uint32_t klen = 0;
     if ((op != 'S' && op != 'G') || !read_u32(fd, &klen, until, &stop_) || klen > kMaxKey) {
-      write_all(fd, framed('E', "malformed rendezvous request"), until);
+      write_all(fd, framed('E', "malformed rendezvous request"), until, &stop_);
       break;
     }
     std::string key(klen, '\0');
@@ -277,7 +278,7 @@ void TcpStore::answer(int fd) {
       if (op == 'S') {
         uint32_t vlen = 0;
         if (!read_u32(fd, &vlen, until, &stop_) || vlen > kMaxValue) {
-          write_all(fd, framed('E', "rendezvous value over " + std::to_string(kMaxValue) + " bytes"), until);
+          write_all(fd, framed('E', "rendezvous value over " + std::to_string(kMaxValue) + " bytes"), until, &stop_);
           break;
         }
         std::vector<char> value(vlen);
@@ -293,7 +294,7 @@ void TcpStore::answer(int fd) {
     } catch (const std::exception& e) {
       reply = framed('E', e.what());
     }
-    if (!write_all(fd, reply, Clock::now() + timeout_)) break;
+    if (!write_all(fd, reply, Clock::now() + timeout_, &stop_)) break;
   }
   ::shutdown(fd, SHUT_RDWR);
 }
