@@ -130,3 +130,29 @@ TEST_CASE("A rank whose rank 0 never listens gives up after the timeout, naming 
   CHECK_THROWS_WITH(TcpStore("no-such-host.invalid", port, 0, 2, std::chrono::milliseconds(600)),
                     Catch::Contains("does not resolve"));
 }
+
+TEST_CASE(
+    "The TCP rendezvous store takes at most four connections per rank, and past them a rank fails at once, "
+    "never hangs",
+    "[rendezvous]") {
+  const std::string port = std::to_string(free_port());
+  TcpStore zero("127.0.0.1", port, 0, 2, std::chrono::milliseconds(3000));
+  zero.set("k", bytes("v"));
+  // Eight idle strays (4 x world 2) take every place.
+  std::vector<int> strays;
+  for (int i = 0; i < 8; ++i) {
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(std::stoi(port)));
+    REQUIRE(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    strays.push_back(s);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all accepted
+  const auto t0 = std::chrono::steady_clock::now();
+  TcpStore one("127.0.0.1", port, 1, 2, std::chrono::milliseconds(3000));  // the kernel completes the handshake
+  CHECK_THROWS_WITH(one.get("k"), Catch::Contains("lost its connection to rank 0's rendezvous"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  for (int s : strays) ::close(s);
+}
