@@ -25,16 +25,22 @@ namespace {
 
 std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
-// The answer a raw client gets for `request`: one frame (a status byte, a
-// 4-byte length, that many bytes), what came before the store closed the
-// connection, or "" when it closed without answering.
-std::string raw_exchange(const std::string& port, const std::string& request) {
+// A socket connected to 127.0.0.1:port, speaking no protocol of its own.
+int raw_client(const std::string& port) {
   const int s = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<uint16_t>(std::stoi(port)));
   REQUIRE(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return s;
+}
+
+// The answer a raw client gets for `request`: one frame (a status byte, a
+// 4-byte length, that many bytes), what came before the store closed the
+// connection, or "" when it closed without answering.
+std::string raw_exchange(const std::string& port, const std::string& request) {
+  const int s = raw_client(port);
   REQUIRE(::send(s, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::string got;
   auto whole = [&] {
@@ -140,15 +146,7 @@ TEST_CASE(
   zero.set("k", bytes("v"));
   // Eight idle strays (4 x world 2) take every place.
   std::vector<int> strays;
-  for (int i = 0; i < 8; ++i) {
-    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(std::stoi(port)));
-    REQUIRE(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    strays.push_back(s);
-  }
+  for (int i = 0; i < 8; ++i) strays.push_back(raw_client(port));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all accepted
   const auto t0 = std::chrono::steady_clock::now();
   TcpStore one("127.0.0.1", port, 1, 2, std::chrono::milliseconds(3000));  // the kernel completes the handshake
