@@ -91,21 +91,7 @@ int partner(int rank, int round, int world) {
   return p < world ? p : -1;
 }
 
-void exchange_with(gloo::rendezvous::Context& ctx, int peer, int slot, const void* s, uint64_t sbytes, void* r,
-                   uint64_t rbytes);
-
-// Sends `sbytes` at `s` to `peer` and receives `rbytes` into `r` from it,
-// on message slot `slot`; the lower rank sends first. A failure names the
-// peer: Gloo's own message names only its address.
-void exchange(gloo::rendezvous::Context& ctx, int peer, int slot, const void* s, uint64_t sbytes, void* r,
-              uint64_t rbytes) {
-  try {
-    exchange_with(ctx, peer, slot, s, sbytes, r, rbytes);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("the exchange with rank " + std::to_string(peer) + ": " + e.what());
-  }
-}
-
+// exchange() without the peer in its failures.
 void exchange_with(gloo::rendezvous::Context& ctx, int peer, int slot, const void* s, uint64_t sbytes, void* r,
                    uint64_t rbytes) {
   std::unique_ptr<gloo::transport::Pair>& pair = ctx.getPair(peer);
@@ -127,6 +113,18 @@ void exchange_with(gloo::rendezvous::Context& ctx, int peer, int slot, const voi
   } else {
     receive();
     send();
+  }
+}
+
+// Sends `sbytes` at `s` to `peer` and receives `rbytes` into `r` from it,
+// on message slot `slot`; the lower rank sends first. A failure names the
+// peer: Gloo's own message names only its address.
+void exchange(gloo::rendezvous::Context& ctx, int peer, int slot, const void* s, uint64_t sbytes, void* r,
+              uint64_t rbytes) {
+  try {
+    exchange_with(ctx, peer, slot, s, sbytes, r, rbytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("the exchange with rank " + std::to_string(peer) + ": " + e.what());
   }
 }
 

@@ -4,7 +4,7 @@
 // key's length (4 bytes, big-endian), the key, the value's length, the
 // value, answered 'K'; a get is 'G', the key's length, the key, answered
 // 'V', the value's length, the value, once the key is set. A refusal is
-// 'E', a message's length and the message. Every answer is so framed (an
+// 'E', a message's length and the message. Every answer is so framed (a
 // 'K' with length 0).
 #include "tcp_store.hpp"
 
@@ -167,8 +167,10 @@ bool parse_tcp_rendezvous(const std::string& url, std::string* host, std::string
 
 TcpStore::TcpStore(const std::string& host, const std::string& port, int rank, int world,
                    std::chrono::milliseconds timeout)
-    : rank_(rank), timeout_(timeout), where_(host + ":" + port) {
-  max_connections_ = 4 * static_cast<size_t>(std::max(world, 1));
+    : rank_(rank),
+      timeout_(timeout),
+      where_(host + ":" + port),
+      max_connections_(4 * static_cast<size_t>(std::max(world, 1))) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

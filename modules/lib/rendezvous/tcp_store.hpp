@@ -72,8 +72,8 @@ class TcpStore {
   std::mutex m_;
   std::condition_variable cv_;
   std::map<std::string, std::vector<char>> keys_;
-  size_t max_connections_ = 0;
-  std::vector<int> clients_;  // under m_
+  const size_t max_connections_;  // four per rank
+  std::vector<int> clients_;      // under m_
   std::vector<std::thread> handlers_;
   std::thread listener_;
 };
